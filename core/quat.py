@@ -1,0 +1,257 @@
+"""Rotations: quaternions (w, x, y, z) and their conversions to matrices, 6D, axis-angle and Euler angles.
+
+Every function takes arrays shaped (..., 4) for quaternions, (..., 3) for vectors and rotation
+vectors, (..., 3, 3) for matrices and (..., 6) for 6D rotations, and broadcasts over the leading
+axes, so a whole clip (frames, joints) converts in one call.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_EPS = 1e-12
+AXES = {"x": 0, "y": 1, "z": 2}
+
+
+def identity(*shape: int) -> np.ndarray:
+    """Identity quaternions with the given leading shape."""
+    q = np.zeros(shape + (4,))
+    q[..., 0] = 1.0
+    return q
+
+
+def normalize(q: np.ndarray) -> np.ndarray:
+    return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), _EPS)
+
+
+def conjugate(q: np.ndarray) -> np.ndarray:
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+inverse = conjugate  # unit quaternions only
+
+
+def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b: apply b first, then a."""
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack([
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ], axis=-1)
+
+
+def multiply_inverse(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * inverse(b)."""
+    return multiply(a, conjugate(b))
+
+
+def inverse_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """inverse(a) * b."""
+    return multiply(conjugate(a), b)
+
+
+def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Rotate vectors v by unit quaternions q: v + 2w(u x v) + 2u x (u x v)."""
+    u = q[..., 1:]
+    w = q[..., :1]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def inverse_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    return rotate(conjugate(q), v)
+
+
+def positive_hemisphere(q: np.ndarray) -> np.ndarray:
+    """The same rotations with w >= 0 (q and -q are the same rotation)."""
+    return np.where(q[..., :1] < 0.0, -q, q)
+
+
+def unroll(q: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Flip signs along `axis` (time) so consecutive quaternions lie in the same hemisphere."""
+    q = np.moveaxis(np.array(q, dtype=float), axis, 0)
+    for i in range(1, len(q)):
+        flip = np.sum(q[i] * q[i - 1], axis=-1, keepdims=True) < 0.0
+        q[i] = np.where(flip, -q[i], q[i])
+    return np.moveaxis(q, 0, axis)
+
+
+def from_angle_axis(angle: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """Rotation by `angle` radians about unit `axis`."""
+    half = 0.5 * np.asarray(angle, dtype=float)[..., None]
+    return np.concatenate([np.cos(half), np.sin(half) * axis], axis=-1)
+
+
+def from_rotation_vector(r: np.ndarray) -> np.ndarray:
+    """Axis-angle as one vector (axis times angle in radians) to quaternion: the exponential map."""
+    r = np.asarray(r, dtype=float)
+    angle = np.linalg.norm(r, axis=-1, keepdims=True)
+    half = 0.5 * angle
+    # sin(angle/2)/angle, with its Taylor series near zero.
+    small = angle < 1e-8
+    scale = np.where(small, 0.5 - angle ** 2 / 48.0, np.sin(half) / np.where(small, 1.0, angle))
+    return np.concatenate([np.cos(half), scale * r], axis=-1)
+
+
+def to_rotation_vector(q: np.ndarray) -> np.ndarray:
+    """Quaternion to axis-angle vector (angle in [0, pi]): the logarithm map times two."""
+    q = positive_hemisphere(normalize(q))
+    sin_half = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
+    angle = 2.0 * np.arctan2(sin_half, q[..., :1])
+    small = sin_half < 1e-8
+    scale = np.where(small, 2.0 / np.maximum(q[..., :1], _EPS), angle / np.where(small, 1.0, sin_half))
+    return scale * q[..., 1:]
+
+
+def from_axis_rotation(axis: str, angle: np.ndarray) -> np.ndarray:
+    """Rotation about the named coordinate axis ('x', 'y' or 'z') by `angle` radians."""
+    angle = np.asarray(angle, dtype=float)
+    q = np.zeros(angle.shape + (4,))
+    q[..., 0] = np.cos(0.5 * angle)
+    q[..., 1 + AXES[axis]] = np.sin(0.5 * angle)
+    return q
+
+
+def from_euler(angles: np.ndarray, order: str) -> np.ndarray:
+    """Intrinsic Euler angles in radians, R = R_order[0] R_order[1] R_order[2] (the BVH channel order)."""
+    q = from_axis_rotation(order[0], angles[..., 0])
+    for i in range(1, len(order)):
+        q = multiply(q, from_axis_rotation(order[i], angles[..., i]))
+    return q
+
+
+def to_euler(q: np.ndarray, order: str) -> np.ndarray:
+    """Inverse of from_euler for a three-axis order of distinct axes; angles in radians.
+
+    For R = R_i(a) R_j(b) R_k(c) with parity s (+1 for cyclic orders such as xyz):
+    sin b = s R[i,k], tan a = -s R[j,k] / R[k,k], tan c = -s R[i,j] / R[i,i].
+    At gimbal lock (cos b = 0) only a + s*c is defined; c is set to zero.
+    """
+    i, j, k = (AXES[a] for a in order)
+    if len({i, j, k}) != 3:
+        raise ValueError(f"Euler order {order!r} must name three distinct axes")
+    s = 1.0 if (j - i) % 3 == 1 else -1.0
+    m = to_matrix(q)
+    sin_b = np.clip(s * m[..., i, k], -1.0, 1.0)
+    cos_b = np.hypot(m[..., i, i], m[..., i, j])
+    b = np.arctan2(sin_b, cos_b)
+    a = np.arctan2(-s * m[..., j, k], m[..., k, k])
+    c = np.arctan2(-s * m[..., i, j], m[..., i, i])
+    locked = cos_b < 1e-7
+    # With cos b = 0 the matrix's (j, j) and (k, j) entries hold the angle a + s*c (c := 0).
+    a_locked = np.arctan2(s * m[..., k, j], m[..., j, j])
+    a = np.where(locked, a_locked, a)
+    c = np.where(locked, 0.0, c)
+    return np.stack([a, b, c], axis=-1)
+
+
+def to_matrix(q: np.ndarray) -> np.ndarray:
+    q = normalize(q)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack([
+        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
+        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
+        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
+    ], axis=-2)
+
+
+def from_matrix(m: np.ndarray) -> np.ndarray:
+    """Rotation matrix to quaternion (Shepperd's method: branch on the largest of w, x, y, z)."""
+    m = np.asarray(m, dtype=float)
+    m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
+    trace = m00 + m11 + m22
+    candidates = np.stack([
+        np.stack([1 + trace, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1),
+        np.stack([m[..., 2, 1] - m[..., 1, 2], 1 + m00 - m11 - m22, m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
+        np.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 - m00 + m11 - m22, m[..., 1, 2] + m[..., 2, 1]], -1),
+        np.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 - m00 - m11 + m22], -1),
+    ], axis=-2)
+    best = np.argmax(np.stack([trace, m00, m11, m22], axis=-1), axis=-1)
+    q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
+    return positive_hemisphere(normalize(q))
+
+
+def to_6d(q: np.ndarray) -> np.ndarray:
+    """The first two columns of the rotation matrix (Zhou et al. 2019), as (c0, c1) in 6 floats."""
+    m = to_matrix(q)
+    return np.concatenate([m[..., :, 0], m[..., :, 1]], axis=-1)
+
+
+def from_6d(d: np.ndarray) -> np.ndarray:
+    """6D rotation back to quaternion by Gram-Schmidt on the two columns (Zhou et al. 2019)."""
+    d = np.asarray(d, dtype=float)
+    c0 = d[..., :3] / np.maximum(np.linalg.norm(d[..., :3], axis=-1, keepdims=True), _EPS)
+    c1 = d[..., 3:] - np.sum(c0 * d[..., 3:], axis=-1, keepdims=True) * c0
+    c1 = c1 / np.maximum(np.linalg.norm(c1, axis=-1, keepdims=True), _EPS)
+    c2 = np.cross(c0, c1)
+    return from_matrix(np.stack([c0, c1, c2], axis=-1))
+
+
+def slerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Spherical linear interpolation along the shorter arc; t broadcasts against a[..., 0]."""
+    t = np.asarray(t, dtype=float)[..., None]
+    dot = np.sum(a * b, axis=-1, keepdims=True)
+    b = np.where(dot < 0.0, -b, b)
+    dot = np.abs(dot)
+    theta = np.arccos(np.clip(dot, -1.0, 1.0))
+    sin_theta = np.sin(theta)
+    near = sin_theta < 1e-6
+    safe = np.where(near, 1.0, sin_theta)
+    wa = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / safe)
+    wb = np.where(near, t, np.sin(t * theta) / safe)
+    return normalize(wa * a + wb * b)
+
+
+def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The shortest rotation taking direction u onto direction v."""
+    u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), _EPS)
+    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), _EPS)
+    w = 1.0 + np.sum(u * v, axis=-1, keepdims=True)
+    axis = np.cross(u, v)
+    # Opposite vectors: rotate half a turn about any axis perpendicular to u.
+    opposite = w[..., 0] < 1e-9
+    if np.any(opposite):
+        helper = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        perpendicular = np.cross(u, helper)
+        axis = np.where(opposite[..., None], perpendicular, axis)
+        w = np.where(opposite[..., None], 0.0, w)
+    return normalize(np.concatenate([w, axis], axis=-1))
+
+
+def from_yaw(yaw: np.ndarray) -> np.ndarray:
+    """Rotation about +Y (up) by `yaw` radians."""
+    return from_axis_rotation("y", yaw)
+
+
+def yaw_of_direction(direction: np.ndarray) -> np.ndarray:
+    """Yaw (radians about +Y) that turns +Z onto the floor projection of `direction`."""
+    return np.arctan2(direction[..., 0], direction[..., 2])
+
+
+def mean(q: np.ndarray, weights: np.ndarray | None = None, axis: int = 0) -> np.ndarray:
+    """Weighted average rotation along `axis` (sign-aligned, normalised linear mean; fine for clustered rotations)."""
+    q = np.moveaxis(np.asarray(q, dtype=float), axis, 0)
+    reference = q[0]
+    aligned = np.where(np.sum(q * reference, axis=-1, keepdims=True) < 0.0, -q, q)
+    w = np.ones(len(q)) if weights is None else np.asarray(weights, dtype=float)
+    return normalize(np.tensordot(w, aligned, axes=(0, 0)))
+
+
+def reflect(q: np.ndarray, normal_axis: int) -> np.ndarray:
+    """Conjugate rotations by the reflection through the plane whose normal is coordinate axis `normal_axis`.
+
+    If L is that reflection, this returns L R L: vector components perpendicular to the normal
+    change sign, the component along it is kept.
+    """
+    sign = -np.ones(4)
+    sign[0] = 1.0
+    sign[1 + normal_axis] = 1.0
+    return q * sign
+
+
+def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Angle in radians of the rotation taking a to b."""
+    relative = inverse_multiply(normalize(a), normalize(b))
+    return 2.0 * np.arctan2(np.linalg.norm(relative[..., 1:], axis=-1), np.abs(relative[..., 0]))
