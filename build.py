@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""VR Avatar's single entry point: set-up, demo, tests, benchmarks and the Blender extension.
+
+    python build.py demo [--mocap DIR]   simulate a three-point stream from real mocap into out/
+    python build.py test [PYTEST ARGS]   the test suite (what CI runs)
+    python build.py bench                speed figures as JSON
+    python build.py extension            dist/vr_avatar-<version>.zip, self-contained
+
+Each command first makes sure `.venv` exists with the project's requirements (pyproject.toml),
+installing torch==2.13.0 before anything else so that pip keeps the local CPU build.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+TORCH = "torch==2.13.0"
+
+
+def venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def requirements() -> list[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return list(project["dependencies"]) + list(project["optional-dependencies"]["dev"])
+
+
+def ensure_environment() -> None:
+    """Create `.venv` and install the requirements, once per change of requirements."""
+    wanted = [TORCH] + [r for r in requirements() if not r.startswith("torch")]
+    stamp = VENV / ".requirements"
+    fingerprint = hashlib.sha256("\n".join([sys.version] + wanted).encode()).hexdigest()
+    if stamp.exists() and stamp.read_text() == fingerprint and venv_python().exists():
+        return
+    if not venv_python().exists():
+        print(f"build.py: creating {VENV.name} with Python {sys.version.split()[0]}", file=sys.stderr)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    print(f"build.py: installing {TORCH} (CPU build) first", file=sys.stderr)
+    subprocess.run(pip + [TORCH], check=True)
+    print(f"build.py: installing {', '.join(wanted[1:])}", file=sys.stderr)
+    subprocess.run(pip + wanted, check=True)
+    stamp.write_text(fingerprint)
+
+
+def run_in_environment(args: list[str]) -> int:
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([str(venv_python()), *args], cwd=ROOT, env=env).returncode
+
+
+def demo(args: list[str]) -> int:
+    return run_in_environment(["-m", "core", "demo", *args])
+
+
+def test(args: list[str]) -> int:
+    return run_in_environment(["-m", "pytest", "tests", *args])
+
+
+def bench(args: list[str]) -> int:
+    return run_in_environment(["-m", "core", "bench", "--json", *args])
+
+
+def extension(args: list[str]) -> int:
+    from importlib import util
+
+    spec = util.spec_from_file_location("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
+    packaging = util.module_from_spec(spec)
+    spec.loader.exec_module(packaging)
+    path = packaging.build_extension(ROOT, ROOT / "dist")
+    print(path)
+    return 0
+
+
+COMMANDS = {"demo": demo, "test": test, "bench": bench, "extension": extension}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in COMMANDS:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    ensure_environment()
+    return COMMANDS[argv[0]](argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
