@@ -1,0 +1,73 @@
+"""Speed figures (SPEC §4 `bench`): BVH parsing, forward kinematics, stream simulation and reading."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .bvh import read_bvh
+from .mocap import default_mocap_dir, find_bvh_files
+from .simulate import simulate_stream
+from .stream import read_stream, write_stream
+
+
+def measure(mocap: Path) -> dict:
+    """Parse every BVH file under `mocap`, then time FK, simulation and stream reading on one clip."""
+    files = find_bvh_files([mocap])
+    size = sum(f.stat().st_size for f in files)
+    frames = 0
+    start = time.perf_counter()
+    for f in files:
+        frames += len(read_bvh(f))
+    parse_s = time.perf_counter() - start
+    clip = max(files[: min(len(files), 200)], key=lambda f: f.stat().st_size)
+    motion = read_bvh(clip)
+    start = time.perf_counter()
+    for _ in range(5):
+        motion.global_transforms()
+    fk_s = (time.perf_counter() - start) / 5
+    start = time.perf_counter()
+    simulated = simulate_stream(motion)
+    simulate_s = time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as folder:
+        csv = Path(folder) / "stream.csv"
+        write_stream(csv, simulated.stream)
+        start = time.perf_counter()
+        read_stream(csv)
+        read_s = time.perf_counter() - start
+        csv_mb = csv.stat().st_size / 1e6
+    return {
+        "cores": os.cpu_count(),
+        "bvh_files": len(files),
+        "bvh_mb": round(size / 1e6, 2),
+        "bvh_frames": frames,
+        "bvh_parse_s": round(parse_s, 3),
+        "bvh_parse_mb_s": round(size / 1e6 / parse_s, 2),
+        "fk_us_per_frame": round(fk_s / len(motion) * 1e6, 3),
+        "simulate_us_per_frame": round(simulate_s / len(simulated.stream) * 1e6, 3),
+        "stream_read_mb_s": round(csv_mb / read_s, 2),
+        "clip": clip.name,
+    }
+
+
+def run(args) -> int:
+    """Measure and print speed figures."""
+    mocap = Path(args.mocap) if args.mocap else default_mocap_dir()
+    print(f"bench: parsing every BVH file under {mocap} ...", file=sys.stderr)
+    result = measure(mocap)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def add_parser(groups) -> None:
+    parser = groups.add_parser("bench", help=run.__doc__, description=measure.__doc__)
+    parser.add_argument("--mocap", help="folder of BVH files (default: $VR_AVATAR_MOCAP or ../shared/data/bandai)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.set_defaults(run=run)

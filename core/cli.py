@@ -1,0 +1,135 @@
+"""Command line `python -m core <group> <command>` (SPEC §4): argument parsing and printing only."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import bench, demo
+from .bvh import BVHError, guess_units, read_bvh, write_bvh
+from .config import DeviceOffsets, SimulationConfig, describe
+from .humanoid import HumanoidMappingError, find_mapping
+from .mocap import MocapNotFound, find_bvh_files
+from .simulate import simulate_stream
+from .stream import StreamFormatError, read_stream, write_stream
+
+USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, FileNotFoundError, ValueError)
+
+
+def _print(result, as_json: bool, lines) -> None:
+    if as_json:
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for line in lines:
+            print(line)
+
+
+def bvh_info(args) -> int:
+    """Joints, frames, rate, duration, units guess and humanoid mapping of each file."""
+    reports, failed = [], 0
+    for path in find_bvh_files(args.files):
+        try:
+            raw = read_bvh(path, scale=1.0)
+        except BVHError as error:
+            failed += 1
+            reports.append({"file": str(path), "error": str(error)})
+            print(f"error: {error}", file=sys.stderr)
+            continue
+        scale, units = (args.scale, "given") if args.scale else guess_units(raw)
+        report = {"file": str(path), "joints": len(raw.skeleton), "frames": len(raw), "fps": raw.fps,
+                  "duration_s": round(raw.duration, 4), "units": units, "metres_per_unit": scale}
+        try:
+            mapping = find_mapping(raw.skeleton, args.mapping)
+            report["mapping"] = mapping.names(raw.skeleton.names)
+            report["convention"] = mapping.convention
+        except HumanoidMappingError as error:
+            report["mapping_error"] = str(error)
+        reports.append(report)
+        if not args.json:
+            print(f"{path}: {report['joints']} joints, {report['frames']} frames at {raw.fps:g} fps "
+                  f"({raw.duration:.2f} s), units {units} ({scale:g} m/unit)")
+            if "mapping" in report:
+                print(f"  humanoid ({report['convention']}): " +
+                      ", ".join(f"{k}={v}" for k, v in report["mapping"].items()))
+            else:
+                print(f"  {report['mapping_error']}")
+    if args.json:
+        _print({"files": reports}, True, [])
+    return 1 if failed else 0
+
+
+def stream_simulate(args) -> int:
+    """Simulate a three-point stream (CSV v1) from a BVH clip; optionally write its ground truth."""
+    motion = read_bvh(args.bvh, scale=args.scale)
+    config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets())
+    simulated = simulate_stream(motion, config, find_mapping(motion.skeleton, args.mapping))
+    comments = [f"simulated from {Path(args.bvh).name} by python -m core stream simulate",
+                f"config {json.dumps(describe(config))}"]
+    write_stream(args.output, simulated.stream, comments)
+    if args.truth:
+        write_bvh(args.truth, simulated.truth)
+    print(f"wrote {args.output}: {len(simulated.stream)} samples at {config.fps:g} Hz, "
+          f"look-around up to {config.look_around_deg:g} deg" + (f"; truth {args.truth}" if args.truth else ""),
+          file=sys.stderr)
+    return 0
+
+
+def stream_info(args) -> int:
+    """Rate, duration, gaps and untracked samples of a stream file."""
+    stream = read_stream(args.csv)
+    untracked = {d: int((~stream.tracked[:, i]).sum()) for i, d in enumerate(("head", "left", "right"))}
+    gaps = stream.gaps()
+    result = {"file": str(args.csv), "samples": len(stream), "rate_hz": round(stream.rate, 4),
+              "duration_s": round(stream.duration, 4), "gaps": [{"t": t, "length_s": length} for t, length in gaps],
+              "untracked": untracked}
+    _print(result, args.json, [
+        f"{args.csv}: {len(stream)} samples, {stream.rate:.2f} Hz, {stream.duration:.2f} s",
+        f"  gaps longer than 1.5 steps: {len(gaps)}" + "".join(f"\n    at {t:.3f} s: {g * 1000:.1f} ms" for t, g in gaps[:10]),
+        "  untracked samples: " + ", ".join(f"{d} {n}" for d, n in untracked.items()),
+    ])
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description="VR Avatar: three-point full-body animation.")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
+
+    bvh = groups.add_parser("bvh", help="BVH motion capture files").add_subparsers(dest="command", required=True)
+    info = bvh.add_parser("info", help=bvh_info.__doc__, description=bvh_info.__doc__)
+    info.add_argument("files", nargs="+", help="BVH files or folders")
+    info.add_argument("--scale", type=float, help="metres per file unit (default: guessed from the body size)")
+    info.add_argument("--mapping", help="JSON file {canonical joint: joint name} overriding name matching")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(run=bvh_info)
+
+    stream = groups.add_parser("stream", help="three-point streams (CSV v1)").add_subparsers(dest="command", required=True)
+    simulate = stream.add_parser("simulate", help=stream_simulate.__doc__, description=stream_simulate.__doc__)
+    simulate.add_argument("bvh", help="source clip")
+    simulate.add_argument("-o", "--output", required=True, help="stream CSV to write")
+    simulate.add_argument("--look-around", type=float, default=0.0, metavar="DEG",
+                          help="largest added head yaw about the neck, degrees (default 0: none)")
+    simulate.add_argument("--fps", type=float, default=SimulationConfig.fps, help="stream rate (default 60)")
+    simulate.add_argument("--seed", type=int, default=0, help="look-around random seed")
+    simulate.add_argument("--truth", help="also write the ground-truth motion (look-around applied) as BVH")
+    simulate.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
+    simulate.add_argument("--mapping", help="JSON joint mapping override")
+    simulate.set_defaults(run=stream_simulate)
+    info = stream.add_parser("info", help=stream_info.__doc__, description=stream_info.__doc__)
+    info.add_argument("csv")
+    info.add_argument("--json", action="store_true", help="print one JSON object")
+    info.set_defaults(run=stream_info)
+
+    bench.add_parser(groups)
+    demo.add_parser(groups)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except USER_ERRORS as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1

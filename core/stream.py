@@ -1,0 +1,176 @@
+"""Three-point streams: HMD and two controller poses over time, CSV v1 (SPEC §3), resampling.
+
+Positions are metres in one world frame (+Y up, devices look along -Z), rotations unit
+quaternions (w, x, y, z). A device that is not tracked on a sample has `tracked` False there and
+NaN pose values; readers never drop rows and reject what they cannot interpret, naming the line.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import quat
+
+DEVICES = ("head", "left", "right")
+POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
+COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
+VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
+
+
+class StreamFormatError(ValueError):
+    """A stream file that cannot be interpreted; the message names the file and line."""
+
+    def __init__(self, path, line: int | None, message: str):
+        self.path, self.line = str(path), line
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+@dataclass
+class ThreePointStream:
+    """`times` (N,), `positions` (N, 3, 3) and `rotations` (N, 3, 4) per device in DEVICES order, `tracked` (N, 3)."""
+
+    times: np.ndarray
+    positions: np.ndarray
+    rotations: np.ndarray
+    tracked: np.ndarray
+
+    def __post_init__(self):
+        self.times = np.asarray(self.times, dtype=float)
+        self.positions = np.asarray(self.positions, dtype=float)
+        self.rotations = np.asarray(self.rotations, dtype=float)
+        self.tracked = np.asarray(self.tracked, dtype=bool)
+        n = len(self.times)
+        if self.positions.shape != (n, 3, 3) or self.rotations.shape != (n, 3, 4) or self.tracked.shape != (n, 3):
+            raise ValueError("stream arrays must be shaped (N,), (N, 3, 3), (N, 3, 4) and (N, 3)")
+        if n > 1 and not np.all(np.diff(self.times) > 0):
+            raise ValueError("stream times must be strictly increasing")
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1] - self.times[0]) if len(self) else 0.0
+
+    @property
+    def rate(self) -> float:
+        """Median samples per second."""
+        return float(1.0 / np.median(np.diff(self.times))) if len(self) > 1 else 0.0
+
+    def resampled(self, fps: float) -> "ThreePointStream":
+        """Samples every 1/fps s from the first time: linear positions, slerped rotations.
+
+        A resampled device is tracked only where both samples around it are tracked.
+        """
+        times = self.times[0] + np.arange(int(np.floor(self.duration * fps + 1e-6)) + 1) / fps
+        second = np.clip(np.searchsorted(self.times, times, side="right"), 1, len(self) - 1)
+        first = second - 1
+        alpha = np.clip((times - self.times[first]) / (self.times[second] - self.times[first]), 0.0, 1.0)
+        a = alpha[:, None]
+        positions = self.positions[first] + a[..., None] * (self.positions[second] - self.positions[first])
+        rotations = quat.slerp(np.nan_to_num(self.rotations[first]), np.nan_to_num(self.rotations[second]), a)
+        tracked = (self.tracked[first] | (a >= 1.0)) & (self.tracked[second] | (a <= 0.0))
+        positions[~tracked] = np.nan
+        rotations[~tracked] = np.nan
+        return ThreePointStream(times, positions, rotations, tracked)
+
+    def gaps(self, factor: float = 1.5) -> list[tuple[float, float]]:
+        """(time, length) of each step longer than `factor` times the median step."""
+        if len(self) < 2:
+            return []
+        steps = np.diff(self.times)
+        long = np.flatnonzero(steps > factor * np.median(steps))
+        return [(float(self.times[i]), float(steps[i])) for i in long]
+
+
+def read_stream(path: str | Path) -> ThreePointStream:
+    """Read a CSV v1 stream; raise StreamFormatError naming the line of the first problem."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise StreamFormatError(path, None, f"cannot read: {error}") from None
+    header, rows = None, []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if header is None:
+            header = [h.strip() for h in stripped.split(",")]
+            missing = [c for c in COLUMNS if c not in header]
+            if missing:
+                raise StreamFormatError(path, number, f"header lacks column(s) {', '.join(missing)}")
+            duplicated = sorted({h for h in header if header.count(h) > 1})
+            if duplicated:
+                raise StreamFormatError(path, number, f"header repeats column(s) {', '.join(duplicated)}")
+            continue
+        fields = line.split(",")
+        if len(fields) != len(header):
+            raise StreamFormatError(path, number, f"{len(fields)} fields, the header has {len(header)}")
+        rows.append((number, fields))
+    if header is None:
+        raise StreamFormatError(path, None, "no header line (expected CSV v1: " + ",".join(COLUMNS[:4]) + ",...)")
+    if not rows:
+        raise StreamFormatError(path, None, "no samples after the header")
+
+    index = {name: i for i, name in enumerate(header)}
+    n = len(rows)
+    times = np.empty(n)
+    pose = np.full((n, 3, 7), np.nan)
+    flags = np.ones((n, 3), dtype=bool)
+    for r, (number, fields) in enumerate(rows):
+        times[r] = _number(path, number, "t", fields[index["t"]], allow_missing=False)
+        if r and not times[r] > times[r - 1]:
+            raise StreamFormatError(path, number, f"time {times[r]:g} does not increase (previous {times[r - 1]:g})")
+        for d, device in enumerate(DEVICES):
+            for f, field in enumerate(POSE_FIELDS):
+                column = f"{device}_{field}"
+                pose[r, d, f] = _number(path, number, column, fields[index[column]])
+            valid = f"{device}_valid"
+            if valid in index:
+                value = fields[index[valid]].strip()
+                if value not in ("0", "1", ""):
+                    raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {value!r}")
+                flags[r, d] = value == "1"
+    tracked = flags & ~np.isnan(pose).any(axis=-1)
+    norms = np.linalg.norm(pose[..., 3:], axis=-1)
+    bad = tracked & (np.abs(norms - 1.0) > 1e-2)
+    if bad.any():
+        r, d = np.argwhere(bad)[0]
+        raise StreamFormatError(path, rows[r][0], f"{DEVICES[d]} quaternion has norm {norms[r, d]:.4f}, not a unit quaternion")
+    pose[~tracked] = np.nan
+    pose[..., 3:] = quat.normalize(pose[..., 3:])
+    return ThreePointStream(times, pose[..., :3], pose[..., 3:], tracked)
+
+
+def _number(path, line: int, column: str, text: str, allow_missing: bool = True) -> float:
+    text = text.strip()
+    if text == "" or text.lower() == "nan":
+        if allow_missing:
+            return math.nan
+        raise StreamFormatError(path, line, f"{column} is empty")
+    try:
+        value = float(text)
+    except ValueError:
+        raise StreamFormatError(path, line, f"{column} is not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise StreamFormatError(path, line, f"{column} is {text}, not a finite number")
+    return value
+
+
+def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str] = ()) -> None:
+    """Write CSV v1 with the optional validity columns; untracked poses are written as empty fields."""
+    values = np.concatenate([stream.positions, stream.rotations], axis=-1).reshape(len(stream), -1)
+    cells = np.char.mod("%.6f", np.nan_to_num(values)).astype(object)
+    untracked = np.repeat(~stream.tracked, 7, axis=1)
+    cells[untracked] = ""
+    lines = [f"# {c}" for c in comments]
+    lines.append(",".join(COLUMNS + VALID_COLUMNS))
+    times = np.char.mod("%.6f", stream.times)
+    valid = np.where(stream.tracked, "1", "0")
+    for t, row, v in zip(times, cells.tolist(), valid.tolist()):
+        lines.append(",".join([t, *row, *v]))
+    Path(path).write_text("\n".join(lines) + "\n")

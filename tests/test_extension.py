@@ -1,0 +1,186 @@
+"""The Blender extension: packaging, and the add-on installed into the real bpy module as a user would."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib import util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
+WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
+REPO_MODULE = "vr_avatar_test"  # the temporary user repository the tests install into
+ADDON_MODULE = f"bl_ext.{REPO_MODULE}.vr_avatar"
+
+
+def _load(name: str, path: Path):
+    """A module loaded by file path, the way build.py loads packaging.py (no bpy needed)."""
+    spec = util.spec_from_file_location(name, path)
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+packaging = _load("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
+
+
+@pytest.fixture(scope="module")
+def extension_zip(tmp_path_factory) -> Path:
+    return packaging.build_extension(ROOT, tmp_path_factory.mktemp("dist"))
+
+
+# --- packaging -------------------------------------------------------------------------------
+
+
+def test_zip_holds_manifest_addon_and_core_at_its_root(extension_zip):
+    assert extension_zip.name == "vr_avatar-0.1.0.zip"
+    names = zipfile.ZipFile(extension_zip).namelist()
+    for required in ("blender_manifest.toml", "__init__.py", "operators.py", "axes.py", "core/__init__.py",
+                     "core/bvh.py"):
+        assert required in names
+    assert "packaging.py" not in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.endswith(".gitkeep")]
+
+
+def _broken_copy(tmp_path: Path, old: str, new: str) -> Path:
+    """The parts of the repository the build reads, with one manifest line replaced."""
+    root = tmp_path / "repo"
+    for folder in ("core", "vr_avatar_addon"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", root)
+    manifest = (ROOT / "blender_manifest.toml").read_text()
+    assert old in manifest, f"test setup: {old!r} not in the manifest"
+    (root / "blender_manifest.toml").write_text(manifest.replace(old, new))
+    return root
+
+
+@pytest.mark.parametrize("old, new, problem", [
+    ('id = "vr_avatar"\n', "", "'id'"),
+    ('and two controllers"', 'and two controllers."', "tagline"),
+    ('version = "0.1.0"', 'version = "0.2.0"', "pyproject"),
+    ('blender_version_min = "4.2.0"', 'blender_version_min = "4.1.0"', "blender_version_min"),
+    ('baked motion"', 'baked motion."', "permissions.files"),
+    ('license = ["SPDX:GPL-3.0-or-later"]', 'license = "GPL-3.0-or-later"', "license"),
+])
+def test_invalid_manifest_is_rejected_and_writes_nothing(tmp_path, old, new, problem):
+    root = _broken_copy(tmp_path, old, new)
+    with pytest.raises(ValueError, match=problem):
+        packaging.build_extension(root, root / "dist")
+    assert not (root / "dist").exists() or not any((root / "dist").iterdir())
+
+
+# --- the add-on inside Blender ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bpy(tmp_path_factory):
+    """The real bpy module, with Blender's user folders (config, extensions cache) in a temporary place.
+
+    BLENDER_USER_RESOURCES only takes effect if this is the process's first `import bpy`.
+    """
+    saved = os.environ.get("BLENDER_USER_RESOURCES")
+    os.environ["BLENDER_USER_RESOURCES"] = str(tmp_path_factory.mktemp("blender_user"))
+    try:
+        module = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
+        module.context.preferences.use_preferences_save = False
+        yield module
+    finally:
+        if saved is None:
+            os.environ.pop("BLENDER_USER_RESOURCES", None)
+        else:
+            os.environ["BLENDER_USER_RESOURCES"] = saved
+
+
+@pytest.fixture(scope="module")
+def installed(bpy, extension_zip, tmp_path_factory):
+    """The extension zip installed and enabled through Blender's extensions API, in a temporary user repository."""
+    repos = bpy.context.preferences.extensions.repos
+    repo = repos.new(name="VR Avatar test", module=REPO_MODULE, source='USER',
+                     custom_directory=str(tmp_path_factory.mktemp("extensions_repo")))
+    result = bpy.ops.extensions.package_install_files(filepath=str(extension_zip), repo=REPO_MODULE,
+                                                      enable_on_install=True)
+    assert result == {'FINISHED'}
+    yield sys.modules[ADDON_MODULE]
+    bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
+    repos.remove(repo)
+
+
+def test_installed_extension_registers_operator_and_panel(bpy, installed):
+    assert ADDON_MODULE in bpy.context.preferences.addons
+    # The installed copy runs with the core bundled inside it, not the checkout's.
+    assert installed.core.__name__ == f"{ADDON_MODULE}.core"
+    assert not Path(installed.core.__file__).is_relative_to(ROOT)
+    assert hasattr(bpy.ops.vr_avatar, "import_bvh")
+    assert bpy.types.VIEW3D_PT_vr_avatar.is_registered
+    assert bpy.types.VIEW3D_PT_vr_avatar.bl_category == "VR Avatar"
+    assert "target_armature" in bpy.types.Scene.bl_rna.properties["vr_avatar"].fixed_type.properties
+
+
+def test_import_bvh_builds_the_rest_armature(bpy, installed):
+    if not WALK.exists():
+        pytest.skip(f"Bandai motion data not found at {WALK} (shared data set absent)")
+    import core.bvh
+    import core.motion
+    import core.quat
+
+    before = set(bpy.data.objects)
+    assert bpy.ops.vr_avatar.import_bvh(filepath=str(WALK)) == {'FINISHED'}
+    (obj,) = set(bpy.data.objects) - before
+    assert obj.type == 'ARMATURE'
+
+    motion = core.bvh.read_bvh(WALK)
+    skeleton = motion.skeleton
+    bones = obj.data.bones
+    assert len(bones) == len(skeleton) == 22
+    _, rest = core.motion.forward_kinematics(skeleton.parents, core.quat.identity(len(skeleton)), skeleton.offsets)
+    expected = rest[:, [0, 2, 1]] * [1.0, -1.0, 1.0]  # +Y up (x, y, z) -> +Z up (x, -z, y)
+    heads = np.array([bones[name].head_local for name in skeleton.names])
+    np.testing.assert_allclose(heads, expected, atol=1e-4)
+    for j, name in enumerate(skeleton.names):
+        parent = skeleton.parents[j]
+        assert (bones[name].parent.name if bones[name].parent else None) == (skeleton.names[parent] if parent >= 0 else None)
+    assert obj["vr_avatar_frames"] == len(motion)
+    assert obj["vr_avatar_fps"] == pytest.approx(motion.fps)
+
+
+def test_import_malformed_bvh_cancels_and_creates_nothing(bpy, installed, tmp_path):
+    if not WALK.exists():
+        pytest.skip(f"Bandai motion data not found at {WALK} (shared data set absent)")
+    truncated = tmp_path / "truncated.bvh"
+    lines = WALK.read_text().splitlines()
+    truncated.write_text("\n".join(lines[: lines.index("MOTION") + 13]) + "\n")
+    objects, armatures = len(bpy.data.objects), len(bpy.data.armatures)
+    # bpy.ops turns an operator's ERROR report into RuntimeError; the operator itself returned CANCELLED.
+    with pytest.raises(RuntimeError, match="truncated motion"):
+        bpy.ops.vr_avatar.import_bvh(filepath=str(truncated))
+    assert (len(bpy.data.objects), len(bpy.data.armatures)) == (objects, armatures)
+
+
+def test_axes_conversion_is_a_rotation_and_its_inverse():
+    axes = _load("vr_avatar_axes", ROOT / "vr_avatar_addon" / "axes.py")
+    basis = axes.z_up_from_y_up(np.eye(3))
+    np.testing.assert_allclose(basis[1], [0, 0, 1])  # core's up is Blender's up
+    assert np.linalg.det(basis) == pytest.approx(1.0)
+    points = np.random.default_rng(0).normal(size=(4, 5, 3))
+    np.testing.assert_allclose(axes.y_up_from_z_up(axes.z_up_from_y_up(points)), points)
+
+
+def test_addon_registers_from_a_development_checkout(tmp_path):
+    """Without packaging, `import vr_avatar_addon` finds the top-level `core` (own process: bpy imports once)."""
+    if util.find_spec("bpy") is None:
+        pytest.skip("bpy (Blender as a Python module) is not installed")
+    script = ("import bpy, vr_avatar_addon as addon\n"
+              "addon.register()\n"
+              "assert addon.core.__name__ == 'core' and hasattr(bpy.ops.vr_avatar, 'import_bvh')\n"
+              "addon.unregister()\n"
+              "assert not hasattr(bpy.types.Scene, 'vr_avatar')\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), BLENDER_USER_RESOURCES=str(tmp_path))
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
