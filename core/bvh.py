@@ -61,6 +61,8 @@ def guess_units(motion: Motion) -> tuple[float, str]:
     """(metres per unit, unit name) that make the body's size closest to an adult's, in log scale."""
     frames = motion[:: max(1, len(motion) // 50)]
     positions = frames.global_positions()
+    if positions.shape[1] > 1:
+        positions = positions[:, 1:]  # a static root (Bandai's joint_Root) stays behind at the origin
     size = float(np.median((positions.max(axis=1) - positions.min(axis=1)).max(axis=-1)))
     if not size > 0:
         return 1.0, "metres (no extent to guess from)"
@@ -83,6 +85,11 @@ def write_bvh(path: str | Path, motion: Motion, order: str = "zxy", scale: float
             moving = np.abs(motion.positions - skeleton.offsets).max(axis=0).max(axis=-1) > 1e-9
         elif translations != "root":
             raise ValueError(f"translations must be 'root', 'all' or 'auto', not {translations!r}")
+        else:
+            drift = np.abs(motion.positions[:, 1:] - skeleton.offsets[1:]).max(initial=0.0)
+            if drift > 1e-6:
+                raise ValueError(f"translations='root' would lose animated joint translations (up to {drift:.3g} m); "
+                                 "use 'auto'")
     moving[0] = True
     rotation_channels = " ".join(f"{axis.upper()}rotation" for axis in order)
     end_sites = dict(skeleton.end_sites)

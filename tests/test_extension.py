@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from importlib import util
 from pathlib import Path
@@ -39,7 +40,8 @@ def extension_zip(tmp_path_factory) -> Path:
 
 
 def test_zip_holds_manifest_addon_and_core_at_its_root(extension_zip):
-    assert extension_zip.name == "vr_avatar-0.1.0.zip"
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert extension_zip.name == f"vr_avatar-{version}.zip"
     names = zipfile.ZipFile(extension_zip).namelist()
     for required in ("blender_manifest.toml", "__init__.py", "operators.py", "axes.py", "core/__init__.py",
                      "core/bvh.py"):
@@ -73,6 +75,23 @@ def test_invalid_manifest_is_rejected_and_writes_nothing(tmp_path, old, new, pro
     with pytest.raises(ValueError, match=problem):
         packaging.build_extension(root, root / "dist")
     assert not (root / "dist").exists() or not any((root / "dist").iterdir())
+
+
+def test_zip_passes_blenders_own_validator(extension_zip):
+    """Blender's extension command-line tool (shipped inside bpy) accepts the manifest, tags included."""
+    spec = util.find_spec("bpy")
+    if spec is None:
+        pytest.skip("bpy (Blender as a Python module) is not installed")
+    scripts = [*Path(spec.origin).parent.glob("*/scripts")]
+    tool = [*scripts[0].glob("addons_core/bl_pkg/cli/blender_ext.py")] if scripts else []
+    if not tool:
+        pytest.skip("this bpy build does not ship bl_pkg/cli/blender_ext.py")
+    tags = scripts[0] / "modules" / "_bpy_internal" / "extensions" / "tags.py"
+    command = [sys.executable, str(tool[0]), "validate", str(extension_zip)]
+    if tags.exists():
+        command[3:3] = ["--valid-tags", str(tags)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 # --- the add-on inside Blender ---------------------------------------------------------------
@@ -142,22 +161,40 @@ def test_import_bvh_builds_the_rest_armature(bpy, installed):
     expected = rest[:, [0, 2, 1]] * [1.0, -1.0, 1.0]  # +Y up (x, y, z) -> +Z up (x, -z, y)
     heads = np.array([bones[name].head_local for name in skeleton.names])
     np.testing.assert_allclose(heads, expected, atol=1e-4)
-    for j, name in enumerate(skeleton.names):
-        parent = skeleton.parents[j]
-        assert (bones[name].parent.name if bones[name].parent else None) == (skeleton.names[parent] if parent >= 0 else None)
+    parents = [bones[name].parent.name if bones[name].parent else None for name in skeleton.names]
+    assert parents == [skeleton.names[p] if p >= 0 else None for p in skeleton.parents]
     assert obj["vr_avatar_frames"] == len(motion)
     assert obj["vr_avatar_fps"] == pytest.approx(motion.fps)
 
 
+TRUNCATED_BVH = """HIERARCHY
+ROOT Hips
+{
+  OFFSET 0 90 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT Head
+  {
+    OFFSET 0 60 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {
+      OFFSET 0 10 0
+    }
+  }
+}
+MOTION
+Frames: 3
+Frame Time: 0.0333333
+0 90 0 0 0 0 0 0 0
+"""
+
+
 def test_import_malformed_bvh_cancels_and_creates_nothing(bpy, installed, tmp_path):
-    if not WALK.exists():
-        pytest.skip(f"Bandai motion data not found at {WALK} (shared data set absent)")
     truncated = tmp_path / "truncated.bvh"
-    lines = WALK.read_text().splitlines()
-    truncated.write_text("\n".join(lines[: lines.index("MOTION") + 13]) + "\n")
+    truncated.write_text(TRUNCATED_BVH)
     objects, armatures = len(bpy.data.objects), len(bpy.data.armatures)
     # bpy.ops turns an operator's ERROR report into RuntimeError; the operator itself returned CANCELLED.
-    with pytest.raises(RuntimeError, match="truncated motion"):
+    with pytest.raises(RuntimeError, match="truncated motion: 1 frames of the 3 declared"):
         bpy.ops.vr_avatar.import_bvh(filepath=str(truncated))
     assert (len(bpy.data.objects), len(bpy.data.armatures)) == (objects, armatures)
 

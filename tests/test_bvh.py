@@ -1,0 +1,157 @@
+"""BVH reading and writing on the real Bandai files, synthetic channel layouts, units and malformed files."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import quat
+from core.bvh import BVHError, guess_units, read_bvh, write_bvh
+from core.motion import Motion
+from core.skeleton import Skeleton
+from conftest import WALK_1, WALK_2
+
+BAD = Path(__file__).parent / "data" / "bad_bvh"
+EXPECTED_ERRORS = json.loads((BAD / "expected.json").read_text())
+
+
+@pytest.mark.parametrize("path", [WALK_1, WALK_2], ids=["dataset-1", "dataset-2"])
+def test_reads_bandai_in_metres(path):
+    motion = read_bvh(path)
+    assert motion.skeleton.names[:2] == ("joint_Root", "Hips")
+    assert len(motion.skeleton) == 22 and motion.fps == 30.0
+    raw = read_bvh(path, scale=1.0)
+    assert guess_units(raw) == (0.01, "centimetres")
+    positions = motion.global_positions()
+    hips = positions[:, motion.skeleton.index("Hips")]
+    head = positions[:, motion.skeleton.index("Head")]
+    # An adult walking: hips near 0.9 m, head joint well above them, feet on the floor at y = 0.
+    assert 0.8 < hips[:, 1].mean() < 1.1
+    assert np.all(head[:, 1] - hips[:, 1] > 0.3)
+    assert abs(positions[..., 1].min()) < 0.05
+    # The clip walks: the hips travel more than a metre.
+    assert np.linalg.norm(hips[-1, [0, 2]] - hips[0, [0, 2]]) > 1.0
+
+
+@pytest.mark.parametrize("path", [WALK_1, WALK_2], ids=["dataset-1", "dataset-2"])
+@pytest.mark.parametrize("order,scale", [("zxy", 1.0), ("xyz", 100.0), ("yzx", 1.0)])
+def test_round_trip_reproduces_global_positions(tmp_path, path, order, scale):
+    motion = read_bvh(path)
+    out = tmp_path / "copy.bvh"
+    write_bvh(out, motion, order=order, scale=scale)
+    copy = read_bvh(out, scale=1.0 / scale)
+    assert copy.skeleton.names == motion.skeleton.names
+    assert copy.fps == motion.fps and len(copy) == len(motion)
+    assert np.abs(copy.global_positions() - motion.global_positions()).max() < 1e-5
+    # Dataset 2 animates translations on every joint; auto mode keeps what moves.
+    assert np.abs(copy.positions - motion.positions).max() < 1e-5
+
+
+def test_root_only_translation_refuses_to_lose_animated_joints(tmp_path, walk1):
+    # Bandai animates the Hips below a static joint_Root: root-only channels would drop that.
+    with pytest.raises(ValueError, match="would lose animated joint translations"):
+        write_bvh(tmp_path / "root_only.bvh", walk1, translations="root")
+    assert not (tmp_path / "root_only.bvh").exists()
+    # The same clip with its translation moved onto the root: nothing below it moves.
+    motion = Motion.from_root(walk1.skeleton, walk1.rotations, walk1.positions[:, 1] - walk1.skeleton.offsets[1], walk1.fps)
+    write_bvh(tmp_path / "root_only.bvh", motion, translations="root")
+    text = (tmp_path / "root_only.bvh").read_text()
+    assert text.count("CHANNELS 6") == 1 and "CHANNELS 3 Zrotation Xrotation Yrotation" in text
+    copy = read_bvh(tmp_path / "root_only.bvh", scale=1.0)
+    assert np.abs(copy.global_positions() - motion.global_positions()).max() < 1e-5
+
+
+def test_any_channel_order_and_count(tmp_path):
+    """Position channels on a child, a single rotation channel, unusual orders, an End Site."""
+    text = """HIERARCHY
+ROOT Root
+{
+  OFFSET 1 2 3
+  CHANNELS 4 Yrotation Xposition Zrotation Zposition
+  JOINT Child
+  {
+    OFFSET 0 10 0
+    CHANNELS 4 Xrotation Yposition Yrotation Zrotation
+    JOINT Leaf
+    {
+      OFFSET 5 0 0
+      CHANNELS 1 Zrotation
+      End Site
+      {
+        OFFSET 0 0 7
+      }
+    }
+  }
+}
+MOTION
+Frames: 2
+Frame Time: 0.02
+30 4 45 6 10 20 -30 60 90
+0 0 0 0 0 10 0 0 0
+"""
+    path = tmp_path / "layout.bvh"
+    path.write_text(text)
+    motion = read_bvh(path, scale=1.0)
+    assert motion.fps == 50.0 and motion.skeleton.end_sites == ((2, (0.0, 0.0, 7.0)),)
+    d = np.radians
+    root_rotation = quat.multiply(quat.from_axis_rotation("y", d(30)), quat.from_axis_rotation("z", d(45)))
+    child_rotation = quat.from_euler(d(np.array([10.0, -30.0, 60.0])), "xyz")
+    leaf_rotation = quat.from_axis_rotation("z", d(90))
+    assert np.allclose(motion.rotations[0], [root_rotation, child_rotation, leaf_rotation])
+    # Position channels replace their offset components; the others keep the OFFSET.
+    assert np.allclose(motion.positions[0], [[4, 2, 6], [0, 20, 0], [5, 0, 0]])
+    root = np.array([4.0, 2.0, 6.0])
+    child = root + quat.rotate(root_rotation, np.array([0.0, 20.0, 0.0]))
+    leaf = child + quat.rotate(quat.multiply(root_rotation, child_rotation), np.array([5.0, 0.0, 0.0]))
+    assert np.allclose(motion.global_positions()[0], [root, child, leaf])
+    # Second frame: identities, the child's Y channel says 10.
+    assert np.allclose(motion.global_positions()[1], [[0, 2, 0], [0, 12, 0], [5, 12, 0]])
+    out = tmp_path / "rewritten.bvh"
+    write_bvh(out, motion)
+    copy = read_bvh(out, scale=1.0)
+    assert np.abs(copy.global_positions() - motion.global_positions()).max() < 1e-5
+    assert copy.skeleton.end_sites == ((2, (0.0, 0.0, 7.0)),)
+
+
+@pytest.mark.parametrize("metres_per_unit,name", [(1.0, "metres"), (0.001, "millimetres"),
+                                                  (0.0254, "inches"), (0.056444, "CMU units (1/0.45 inch)")])
+def test_guesses_units(tmp_path, walk1, metres_per_unit, name):
+    out = tmp_path / "units.bvh"
+    write_bvh(out, walk1[:20], scale=1.0 / metres_per_unit)
+    raw = read_bvh(out, scale=1.0)
+    assert guess_units(raw) == (metres_per_unit, name)
+    assert np.abs(read_bvh(out).global_positions() - walk1[:20].global_positions()).max() < 1e-4
+
+
+def test_writer_orders_columns_depth_first(tmp_path):
+    """A skeleton listed breadth-first is written in hierarchy order and reads back by name."""
+    skeleton = Skeleton(("root", "a", "b", "a1", "b1"), np.array([-1, 0, 0, 1, 2]),
+                        np.array([[0, 1, 0], [1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0.0]]))
+    rng = np.random.default_rng(4)
+    rotations = quat.normalize(rng.normal(size=(3, 5, 4)))
+    motion = Motion.from_root(skeleton, rotations, rng.normal(size=(3, 3)), 30.0)
+    write_bvh(tmp_path / "bfs.bvh", motion)
+    copy = read_bvh(tmp_path / "bfs.bvh", scale=1.0)
+    assert copy.skeleton.names == ("root", "a", "a1", "b", "b1")
+    order = [copy.skeleton.names.index(n) for n in skeleton.names]
+    assert np.abs(copy.global_positions()[:, order] - motion.global_positions()).max() < 1e-5
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
+def test_malformed_files_raise_one_error_type_with_file_and_line(name):
+    line, message = EXPECTED_ERRORS[name]
+    path = BAD / name
+    with pytest.raises(BVHError) as caught:
+        read_bvh(path)
+    error = caught.value
+    assert error.path == str(path) and error.line == line
+    assert str(error) == (f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+def test_every_malformed_file_in_the_corpus_is_listed():
+    assert sorted(p.name for p in BAD.glob("*.bvh")) == sorted(EXPECTED_ERRORS)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(BVHError, match="cannot read"):
+        read_bvh(tmp_path / "absent.bvh")

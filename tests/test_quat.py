@@ -1,0 +1,133 @@
+"""Property tests of the rotation module: round trips and composition."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from hypothesis.extra.numpy import arrays
+
+from core import quat
+
+finite = st.floats(-1.0, 1.0, allow_nan=False)
+raw_quats = arrays(np.float64, (4,), elements=finite).filter(lambda q: np.linalg.norm(q) > 0.1)
+vectors = arrays(np.float64, (3,), elements=st.floats(-10.0, 10.0, allow_nan=False))
+ORDERS = ["xyz", "xzy", "yxz", "yzx", "zxy", "zyx"]
+
+
+def same_rotation(a, b, tol=1e-7):
+    return quat.angle_between(a, b) < tol
+
+
+@given(raw_quats)
+def test_matrix_round_trip(q):
+    q = quat.normalize(q)
+    m = quat.to_matrix(q)
+    assert np.allclose(m @ m.T, np.eye(3), atol=1e-12) and np.isclose(np.linalg.det(m), 1.0)
+    assert same_rotation(quat.from_matrix(m), q)
+
+
+@given(raw_quats)
+def test_6d_round_trip(q):
+    q = quat.normalize(q)
+    assert same_rotation(quat.from_6d(quat.to_6d(q)), q)
+
+
+@given(arrays(np.float64, (6,), elements=finite).filter(
+    lambda d: np.linalg.norm(np.cross(d[:3], d[3:])) > 0.05))
+def test_6d_of_any_two_columns_is_a_rotation_whose_first_column_follows(d):
+    q = quat.from_6d(d)
+    first_column = quat.to_matrix(q)[:, 0]
+    assert np.allclose(first_column, d[:3] / np.linalg.norm(d[:3]), atol=1e-9)
+
+
+@given(raw_quats)
+def test_rotation_vector_round_trip(q):
+    q = quat.normalize(q)
+    r = quat.to_rotation_vector(q)
+    assert np.linalg.norm(r) <= np.pi + 1e-9
+    assert same_rotation(quat.from_rotation_vector(r), q)
+
+
+@given(vectors.filter(lambda v: np.linalg.norm(v) < np.pi - 1e-3))
+def test_rotation_vector_inverse(r):
+    assert np.allclose(quat.to_rotation_vector(quat.from_rotation_vector(r)), r, atol=1e-8)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@given(q=raw_quats)
+@settings(max_examples=50)
+def test_euler_round_trip(order, q):
+    q = quat.normalize(q)
+    assert same_rotation(quat.from_euler(quat.to_euler(q, order), order), q)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+@given(a=st.floats(-3.0, 3.0), c=st.floats(-3.0, 3.0), sign=st.sampled_from([-1.0, 1.0]))
+@settings(max_examples=30)
+def test_euler_round_trip_at_gimbal_lock(order, a, c, sign):
+    q = quat.from_euler(np.array([a, sign * np.pi / 2, c]), order)
+    assert same_rotation(quat.from_euler(quat.to_euler(q, order), order), q)
+
+
+def test_euler_matches_channel_composition():
+    angles = np.radians([10.0, 20.0, 30.0])
+    expected = quat.multiply(quat.multiply(quat.from_axis_rotation("z", angles[0]),
+                                           quat.from_axis_rotation("x", angles[1])),
+                             quat.from_axis_rotation("y", angles[2]))
+    assert same_rotation(quat.from_euler(angles, "zxy"), expected)
+    assert np.allclose(quat.to_euler(expected, "zxy"), angles)
+
+
+@given(raw_quats, raw_quats, vectors)
+def test_composition(a, b, v):
+    a, b = quat.normalize(a), quat.normalize(b)
+    ab = quat.multiply(a, b)
+    assert np.allclose(quat.to_matrix(ab), quat.to_matrix(a) @ quat.to_matrix(b), atol=1e-9)
+    assert np.allclose(quat.rotate(ab, v), quat.rotate(a, quat.rotate(b, v)), atol=1e-8)
+    assert np.allclose(quat.inverse_rotate(a, quat.rotate(a, v)), v, atol=1e-8)
+    assert same_rotation(quat.inverse_multiply(a, ab), b)
+
+
+@given(vectors.filter(lambda v: np.linalg.norm(v) > 1e-3), vectors.filter(lambda v: np.linalg.norm(v) > 1e-3))
+def test_between_takes_u_onto_v(u, v):
+    q = quat.between(u, v)
+    assert np.allclose(quat.rotate(q, u / np.linalg.norm(u)), v / np.linalg.norm(v), atol=1e-7)
+
+
+def test_between_opposite_vectors():
+    u = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    q = quat.between(u, -u)
+    assert np.allclose(quat.rotate(q, u), -u, atol=1e-9)
+
+
+@given(raw_quats, raw_quats, st.floats(0.0, 1.0))
+def test_slerp(a, b, t):
+    a, b = quat.normalize(a), quat.normalize(b)
+    assert same_rotation(quat.slerp(a, b, 0.0), a) and same_rotation(quat.slerp(a, b, 1.0), b)
+    total = quat.angle_between(a, b)
+    part = quat.slerp(a, b, t)
+    assert np.isclose(quat.angle_between(a, part), t * total, atol=1e-6)
+    assert np.isclose(quat.angle_between(part, b), (1 - t) * total, atol=1e-6)
+
+
+def test_vectorised_shapes_and_yaw():
+    q = quat.from_yaw(np.linspace(-3, 3, 12).reshape(3, 4))
+    assert q.shape == (3, 4, 4)
+    forward = quat.rotate(q, np.array([0.0, 0.0, 1.0]))
+    assert np.allclose(quat.yaw_of_direction(forward), np.linspace(-3, 3, 12).reshape(3, 4))
+
+
+def test_unroll_makes_neighbours_agree_in_sign():
+    q = quat.from_yaw(np.linspace(0, 6, 50))
+    q[1::2] *= -1
+    unrolled = quat.unroll(q)
+    assert np.all(np.sum(unrolled[1:] * unrolled[:-1], axis=-1) > 0)
+    assert np.all(quat.angle_between(unrolled, q) < 1e-9)
+
+
+def test_mean_and_reflect():
+    q = quat.from_yaw(np.array([0.1, -0.1, 0.2, -0.2]))
+    q[1] *= -1
+    assert same_rotation(quat.mean(q), quat.identity())
+    r = quat.from_axis_rotation("x", 0.3)
+    # Conjugating a rotation about x by the reflection x -> -x keeps it; by y -> -y inverts it.
+    assert same_rotation(quat.reflect(r, 0), r)
+    assert same_rotation(quat.reflect(r, 1), quat.inverse(r))
