@@ -65,12 +65,16 @@ class ThreePointStream:
 
         A resampled device is tracked only where both samples around it are tracked.
         """
+        if len(self) < 2:  # nothing to interpolate between
+            return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
         times = self.times[0] + np.arange(int(np.floor(self.duration * fps + 1e-6)) + 1) / fps
         second = np.clip(np.searchsorted(self.times, times, side="right"), 1, len(self) - 1)
         first = second - 1
         alpha = np.clip((times - self.times[first]) / (self.times[second] - self.times[first]), 0.0, 1.0)
         a = alpha[:, None]
-        positions = self.positions[first] + a[..., None] * (self.positions[second] - self.positions[first])
+        # NaN (untracked) neighbours must not leak into a sample that falls exactly on a tracked one.
+        before, after = np.nan_to_num(self.positions[first]), np.nan_to_num(self.positions[second])
+        positions = before + a[..., None] * (after - before)
         rotations = quat.slerp(np.nan_to_num(self.rotations[first]), np.nan_to_num(self.rotations[second]), a)
         tracked = (self.tracked[first] | (a >= 1.0)) & (self.tracked[second] | (a <= 0.0))
         positions[~tracked] = np.nan
@@ -132,6 +136,8 @@ def read_stream(path: str | Path) -> ThreePointStream:
             valid = f"{device}_valid"
             if valid in index:
                 value = fields[index[valid]].strip()
+                if value.lower() == "nan":  # an empty or nan field means not tracked (SPEC §3)
+                    value = ""
                 if value not in ("0", "1", ""):
                     raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {value!r}")
                 flags[r, d] = value == "1"
@@ -151,7 +157,7 @@ def _number(path, line: int, column: str, text: str, allow_missing: bool = True)
     if text == "" or text.lower() == "nan":
         if allow_missing:
             return math.nan
-        raise StreamFormatError(path, line, f"{column} is empty")
+        raise StreamFormatError(path, line, f"{column} is {'empty' if text == '' else text}: a time is required")
     try:
         value = float(text)
     except ValueError:

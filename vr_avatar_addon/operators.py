@@ -61,7 +61,7 @@ def build_armature(context, skeleton, name: str):
 
 
 class VR_AVATAR_OT_import_bvh(bpy.types.Operator, ImportHelper):
-    """Import a BVH file as an armature with its animation, through the VR Avatar core reader"""
+    """Import a BVH file's skeleton as an armature in its rest layout, read by the VR Avatar core"""
     bl_idname = "vr_avatar.import_bvh"
     bl_label = "Import BVH"
     bl_options = {'REGISTER', 'UNDO'}

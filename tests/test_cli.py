@@ -1,0 +1,197 @@
+"""The command line `python -m core` (SPEC §4), run as a user would: a subprocess in the repository root."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.bvh import read_bvh
+from core.humanoid import CANONICAL_JOINTS, find_mapping
+from core.simulate import implied_joint_positions
+from core.stream import read_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
+DATASET_1 = BANDAI / "Bandai-Namco-Research-Motiondataset-1"
+WALK = DATASET_1 / "dataset-1_walk_normal_001.bvh"
+SHORT_WALK = DATASET_1 / "dataset-1_walk_normal_002.bvh"
+
+
+def core(*args, check: bool | None = True) -> subprocess.CompletedProcess:
+    """Run `python -m core ARGS` in the repository root; `check` True wants exit 0, False non-zero."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("VR_AVATAR_MOCAP", None)
+    done = subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if check is True:
+        assert done.returncode == 0, done.stderr
+    elif check is False:
+        assert done.returncode != 0, done.stdout
+    return done
+
+
+def _header_facts(path: Path) -> tuple[int, int]:
+    """(joints, frames) read straight off a BVH file's text."""
+    lines = path.read_text().splitlines()
+    joints = sum(1 for line in lines if line.split()[:1] in (["ROOT"], ["JOINT"]))
+    frames = int(next(line for line in lines if line.startswith("Frames:")).split(":")[1])
+    return joints, frames
+
+
+# --- help ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("words", [[], ["bvh"], ["bvh", "info"], ["stream"], ["stream", "simulate"],
+                                   ["stream", "info"], ["bench"], ["demo"]], ids=" ".join)
+def test_help_on_every_level(words):
+    done = core(*words, "--help")
+    usage = " ".join(["usage: python -m core", *words])
+    assert done.stdout.startswith(usage), done.stdout[:200]
+    assert done.stderr == ""
+
+
+def test_no_command_is_a_usage_error():
+    done = core(check=False)
+    assert done.returncode == 2 and "usage: python -m core" in done.stderr
+
+
+# --- bvh info -----------------------------------------------------------------------------------
+
+
+def test_bvh_info_json():
+    done = core("bvh", "info", WALK, "--json")
+    report = json.loads(done.stdout)  # exactly one JSON object on stdout
+    assert list(report) == ["files"] and len(report["files"]) == 1
+    info = report["files"][0]
+    joints, frames = _header_facts(WALK)
+    assert joints == 22 and info["joints"] == 22
+    assert info["frames"] == frames
+    assert info["fps"] == 30
+    assert info["duration_s"] == pytest.approx((frames - 1) / 30, abs=1e-3)
+    assert info["units"] == "centimetres" and info["metres_per_unit"] == pytest.approx(0.01)
+    assert set(info["mapping"]) == set(CANONICAL_JOINTS) and len(CANONICAL_JOINTS) == 21
+    assert info["mapping"]["hips"] == "Hips"
+    assert info["mapping"]["l_hand"] == "Hand_L" and info["mapping"]["r_toes"] == "Toes_R"
+    names_in_file = set(WALK.read_text().split())
+    assert set(info["mapping"].values()) <= names_in_file
+    assert info["file"] == str(WALK)
+
+
+def test_bvh_info_text():
+    done = core("bvh", "info", WALK)
+    first = done.stdout.splitlines()[0]
+    assert first.startswith(f"{WALK}: 22 joints, ") and "at 30 fps" in first and "centimetres" in first
+
+
+@pytest.fixture
+def truncated_bvh(tmp_path) -> tuple[Path, int, int]:
+    """The walk clip cut after 10 frames: (path, line where frame 11 should be, declared frames)."""
+    lines = WALK.read_text().splitlines()
+    motion = lines.index("MOTION") + 1  # 1-based line of MOTION; frames start two lines later
+    kept = lines[:motion + 2 + 10]
+    path = tmp_path / "truncated.bvh"
+    path.write_text("\n".join(kept) + "\n")
+    return path, motion + 3 + 10, _header_facts(WALK)[1]
+
+
+def test_bvh_info_on_a_malformed_file(truncated_bvh):
+    path, line, frames = truncated_bvh
+    done = core("bvh", "info", path, check=False)
+    assert done.returncode == 1
+    assert f"{path}:{line}: truncated motion: 10 frames of the {frames} declared" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_bvh_info_reports_good_files_beside_a_malformed_one(truncated_bvh):
+    path, line, _ = truncated_bvh
+    done = core("bvh", "info", WALK, path, "--json", check=False)
+    assert done.returncode == 1
+    files = json.loads(done.stdout)["files"]
+    by_file = {f["file"]: f for f in files}
+    assert by_file[str(WALK)]["joints"] == 22
+    assert f"{path}:{line}:" in by_file[str(path)]["error"]
+    assert f"{path}:{line}:" in done.stderr
+
+
+def test_bvh_info_on_a_missing_file(tmp_path):
+    missing = tmp_path / "absent.bvh"
+    done = core("bvh", "info", missing, check=False)
+    assert done.returncode == 1 and str(missing) in done.stderr and "Traceback" not in done.stderr
+
+
+# --- stream simulate / stream info ------------------------------------------------------------
+
+
+def test_stream_simulate_then_info(tmp_path):
+    csv, truth = tmp_path / "walk.csv", tmp_path / "walk.truth.bvh"
+    done = core("stream", "simulate", WALK, "-o", csv, "--look-around", 30, "--truth", truth)
+    assert done.stdout == ""  # progress goes to stderr
+    assert csv.is_file() and truth.is_file()
+    assert csv.read_text().startswith(f"# simulated from {WALK.name}")
+
+    _, frames = _header_facts(WALK)
+    clip_s = (frames - 1) / 30
+    info = json.loads(core("stream", "info", csv, "--json").stdout)
+    assert info["rate_hz"] == pytest.approx(60.0, abs=0.01)
+    assert info["untracked"] == {"head": 0, "left": 0, "right": 0}
+    assert info["gaps"] == []
+    assert info["samples"] == int(np.floor(clip_s * 60 + 1e-6)) + 1
+    assert info["duration_s"] == pytest.approx(clip_s, abs=1 / 60)
+
+    # The truth written beside the stream is what the stream was simulated from: its wrists sit
+    # where the controllers imply (CSV and BVH both carry six decimals).
+    stream = read_stream(csv)
+    motion = read_bvh(truth, scale=1.0)
+    assert motion.fps == 60 and len(motion) == len(stream)
+    mapping = find_mapping(motion.skeleton)
+    wrists = motion.global_positions()[:, [mapping["l_hand"], mapping["r_hand"]]]
+    assert np.abs(wrists - implied_joint_positions(stream)[:, 1:]).max() < 1e-4
+
+
+def test_stream_info_rejects_a_bad_file_naming_the_line(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("# comment\nt,head_px\n0,1\n")
+    done = core("stream", "info", bad, check=False)
+    assert done.returncode == 1
+    assert f"{bad}:2: header lacks column(s)" in done.stderr and "Traceback" not in done.stderr
+
+
+# --- demo ---------------------------------------------------------------------------------------
+
+
+def test_demo_names_a_missing_mocap_folder(tmp_path):
+    missing = tmp_path / "nonexistent"
+    done = core("demo", "--mocap", missing, "--out", tmp_path / "out", check=False)
+    assert done.returncode == 1
+    assert f"motion capture not found: {missing}" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_demo_on_a_small_folder(tmp_path):
+    mocap = tmp_path / "mocap"
+    mocap.mkdir()
+    for clip in (WALK, SHORT_WALK):
+        shutil.copyfile(clip, mocap / clip.name)
+    out = tmp_path / "out"
+    done = core("demo", "--mocap", mocap, "--out", out)
+    summary = json.loads(done.stdout)
+    clip = summary["clip"]
+    assert clip in (WALK.name, SHORT_WALK.name)
+    stem = Path(clip).stem
+    written = {p.name for p in out.iterdir()}
+    assert written == {f"{stem}.stream.csv", f"{stem}.bvh", f"{stem}.truth.bvh"}
+    stream = read_stream(out / f"{stem}.stream.csv")
+    assert len(stream) == summary["stream_samples"] and stream.tracked.all()
+    assert summary["stream_rate_hz"] == pytest.approx(60.0, abs=0.01)
+    assert summary["bvh_roundtrip_max_error_m"] < 1e-4
+    copy = read_bvh(out / f"{stem}.bvh", scale=1.0)
+    assert len(copy) == _header_facts(mocap / clip)[1]
+    truth_metrics = summary["truth_metrics"]
+    assert truth_metrics["mpjpe_cm"] == 0.0 and truth_metrics["hand_cm"] < 1e-3
+    assert truth_metrics["foot_skate_cm_s"] == truth_metrics["foot_skate_cm_s_truth"]

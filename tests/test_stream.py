@@ -1,0 +1,369 @@
+"""Three-point streams, CSV v1 (SPEC §3): round trip, rejections naming the line, untracked samples, resampling."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core import quat
+from core.bvh import read_bvh
+from core.simulate import simulate_stream
+from core.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, read_stream, write_stream
+
+BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
+WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
+
+# Two comment lines and a blank line come before the header: the header is line 4, samples start at line 5.
+PREAMBLE = ["# three-point stream for a test", "#   (comments and blank lines count as lines)", ""]
+HEADER_LINE = len(PREAMBLE) + 1
+FIRST_ROW_LINE = HEADER_LINE + 1
+
+POSES = {  # one tracked pose per device: position, then a unit quaternion (w, x, y, z)
+    "head": (0.1, 1.6, -0.2, 1.0, 0.0, 0.0, 0.0),
+    "left": (-0.25, 1.1, -0.3, 0.0, 0.0, 1.0, 0.0),
+    "right": (0.25, 1.1, -0.3, 0.5, 0.5, 0.5, 0.5),
+}
+
+
+def _cells(t, overrides: dict[str, str] | None = None, header=COLUMNS) -> list[str]:
+    values = {"t": f"{t:g}" if isinstance(t, float) else str(t)}
+    for device, pose in POSES.items():
+        for field, value in zip(("px", "py", "pz", "qw", "qx", "qy", "qz"), pose):
+            values[f"{device}_{field}"] = f"{value:g}"
+    for column in header:
+        values.setdefault(column, "1" if column.endswith("_valid") else "x")
+    values.update(overrides or {})
+    return [values[c] for c in header]
+
+
+def _write(tmp_path: Path, header, rows: list[list[str]], preamble=PREAMBLE, name="s.csv") -> Path:
+    lines = list(preamble) + ([",".join(header)] if header is not None else []) + [",".join(r) for r in rows]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _rejected(path: Path) -> StreamFormatError:
+    with pytest.raises(StreamFormatError) as info:
+        read_stream(path)
+    return info.value
+
+
+def _same_rotation_error(a: np.ndarray, b: np.ndarray) -> float:
+    """Largest component difference between quaternions, up to the sign of each."""
+    return float(np.minimum(np.abs(a - b).max(axis=-1), np.abs(a + b).max(axis=-1)).max())
+
+
+# --- round trip --------------------------------------------------------------------------------
+
+
+def test_round_trip_of_a_simulated_stream(tmp_path):
+    stream = simulate_stream(read_bvh(WALK)).stream
+    assert len(stream) > 300 and stream.tracked.all()
+    path = tmp_path / "walk.csv"
+    write_stream(path, stream, ["simulated from the walk clip", "second comment"])
+    text = path.read_text().splitlines()
+    assert text[:2] == ["# simulated from the walk clip", "# second comment"]
+    back = read_stream(path)
+    assert len(back) == len(stream)
+    assert np.abs(back.times - stream.times).max() <= 1e-6
+    assert np.abs(back.positions - stream.positions).max() <= 1e-6
+    assert _same_rotation_error(back.rotations, stream.rotations) <= 1e-6
+    assert back.tracked.all()
+
+
+def test_round_trip_keeps_untracked_samples(tmp_path):
+    stream = simulate_stream(read_bvh(WALK)).stream
+    tracked = stream.tracked.copy()
+    tracked[10, 1] = tracked[11, 1] = tracked[50, 0] = tracked[51, 2] = False
+    positions, rotations = stream.positions.copy(), stream.rotations.copy()
+    positions[~tracked] = np.nan
+    rotations[~tracked] = np.nan
+    path = tmp_path / "holes.csv"
+    write_stream(path, ThreePointStream(stream.times, positions, rotations, tracked))
+    back = read_stream(path)
+    np.testing.assert_array_equal(back.tracked, tracked)
+    assert np.isnan(back.positions[~tracked]).all() and np.isnan(back.rotations[~tracked]).all()
+    assert np.abs(back.positions[tracked] - stream.positions[tracked]).max() <= 1e-6
+
+
+# --- rejections: each names its line -----------------------------------------------------------
+
+
+def test_missing_column_in_header(tmp_path):
+    header = [c for c in COLUMNS if c != "left_qz"]
+    error = _rejected(_write(tmp_path, header, [_cells(0.0, header=header)]))
+    assert error.line == HEADER_LINE
+    assert "header lacks column(s) left_qz" in str(error)
+    assert str(error).startswith(f"{tmp_path / 's.csv'}:{HEADER_LINE}:")
+
+
+def test_duplicated_column_in_header(tmp_path):
+    header = list(COLUMNS) + ["head_px"]
+    error = _rejected(_write(tmp_path, header, [_cells(0.0, header=header)]))
+    assert error.line == HEADER_LINE
+    assert "header repeats column(s) head_px" in str(error)
+
+
+@pytest.mark.parametrize("third", [0.05, 0.1], ids=["decreasing", "equal"])
+def test_time_must_increase_strictly(tmp_path, third):
+    rows = [_cells(0.0), _cells(0.1), _cells(third), _cells(0.2)]
+    error = _rejected(_write(tmp_path, COLUMNS, rows))
+    assert error.line == FIRST_ROW_LINE + 2
+    assert f"time {third:g} does not increase (previous 0.1)" in str(error)
+
+
+def test_non_numeric_field(tmp_path):
+    rows = [_cells(0.0), _cells(0.1, {"head_py": "1.6m"})]
+    error = _rejected(_write(tmp_path, COLUMNS, rows))
+    assert error.line == FIRST_ROW_LINE + 1
+    assert "head_py is not a number: '1.6m'" in str(error)
+
+
+def test_empty_time(tmp_path):
+    rows = [_cells(0.0), _cells(0.1), _cells("  ")]
+    error = _rejected(_write(tmp_path, COLUMNS, rows))
+    assert error.line == FIRST_ROW_LINE + 2
+    assert "t is empty" in str(error)
+
+
+@pytest.mark.parametrize("change", [+1, -1], ids=["extra-field", "missing-field"])
+def test_wrong_field_count(tmp_path, change):
+    short_or_long = _cells(0.1) + ["0.5"] if change > 0 else _cells(0.1)[:-1]
+    error = _rejected(_write(tmp_path, COLUMNS, [_cells(0.0), short_or_long, _cells(0.2)]))
+    assert error.line == FIRST_ROW_LINE + 1
+    assert f"{len(COLUMNS) + change} fields, the header has {len(COLUMNS)}" in str(error)
+
+
+@pytest.mark.parametrize("value", ["2", "yes", "0.5", "-1"])
+def test_bad_valid_value(tmp_path, value):
+    header = list(COLUMNS) + ["head_valid", "left_valid", "right_valid"]
+    rows = [_cells(0.0, header=header), _cells(0.1, {"left_valid": value}, header=header)]
+    error = _rejected(_write(tmp_path, header, rows))
+    assert error.line == FIRST_ROW_LINE + 1
+    assert f"left_valid must be 1 or 0, found {value!r}" in str(error)
+
+
+def test_non_unit_quaternion(tmp_path):
+    rows = [_cells(0.0), _cells(0.1), _cells(0.2, {"right_qw": "1", "right_qx": "1", "right_qy": "0", "right_qz": "0"})]
+    error = _rejected(_write(tmp_path, COLUMNS, rows))
+    assert error.line == FIRST_ROW_LINE + 2
+    assert "right quaternion has norm 1.4142, not a unit quaternion" in str(error)
+
+
+def test_untracked_quaternion_is_not_checked(tmp_path):
+    """A zero quaternion on an untracked device is no error: nothing is read from it."""
+    header = list(COLUMNS) + ["right_valid"]
+    zero = {"right_qw": "0", "right_qx": "0", "right_qy": "0", "right_qz": "0", "right_valid": "0"}
+    stream = read_stream(_write(tmp_path, header, [_cells(0.0, header=header), _cells(0.1, zero, header=header)]))
+    assert stream.tracked[:, 2].tolist() == [True, False]
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity"])
+def test_infinite_value(tmp_path, value):
+    rows = [_cells(0.0), _cells(0.1, {"left_px": value})]
+    error = _rejected(_write(tmp_path, COLUMNS, rows))
+    assert error.line == FIRST_ROW_LINE + 1
+    assert f"left_px is {value}, not a finite number" in str(error)
+
+
+def test_no_header(tmp_path):
+    error = _rejected(_write(tmp_path, None, [], preamble=["# only a comment", ""]))
+    assert error.line is None
+    assert "no header line" in str(error)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert "no header line" in str(_rejected(empty))
+
+
+def test_numbers_where_the_header_should_be(tmp_path):
+    """A headerless file: its first sample is read as a header that lacks every column."""
+    error = _rejected(_write(tmp_path, None, [_cells(0.0), _cells(0.1)]))
+    assert error.line == HEADER_LINE
+    assert "header lacks column(s) t, head_px" in str(error)
+
+
+def test_header_but_no_rows(tmp_path):
+    error = _rejected(_write(tmp_path, COLUMNS, [], preamble=PREAMBLE + ["# trailing comment"]))
+    assert error.line is None
+    assert "no samples after the header" in str(error)
+
+
+def test_missing_file(tmp_path):
+    error = _rejected(tmp_path / "absent.csv")
+    assert error.line is None and "cannot read" in str(error)
+
+
+# --- untracked samples and extra columns ------------------------------------------------------
+
+
+def test_empty_nan_and_invalid_fields_mark_one_device_untracked(tmp_path):
+    header = list(COLUMNS) + ["head_valid", "left_valid", "right_valid"]
+    rows = [
+        _cells(0.0, header=header),
+        _cells(0.1, {"left_px": ""}, header=header),            # empty field
+        _cells(0.2, {"right_qw": "nan"}, header=header),        # nan field
+        _cells(0.3, {"head_valid": "0"}, header=header),        # flagged invalid, values present
+        _cells(0.4, {"left_valid": ""}, header=header),         # empty validity field
+        _cells(0.5, {"right_valid": "NaN"}, header=header),     # nan validity field
+        _cells(0.6, header=header),
+    ]
+    stream = read_stream(_write(tmp_path, header, rows))
+    expected = np.ones((7, 3), dtype=bool)
+    expected[1, 1] = expected[2, 2] = expected[3, 0] = expected[4, 1] = expected[5, 2] = False
+    np.testing.assert_array_equal(stream.tracked, expected)
+    assert np.isnan(stream.positions[~expected]).all() and np.isnan(stream.rotations[~expected]).all()
+    for d, device in enumerate(DEVICES):
+        pose = np.array(POSES[device])
+        np.testing.assert_allclose(stream.positions[expected[:, d], d], np.broadcast_to(pose[:3], (expected[:, d].sum(), 3)))
+        np.testing.assert_allclose(stream.rotations[expected[:, d], d], np.broadcast_to(pose[3:], (expected[:, d].sum(), 4)))
+    np.testing.assert_allclose(stream.times, np.arange(7) / 10)
+
+
+def test_without_valid_columns_an_empty_field_still_means_untracked(tmp_path):
+    stream = read_stream(_write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1, {"head_qz": ""}), _cells(0.2)]))
+    assert stream.tracked.tolist() == [[True] * 3, [False, True, True], [True] * 3]
+
+
+def test_unknown_columns_are_ignored_and_order_is_free(tmp_path):
+    header = ["frame", "right_qz"] + [c for c in reversed(COLUMNS) if c != "right_qz"] + ["battery"]
+    rows = [_cells(0.0, {"frame": "0", "battery": "full"}, header=header),
+            _cells(0.1, {"frame": "1", "battery": "87%", "left_py": "1.25"}, header=header)]
+    stream = read_stream(_write(tmp_path, header, rows))
+    assert stream.tracked.all()
+    np.testing.assert_allclose(stream.times, [0.0, 0.1])
+    np.testing.assert_allclose(stream.positions[:, 1, 1], [1.1, 1.25])
+    np.testing.assert_allclose(stream.rotations[:, 2], [POSES["right"][3:]] * 2)
+    np.testing.assert_allclose(stream.positions[:, 0], [POSES["head"][:3]] * 2)
+
+
+def test_windows_line_endings_and_spaces(tmp_path):
+    header = ", ".join(COLUMNS)
+    rows = [", ".join(_cells(t)) for t in (0.0, 0.1)]
+    path = tmp_path / "crlf.csv"
+    path.write_bytes(("# comment\r\n" + "\r\n".join([header] + rows) + "\r\n").encode())
+    stream = read_stream(path)
+    assert len(stream) == 2 and stream.tracked.all()
+
+
+# --- resampling --------------------------------------------------------------------------------
+
+
+def _stream(times, positions, rotations, tracked=None) -> ThreePointStream:
+    times = np.asarray(times, dtype=float)
+    tracked = np.ones((len(times), 3), dtype=bool) if tracked is None else tracked
+    return ThreePointStream(times, positions, rotations, tracked)
+
+
+def test_resampling_a_jittered_stream_to_60_hz():
+    """Linear positions and a steady turn are reproduced exactly at any time by lerp and slerp."""
+    rng = np.random.default_rng(7)
+    times = 0.37 + np.arange(80) / 50 + rng.uniform(-0.004, 0.004, 80)
+    velocity = np.array([[0.3, -0.1, 0.2], [1.0, 0.5, -0.25], [-0.7, 0.0, 0.4]])
+    start = np.array([[0.0, 1.6, 0.0], [-0.2, 1.0, -0.3], [0.2, 1.0, -0.3]])
+
+    def positions(t):
+        return start + velocity * (t - 0.37)[:, None, None]
+
+    def rotations(t):  # 1.5 rad/s about Y for the head, 0.8 rad/s about X for the left, fixed right
+        head = quat.from_yaw(1.5 * t)
+        left = quat.from_axis_rotation("x", 0.8 * t)
+        right = np.broadcast_to(np.array(POSES["right"][3:]), head.shape)
+        return np.stack([head, left, right], axis=1)
+
+    resampled = _stream(times, positions(times), rotations(times)).resampled(60.0)
+    expected_count = math.floor((times[-1] - times[0]) * 60 + 1e-6) + 1
+    assert len(resampled) == expected_count
+    assert resampled.times[0] == times[0]
+    np.testing.assert_allclose(np.diff(resampled.times), 1 / 60, rtol=0, atol=1e-12)
+    assert resampled.times[-1] <= times[-1] + 1e-12
+    assert resampled.tracked.all()
+    np.testing.assert_allclose(resampled.positions, positions(resampled.times), atol=1e-12)
+    assert _same_rotation_error(resampled.rotations, rotations(resampled.times)) < 1e-9
+    assert resampled.rate == pytest.approx(60.0)
+
+
+def test_resampled_positions_by_hand():
+    times = [0.0, 0.05, 0.07, 0.1]
+    x = np.array([0.0, 1.0, 3.0, 3.0])
+    positions = np.zeros((4, 3, 3))
+    positions[:, 1, 0] = x
+    rotations = quat.identity(4, 3)
+    resampled = _stream(times, positions, rotations).resampled(60.0)
+    np.testing.assert_allclose(resampled.times, np.arange(7) / 60, atol=1e-12)
+    # 1/60 s is a third of the way from 0 to 0.05; 4/60 s is 5/6 of the way from 0.05 to 0.07.
+    assert resampled.positions[1, 1, 0] == pytest.approx(1 / 3)
+    assert resampled.positions[4, 1, 0] == pytest.approx(1 + 2 * 5 / 6)
+    assert resampled.positions[5, 1, 0] == pytest.approx(3.0)  # 5/60 lies between two samples at 3
+    assert resampled.positions[6, 1, 0] == pytest.approx(3.0)
+    assert np.abs(resampled.positions[:, [0, 2]]).max() == 0.0
+
+
+def test_resampled_rotation_midpoint_is_the_slerp():
+    rotations = quat.identity(2, 3)
+    rotations[1, 0] = [math.cos(math.pi / 4), 0.0, math.sin(math.pi / 4), 0.0]   # 90 degrees about +Y
+    rotations[1, 2] = [0.0, 0.0, 0.0, 1.0]                                      # 180 degrees about +Z
+    resampled = _stream([2.0, 2.0 + 1 / 30], np.zeros((2, 3, 3)), rotations).resampled(60.0)
+    assert len(resampled) == 3
+    half = math.pi / 8  # 45 degrees about +Y halves to 22.5 degrees in the quaternion
+    assert _same_rotation_error(resampled.rotations[1, 0], np.array([math.cos(half), 0.0, math.sin(half), 0.0])) < 1e-9
+    assert _same_rotation_error(resampled.rotations[1, 2], np.array([math.sqrt(0.5), 0.0, 0.0, math.sqrt(0.5)])) < 1e-9
+    assert _same_rotation_error(resampled.rotations[1, 1], np.array([1.0, 0.0, 0.0, 0.0])) == 0.0
+    assert _same_rotation_error(resampled.rotations[[0, 2]], rotations) < 1e-12
+
+
+def test_untracked_sample_makes_only_its_neighbourhood_untracked():
+    rng = np.random.default_rng(3)
+    times = np.arange(40) / 45 + rng.uniform(-0.003, 0.003, 40)
+    positions = np.broadcast_to(np.array([POSES[d][:3] for d in DEVICES]), (40, 3, 3)).copy()
+    rotations = quat.identity(40, 3)
+    tracked = np.ones((40, 3), dtype=bool)
+    tracked[20, 1] = False
+    positions[20, 1] = np.nan
+    rotations[20, 1] = np.nan
+    resampled = _stream(times, positions, rotations, tracked).resampled(60.0)
+    inside = (resampled.times > times[19]) & (resampled.times < times[21])
+    assert 2 <= inside.sum() <= 4
+    np.testing.assert_array_equal(resampled.tracked[:, 1], ~inside)
+    assert resampled.tracked[:, [0, 2]].all()
+    assert np.isnan(resampled.positions[inside, 1]).all() and np.isnan(resampled.rotations[inside, 1]).all()
+    assert np.isfinite(resampled.positions[~inside]).all() and np.isfinite(resampled.rotations[~inside]).all()
+    np.testing.assert_allclose(resampled.positions[~inside, 1], np.broadcast_to(POSES["left"][:3], ((~inside).sum(), 3)))
+
+
+def test_resampling_at_the_same_rate_keeps_the_neighbours_of_a_dropout():
+    """Resampled times that fall exactly on tracked samples keep them, even beside an untracked one."""
+    count = 12
+    times = np.arange(count) / 60
+    positions = np.arange(count * 9, dtype=float).reshape(count, 3, 3)
+    rotations = quat.identity(count, 3)
+    tracked = np.ones((count, 3), dtype=bool)
+    tracked[5, 1] = False
+    positions[5, 1] = rotations[5, 1] = np.nan
+    resampled = _stream(times, positions, rotations, tracked).resampled(60.0)
+    np.testing.assert_array_equal(resampled.tracked, tracked)
+    keep = tracked
+    np.testing.assert_allclose(resampled.positions[keep], positions[keep], atol=1e-9)
+    assert np.isfinite(resampled.positions[keep]).all()
+
+
+def test_resampling_a_single_sample():
+    stream = _stream([1.5], np.ones((1, 3, 3)), quat.identity(1, 3))
+    resampled = stream.resampled(60.0)
+    assert len(resampled) == 1 and resampled.times[0] == 1.5 and resampled.tracked.all()
+    np.testing.assert_array_equal(resampled.positions, stream.positions)
+
+
+def test_gaps_finds_an_inserted_gap():
+    before = np.arange(30) / 60
+    after = before[-1] + 0.2 + np.arange(30) / 60
+    times = np.concatenate([before, after])
+    stream = _stream(times, np.zeros((60, 3, 3)), quat.identity(60, 3))
+    gaps = stream.gaps()
+    assert len(gaps) == 1
+    assert gaps[0][0] == pytest.approx(29 / 60)
+    assert gaps[0][1] == pytest.approx(0.2)
+    assert stream.rate == pytest.approx(60.0)
+    assert _stream(before, np.zeros((30, 3, 3)), quat.identity(30, 3)).gaps() == []
