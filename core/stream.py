@@ -175,7 +175,7 @@ def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str]
     cells[untracked] = ""
     lines = [f"# {c}" for c in comments]
     lines.append(",".join(COLUMNS + VALID_COLUMNS))
-    times = np.char.mod("%.6f", stream.times)
+    times = np.char.mod("%.9f", stream.times)
     valid = np.where(stream.tracked, "1", "0")
     for t, row, v in zip(times, cells.tolist(), valid.tolist()):
         lines.append(",".join([t, *row, *v]))

@@ -86,11 +86,4 @@ class VR_AVATAR_OT_import_bvh(bpy.types.Operator, ImportHelper):
 classes = (VR_AVATAR_OT_import_bvh,)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

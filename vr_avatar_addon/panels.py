@@ -21,11 +21,4 @@ class VIEW3D_PT_vr_avatar(bpy.types.Panel):
 classes = (VIEW3D_PT_vr_avatar,)
 
 
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

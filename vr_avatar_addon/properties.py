@@ -24,13 +24,14 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
 classes = (VRAvatarSettings,)
 
 
+_register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)
+
+
 def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
+    _register_classes()
     bpy.types.Scene.vr_avatar = PointerProperty(type=VRAvatarSettings)
 
 
 def unregister():
     del bpy.types.Scene.vr_avatar
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+    _unregister_classes()
