@@ -64,7 +64,15 @@ UNITY = [("Hips", None), ("Spine", "Hips"), ("Chest", "Spine"), ("Neck", "Chest"
         (f"{s}Hand", f"{s}LowerArm"), (f"{s}UpperLeg", "Hips"), (f"{s}LowerLeg", f"{s}UpperLeg"),
         (f"{s}Foot", f"{s}LowerLeg"), (f"{s}Toes", f"{s}Foot")]]
 
+LAFAN = [("Hips", None)] + [
+    item for s in ("Left", "Right") for item in [
+        (f"{s}UpLeg", "Hips"), (f"{s}Leg", f"{s}UpLeg"), (f"{s}Foot", f"{s}Leg"), (f"{s}Toe", f"{s}Foot")]] + [
+    ("Spine", "Hips"), ("Spine1", "Spine"), ("Spine2", "Spine1"), ("Neck", "Spine2"), ("Head", "Neck")] + [
+    item for s in ("Left", "Right") for item in [
+        (f"{s}Shoulder", "Spine2"), (f"{s}Arm", f"{s}Shoulder"), (f"{s}ForeArm", f"{s}Arm"), (f"{s}Hand", f"{s}ForeArm")]]
+
 CASES = {
+    "lafan1": (LAFAN, "mixamo_cmu_lafan", {"chest": "Spine2", "l_toes": "LeftToe", "r_thigh": "RightUpLeg"}),
     "mixamo": (MIXAMO, "mixamo_cmu_lafan", {"chest": "mixamorig:Spine2", "l_upper_arm": "mixamorig:LeftArm",
                                              "r_shin": "mixamorig:RightLeg", "l_toes": "mixamorig:LeftToeBase"}),
     "cmu": (CMU, "mixamo_cmu_lafan", {"spine": "Spine", "chest": "Spine1", "l_thigh": "LeftUpLeg",
