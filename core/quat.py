@@ -42,11 +42,6 @@ def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ], axis=-1)
 
 
-def multiply_inverse(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a * inverse(b)."""
-    return multiply(a, conjugate(b))
-
-
 def inverse_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """inverse(a) * b."""
     return multiply(conjugate(a), b)
@@ -76,12 +71,6 @@ def unroll(q: np.ndarray, axis: int = 0) -> np.ndarray:
         flip = np.sum(q[i] * q[i - 1], axis=-1, keepdims=True) < 0.0
         q[i] = np.where(flip, -q[i], q[i])
     return np.moveaxis(q, 0, axis)
-
-
-def from_angle_axis(angle: np.ndarray, axis: np.ndarray) -> np.ndarray:
-    """Rotation by `angle` radians about unit `axis`."""
-    half = 0.5 * np.asarray(angle, dtype=float)[..., None]
-    return np.concatenate([np.cos(half), np.sin(half) * axis], axis=-1)
 
 
 def from_rotation_vector(r: np.ndarray) -> np.ndarray:
@@ -237,18 +226,6 @@ def mean(q: np.ndarray, weights: np.ndarray | None = None, axis: int = 0) -> np.
     aligned = np.where(np.sum(q * reference, axis=-1, keepdims=True) < 0.0, -q, q)
     w = np.ones(len(q)) if weights is None else np.asarray(weights, dtype=float)
     return normalize(np.tensordot(w, aligned, axes=(0, 0)))
-
-
-def reflect(q: np.ndarray, normal_axis: int) -> np.ndarray:
-    """Conjugate rotations by the reflection through the plane whose normal is coordinate axis `normal_axis`.
-
-    If L is that reflection, this returns L R L: vector components perpendicular to the normal
-    change sign, the component along it is kept.
-    """
-    sign = -np.ones(4)
-    sign[0] = 1.0
-    sign[1 + normal_axis] = 1.0
-    return q * sign
 
 
 def angle_between(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -63,6 +63,3 @@ class Skeleton:
     def scaled(self, factor: float) -> "Skeleton":
         return Skeleton(self.names, self.parents, self.offsets * factor,
                         tuple((j, tuple(float(c) * factor for c in o)) for j, o in self.end_sites))
-
-    def renamed(self, names) -> "Skeleton":
-        return Skeleton(tuple(names), self.parents, self.offsets, self.end_sites)
