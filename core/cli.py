@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import bench, demo
+from . import bench, demo, eval_orientation, train_orientation
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DeviceOffsets, SimulationConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
@@ -120,6 +120,11 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("csv")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(run=stream_info)
+
+    train = groups.add_parser("train", help="train the project's networks").add_subparsers(dest="command", required=True)
+    train_orientation.add_command(train)
+    evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
+    eval_orientation.add_command(evaluate)
 
     bench.add_parser(groups)
     demo.add_parser(groups)

@@ -42,6 +42,11 @@ def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ], axis=-1)
 
 
+def multiply_inverse(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a * inverse(b)."""
+    return multiply(a, conjugate(b))
+
+
 def inverse_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """inverse(a) * b."""
     return multiply(conjugate(a), b)

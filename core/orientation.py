@@ -1,0 +1,173 @@
+"""Body-orientation prediction (MMVR §4): input features, the numpy network, the stateful predictor, model files.
+
+Input per frame, exactly as MMVR §4.1, x = {x^v, x^w, x^r, x^d} in R^(3*12+6):
+velocities (3 per device), angular velocities as rotation vectors (3 per device) and 6D
+rotations (6 per device) of HMD, left and right controller, then the previously predicted body
+orientation (6D). Everything is expressed in the heading frame: the HMD's forward direction
+projected on the floor, the world up axis and their cross product. Output: the body orientation
+(the virtual root's rotation) as 6D in the same frame. The prediction is fed back: it is kept in
+world space and re-expressed in the next frame's heading frame.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from . import quat
+
+DEVICE_COUNT = 3
+FEATURE_SIZE = DEVICE_COUNT * 12
+INPUT_SIZE = FEATURE_SIZE + 6
+HIDDEN_UNITS = (32, 32)
+"""MMVR §4.2: two hidden layers of 32 units, ReLU."""
+FORWARD = np.array([0.0, 0.0, -1.0])
+"""Devices look along -Z (OpenXR)."""
+# 6D of the identity: the body facing exactly where the heading frame faces.
+IDENTITY_6D = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+
+
+def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
+    """Yaw-only rotations (..., 4) of the heading frame: +Z along the HMD's forward on the floor.
+
+    The body faces +Z in character space while devices look along -Z, so the heading frame
+    turns +Z onto the HMD's floor-projected view direction.
+    """
+    forward = quat.rotate(hmd_rotations, FORWARD)
+    return quat.from_yaw(quat.yaw_of_direction(forward))
+
+
+def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,
+                    previous_positions: np.ndarray | None = None,
+                    previous_rotations: np.ndarray | None = None):
+    """Features (T, 36) in MMVR order {x^v, x^w, x^r} and heading rotations (T, 4).
+
+    `positions` (T, 3, 3) and `rotations` (T, 3, 4) are device poses in world space, devices in
+    stream order (HMD, left, right). Velocities are backward differences; the first frame uses
+    `previous_*` when given (live stepping), else its successor's difference.
+    """
+    offline = previous_positions is None
+    if offline:  # the first frame is its own predecessor here; its rates are fixed up below
+        previous_positions, previous_rotations = positions[0], rotations[0]
+    previous_positions = np.concatenate([previous_positions[None], positions[:-1]])
+    previous_rotations = np.concatenate([previous_rotations[None], rotations[:-1]])
+    heading = heading_rotations(rotations[:, 0])
+    local_heading = heading[:, None]
+    velocity = quat.inverse_rotate(local_heading, (positions - previous_positions) * fps)
+    angular = quat.to_rotation_vector(quat.multiply_inverse(rotations, previous_rotations)) * fps
+    angular = quat.inverse_rotate(local_heading, angular)
+    rotation_6d = quat.to_6d(quat.inverse_multiply(local_heading, rotations))
+    frames = len(positions)
+    if offline and frames > 1:  # the first frame has no predecessor: it takes its successor's rates
+        velocity[0], angular[0] = velocity[1], angular[1]
+    features = np.concatenate([velocity.reshape(frames, -1), angular.reshape(frames, -1),
+                               rotation_6d.reshape(frames, -1)], axis=1)
+    return features, heading
+
+
+def orthonormalize_6d(d: np.ndarray) -> np.ndarray:
+    """The 6D of the nearest rotation by Gram-Schmidt (Zhou et al.): unit first column, second made orthogonal.
+
+    The prediction is fed back in this form so that a long rollout stays bounded (MMVR feeds the
+    prediction back; how it conditions it is not said).
+    """
+    c0 = d[..., :3] / np.maximum(np.linalg.norm(d[..., :3], axis=-1, keepdims=True), 1e-9)
+    c1 = d[..., 3:] - np.sum(c0 * d[..., 3:], axis=-1, keepdims=True) * c0
+    c1 = c1 / np.maximum(np.linalg.norm(c1, axis=-1, keepdims=True), 1e-9)
+    return np.concatenate([c0, c1], axis=-1)
+
+
+def rotate_6d(matrices: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Both columns of 6D rotations (..., 6) turned by rotation matrices (..., 3, 3): the 6D of M R."""
+    return np.concatenate([np.einsum("...ij,...j->...i", matrices, d[..., :3]),
+                           np.einsum("...ij,...j->...i", matrices, d[..., 3:])], axis=-1)
+
+
+@dataclass
+class OrientationModel:
+    """A small MLP with input normalisation: `layers` are (W (in, out), b (out,)) pairs, ReLU between."""
+
+    layers: list[tuple[np.ndarray, np.ndarray]]
+    input_mean: np.ndarray
+    input_std: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Raw 6D outputs (..., 6) for inputs (..., 42)."""
+        h = (x - self.input_mean) / self.input_std
+        for i, (w, b) in enumerate(self.layers):
+            h = h @ w + b
+            if i < len(self.layers) - 1:
+                np.maximum(h, 0.0, out=h)
+        return h
+
+    def save(self, path: str | Path) -> None:
+        arrays = {"input_mean": self.input_mean, "input_std": self.input_std}
+        for i, (w, b) in enumerate(self.layers):
+            arrays[f"w{i}"], arrays[f"b{i}"] = w, b
+        with open(path, "wb") as file:
+            np.savez(file, info=np.array(json.dumps(self.info)), **arrays)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "OrientationModel":
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                layers = [(data[f"w{i}"].astype(np.float64), data[f"b{i}"].astype(np.float64))
+                          for i in range(sum(1 for k in data.files if k.startswith("w")))]
+                model = cls(layers, data["input_mean"].astype(np.float64), data["input_std"].astype(np.float64),
+                            json.loads(str(data["info"])))
+        except (OSError, KeyError, ValueError) as error:
+            raise ValueError(f"{path}: not an orientation model file ({error})") from None
+        if layers[0][0].shape[0] != INPUT_SIZE or layers[-1][0].shape[1] != 6:
+            raise ValueError(f"{path}: model maps {layers[0][0].shape[0]} inputs to {layers[-1][0].shape[1]}, "
+                             f"expected {INPUT_SIZE} to 6")
+        return model
+
+
+def predict_body_orientation(model: OrientationModel, positions: np.ndarray, rotations: np.ndarray, fps: float,
+                             initial: np.ndarray | None = None) -> np.ndarray:
+    """Raw predicted body orientations, world 6D (T, 6), for a whole stream (offline driver).
+
+    `initial` is the world 6D orientation before the first frame; by default the body faces
+    where the HMD looks.
+    """
+    features, heading = device_features(positions, rotations, fps)
+    predictor = OrientationPredictor(model)
+    predictor.reset(initial)
+    matrices = quat.to_matrix(heading)
+    return np.stack([predictor.advance(features[t], matrices[t]) for t in range(len(features))])
+
+
+class OrientationPredictor:
+    """Stateful per-frame prediction (live driver): carries the previous pose and prediction."""
+
+    def __init__(self, model: OrientationModel):
+        self.model = model
+        self.reset()
+
+    def reset(self, body_6d: np.ndarray | None = None) -> None:
+        """Forget the history; `body_6d` (world) seeds the previous prediction, else the HMD heading is used."""
+        self.previous_6d = None if body_6d is None else np.asarray(body_6d, dtype=float)
+        self.previous_pose = None
+
+    def advance(self, features: np.ndarray, heading_matrix: np.ndarray) -> np.ndarray:
+        """One frame from its device features (36,) and heading matrix (3, 3); returns world 6D (orthonormal)."""
+        world_previous = rotate_6d(heading_matrix, IDENTITY_6D) if self.previous_6d is None else self.previous_6d
+        local_previous = rotate_6d(heading_matrix.T, world_previous)
+        output = self.model.forward(np.concatenate([features, local_previous]))
+        self.previous_6d = rotate_6d(heading_matrix, orthonormalize_6d(output))
+        return self.previous_6d
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:
+        """Predict from one sample of device poses (3, 3) and (3, 4), `dt` seconds after the last."""
+        previous = self.previous_pose or (positions, rotations)
+        features, heading = device_features(positions[None], rotations[None], 1.0 / dt, *previous)
+        self.previous_pose = (positions, rotations)
+        return self.advance(features[0], quat.to_matrix(heading[0]))
+
+
+def facing_yaw(body_6d: np.ndarray) -> np.ndarray:
+    """Yaw (radians) of the facing (+Z of the body rotation) projected on the floor."""
+    return quat.yaw_of_direction(quat.rotate(quat.from_6d(body_6d), np.array([0.0, 0.0, 1.0])))
