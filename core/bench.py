@@ -1,4 +1,4 @@
-"""Speed figures (SPEC §4 `bench`): BVH parsing, forward kinematics, stream simulation and reading."""
+"""Speed figures (SPEC §4 `bench`): BVH parsing, FK, stream simulation and reading, orientation inference."""
 from __future__ import annotations
 
 import json
@@ -10,8 +10,12 @@ from pathlib import Path
 
 from .bvh import read_bvh
 from .mocap import default_mocap_dir, find_bvh_files
+from .orientation import OrientationModel, OrientationPredictor, predict_body_orientation
 from .simulate import simulate_stream
 from .stream import read_stream, write_stream
+
+
+ORIENTATION_MODEL = Path(__file__).resolve().parents[1] / "assets" / "orientation.npz"
 
 
 def measure(mocap: Path) -> dict:
@@ -39,6 +43,16 @@ def measure(mocap: Path) -> dict:
         read_stream(csv)
         read_s = time.perf_counter() - start
         csv_mb = csv.stat().st_size / 1e6
+    stream = simulated.stream
+    model = OrientationModel.load(ORIENTATION_MODEL)
+    start = time.perf_counter()
+    predict_body_orientation(model, stream.positions, stream.rotations, stream.rate)
+    offline_s = time.perf_counter() - start
+    live = OrientationPredictor(model)
+    start = time.perf_counter()
+    for t in range(len(stream)):
+        live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0)
+    live_s = time.perf_counter() - start
     return {
         "cores": os.cpu_count(),
         "bvh_files": len(files),
@@ -49,6 +63,8 @@ def measure(mocap: Path) -> dict:
         "fk_us_per_frame": round(fk_s / len(motion) * 1e6, 3),
         "simulate_us_per_frame": round(simulate_s / len(simulated.stream) * 1e6, 3),
         "stream_read_mb_s": round(csv_mb / read_s, 2),
+        "orientation_us_per_frame": round(offline_s / len(stream) * 1e6, 2),
+        "orientation_live_step_us": round(live_s / len(stream) * 1e6, 2),
         "clip": clip.name,
     }
 

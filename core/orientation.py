@@ -27,6 +27,7 @@ FORWARD = np.array([0.0, 0.0, -1.0])
 """Devices look along -Z (OpenXR)."""
 # 6D of the identity: the body facing exactly where the heading frame faces.
 IDENTITY_6D = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+IDENTITY_ROWS = IDENTITY_6D.reshape(2, 3)
 
 
 def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
@@ -73,10 +74,10 @@ def orthonormalize_6d(d: np.ndarray) -> np.ndarray:
     The prediction is fed back in this form so that a long rollout stays bounded (MMVR feeds the
     prediction back; how it conditions it is not said).
     """
-    c0 = d[..., :3] / np.maximum(np.linalg.norm(d[..., :3], axis=-1, keepdims=True), 1e-9)
-    c1 = d[..., 3:] - np.sum(c0 * d[..., 3:], axis=-1, keepdims=True) * c0
-    c1 = c1 / np.maximum(np.linalg.norm(c1, axis=-1, keepdims=True), 1e-9)
-    return np.concatenate([c0, c1], axis=-1)
+    c0, c1 = d[..., :3], d[..., 3:]
+    c0 = c0 / np.sqrt(np.sum(c0 * c0, axis=-1, keepdims=True) + 1e-18)
+    c1 = c1 - np.sum(c0 * c1, axis=-1, keepdims=True) * c0
+    return np.concatenate([c0, c1 / np.sqrt(np.sum(c1 * c1, axis=-1, keepdims=True) + 1e-18)], axis=-1)
 
 
 def rotate_6d(matrices: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -94,13 +95,19 @@ class OrientationModel:
     input_std: np.ndarray
     info: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        # Normalisation folded into the first layer: ((x - mean) / std) W + b = x (W / std) + (b - (mean / std) W).
+        w, b = self.layers[0]
+        self._layers = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w)] + list(self.layers[1:])
+
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Raw 6D outputs (..., 6) for inputs (..., 42)."""
-        h = (x - self.input_mean) / self.input_std
-        for i, (w, b) in enumerate(self.layers):
+        h = x
+        last = len(self._layers) - 1
+        for i, (w, b) in enumerate(self._layers):
             h = h @ w + b
-            if i < len(self.layers) - 1:
-                np.maximum(h, 0.0, out=h)
+            if i < last:
+                h = np.maximum(h, 0.0)
         return h
 
     def save(self, path: str | Path) -> None:
@@ -154,10 +161,14 @@ class OrientationPredictor:
 
     def advance(self, features: np.ndarray, heading_matrix: np.ndarray) -> np.ndarray:
         """One frame from its device features (36,) and heading matrix (3, 3); returns world 6D (orthonormal)."""
-        world_previous = rotate_6d(heading_matrix, IDENTITY_6D) if self.previous_6d is None else self.previous_6d
-        local_previous = rotate_6d(heading_matrix.T, world_previous)
-        output = self.model.forward(np.concatenate([features, local_previous]))
-        self.previous_6d = rotate_6d(heading_matrix, orthonormalize_6d(output))
+        # 6D as two row vectors: the heading frame's view of a world column c is c^T H, and back c^T H^T.
+        rows = IDENTITY_ROWS @ heading_matrix.T if self.previous_6d is None else self.previous_6d.reshape(2, 3)
+        output = self.model.forward(np.concatenate([features, (rows @ heading_matrix).ravel()]))
+        # orthonormalize_6d for one frame, with dot products (np.sum costs more than the math here).
+        c0 = output[:3] / np.sqrt(output[:3] @ output[:3] + 1e-18)
+        c1 = output[3:] - (c0 @ output[3:]) * c0
+        c1 = c1 / np.sqrt(c1 @ c1 + 1e-18)
+        self.previous_6d = (np.concatenate([c0, c1]).reshape(2, 3) @ heading_matrix.T).ravel()
         return self.previous_6d
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:

@@ -1,0 +1,135 @@
+"""Body-orientation prediction (MMVR §4): features, numpy/torch agreement, Algorithm 1, the shipped model."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core import quat
+from core.config import SimulationConfig
+from core.metrics import angle_deg
+from core.mocap import is_validation
+from core.orientation import IDENTITY_6D, INPUT_SIZE, OrientationModel, OrientationPredictor, device_features, \
+    facing_yaw, orthonormalize_6d, predict_body_orientation
+from core.simulate import simulate_stream
+from core.train_orientation import export, prepare_clips, rollout_loss
+from conftest import DATASET_2, WALK_2
+
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+
+
+@pytest.fixture(scope="module")
+def stream(walk2):
+    return simulate_stream(walk2, SimulationConfig(look_around_deg=60.0, seed=3)).stream
+
+
+def random_network(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(INPUT_SIZE, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32),
+                               torch.nn.ReLU(), torch.nn.Linear(32, 6))
+
+
+def test_features_are_invariant_to_a_global_yaw_and_shift_of_the_scene(stream):
+    features, heading = device_features(stream.positions, stream.rotations, 60.0)
+    turn = quat.from_yaw(np.array(2.1))
+    moved, moved_heading = device_features(quat.rotate(turn, stream.positions) + np.array([4.0, 0.0, -2.0]),
+                                           quat.multiply(turn, stream.rotations), 60.0)
+    assert features.shape == (len(stream), 36)
+    assert np.abs(moved - features).max() < 1e-9
+    assert np.all(quat.angle_between(moved_heading, quat.multiply(turn, heading)) < 1e-9)
+
+
+def test_features_follow_the_paper_layout(stream):
+    features, heading = device_features(stream.positions, stream.rotations, 60.0)
+    t = 40
+    velocity = (stream.positions[t] - stream.positions[t - 1]) * 60.0
+    assert np.allclose(features[t, :9].reshape(3, 3), quat.inverse_rotate(heading[t], velocity))
+    # The HMD's own rotation in the heading frame keeps its forward in the heading frame's YZ plane.
+    hmd = quat.from_6d(features[t, 18:24])
+    assert abs(quat.rotate(hmd, np.array([0.0, 0.0, -1.0]))[0]) < 1e-9
+
+
+def test_live_steps_equal_the_offline_driver(stream):
+    model = export(random_network(), np.zeros(INPUT_SIZE), np.ones(INPUT_SIZE))
+    offline = predict_body_orientation(model, stream.positions, stream.rotations, 60.0)
+    live = OrientationPredictor(model)
+    steps = [live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0) for t in range(len(stream))]
+    # The offline driver gives frame 0 its successor's rates; from frame 1 on they see the same inputs,
+    # and the network forgets the first frame within a few steps.
+    assert np.abs(np.array(steps)[30:] - offline[30:]).max() < 1e-6
+
+
+def test_numpy_forward_matches_torch(tmp_path):
+    network = random_network(1)
+    mean, std = np.linspace(-1, 1, INPUT_SIZE), np.linspace(0.5, 2.0, INPUT_SIZE)
+    model = export(network, mean, std)
+    x = np.random.default_rng(0).normal(size=(100, INPUT_SIZE))
+    with torch.no_grad():
+        expected = network(torch.from_numpy(((x - mean) / std).astype(np.float32))).numpy()
+    assert np.abs(model.forward(x) - expected).max() < 1e-5
+    model.info = {"note": "test"}
+    model.save(tmp_path / "m.npz")
+    loaded = OrientationModel.load(tmp_path / "m.npz")
+    assert loaded.info == {"note": "test"} and np.array_equal(loaded.forward(x), model.forward(x))
+    (tmp_path / "bad.npz").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="not an orientation model file"):
+        OrientationModel.load(tmp_path / "bad.npz")
+
+
+class AddConstant(torch.nn.Module):
+    """f(x) = previous orientation (the last 6 inputs) + c: a network whose rollout is easy to follow."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.c = torch.tensor(c)
+
+    def forward(self, x):
+        return x[:, -6:] + self.c
+
+
+def test_rollout_loss_is_algorithm_1():
+    c = [0.0, 0.0, 0.1, 0.0, 0.0, 0.0]
+    r = 2
+    features = torch.zeros(1, r, 36)
+    headings = torch.eye(3).repeat(1, r, 1, 1)
+    previous = torch.tensor([IDENTITY_6D.tolist()])
+    target = torch.zeros(1, 6)
+    loss = rollout_loss(AddConstant(c), features, headings, previous, target)
+    # Step 1: o1 = (1, 0, 0.1, 0, 1, 0), fed back orthonormalised: (1, 0, 0.1)/sqrt(1.01), (0, 1, 0).
+    # Step 2: o2 = that + c. Only the last prediction meets the target (zero).
+    n = np.sqrt(1.01)
+    o2 = np.array([1 / n, 0.0, 0.1 / n + 0.1, 0.0, 1.0, 0.0])
+    assert np.isclose(float(loss), np.mean(o2 ** 2), atol=1e-7)
+    # With r = 1 the loss sees o1 only.
+    one = rollout_loss(AddConstant(c), features[:, :1], headings[:, :1], previous, target)
+    assert np.isclose(float(one), (1.0 + 0.01 + 1.0) / 6.0, atol=1e-7)
+
+
+def test_rollout_loss_re_expresses_the_feedback_in_each_heading_frame():
+    """Feedback lives in world space: a quarter-turn heading turns the network's view of it."""
+    quarter = torch.from_numpy(quat.to_matrix(quat.from_yaw(np.array(np.pi / 2))).astype(np.float32))
+    headings = torch.stack([torch.eye(3), quarter])[None]
+    previous = torch.tensor([IDENTITY_6D.tolist()])
+    # Step 1 (identity heading): o1 = identity. Step 2: the world identity seen from a frame turned
+    # +90 deg about Y is a -90 deg turn, whose 6D is (0, 0, 1, 0, 1, 0).
+    loss = rollout_loss(AddConstant([0.0] * 6), torch.zeros(1, 2, 36), headings, previous, torch.zeros(1, 6))
+    expected = orthonormalize_6d(quat.to_6d(quat.from_yaw(np.array(-np.pi / 2))))
+    assert np.allclose(expected, [0, 0, 1, 0, 1, 0], atol=1e-12)
+    assert np.isclose(float(loss), np.mean(expected ** 2), atol=1e-6)
+
+
+def held_back_clip():
+    clip = DATASET_2 / "dataset-2_walk-turn-left_normal_001.bvh"
+    assert is_validation(clip), "the test clip must be one the model never trained on"
+    return clip
+
+
+@pytest.mark.skipif(not (ASSETS / "orientation.npz").exists(), reason="no shipped orientation model")
+def test_shipped_model_beats_hmd_forward_on_a_held_back_clip():
+    model = OrientationModel.load(ASSETS / "orientation.npz")
+    assert model.info["rollout"] == 50 and model.info["validation_mean_deg"] < 20.0
+    clip = prepare_clips([held_back_clip()], look_around_deg=60.0, seed=123)[0]
+    predicted = predict_body_orientation(model, clip.positions, clip.rotations, 60.0)
+    network = angle_deg(facing_yaw(predicted), clip.truth_yaw).mean()
+    hmd_forward = angle_deg(quat.yaw_of_direction(clip.headings[:, :, 2]), clip.truth_yaw).mean()
+    assert network < 0.6 * hmd_forward, (network, hmd_forward)
