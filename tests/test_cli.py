@@ -48,7 +48,8 @@ def _header_facts(path: Path) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("words", [[], ["bvh"], ["bvh", "info"], ["stream"], ["stream", "simulate"],
-                                   ["stream", "info"], ["bench"], ["demo"]], ids=" ".join)
+                                   ["stream", "info"], ["train"], ["train", "orientation"], ["eval"],
+                                   ["eval", "orientation"], ["bench"], ["demo"]], ids=" ".join)
 def test_help_on_every_level(words):
     done = core(*words, "--help")
     usage = " ".join(["usage: python -m core", *words])

@@ -124,7 +124,6 @@ def held_back_clip():
     return clip
 
 
-@pytest.mark.skipif(not (ASSETS / "orientation.npz").exists(), reason="no shipped orientation model")
 def test_shipped_model_beats_hmd_forward_on_a_held_back_clip():
     model = OrientationModel.load(ASSETS / "orientation.npz")
     assert model.info["rollout"] == 50 and model.info["validation_mean_deg"] < 20.0
