@@ -13,7 +13,7 @@ from .mocap import default_mocap_dir, find_bvh_files, split_by_file
 from .simulate import implied_joint_positions, simulate_stream
 from .stream import read_stream, write_stream
 
-DEMO_CLIP = "dataset-2_walk-turn-left_normal_001.bvh"
+DEMO_CLIP = "dataset-2_walk-turn-left_active_005.bvh"
 """A validation clip with walking and turning, if present; otherwise the first validation file."""
 DEMO_LOOK_AROUND_DEG = 45.0
 
