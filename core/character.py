@@ -15,7 +15,7 @@ UP = np.array([0.0, 1.0, 0.0])
 
 def hips_forward(left_thigh: np.ndarray, right_thigh: np.ndarray) -> np.ndarray:
     """Unit forward directions on the floor (..., 3) from thigh joint positions."""
-    forward = np.cross(left_thigh - right_thigh, UP)
+    forward = quat.cross(left_thigh - right_thigh, UP)
     forward[..., 1] = 0.0
     return forward / np.maximum(np.linalg.norm(forward, axis=-1, keepdims=True), 1e-9)
 

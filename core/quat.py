@@ -30,10 +30,17 @@ def conjugate(q: np.ndarray) -> np.ndarray:
 inverse = conjugate  # unit quaternions only
 
 
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product over the last axis (np.cross's axis handling costs more than the math on small arrays)."""
+    ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
+    bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
+
+
 def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Hamilton product a * b: apply b first, then a."""
-    aw, ax, ay, az = np.moveaxis(a, -1, 0)
-    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
+    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     return np.stack([
         aw * bw - ax * bx - ay * by - az * bz,
         aw * bx + ax * bw + ay * bz - az * by,
@@ -56,8 +63,8 @@ def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors v by unit quaternions q: v + 2w(u x v) + 2u x (u x v)."""
     u = q[..., 1:]
     w = q[..., :1]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def inverse_rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -143,7 +150,7 @@ def to_euler(q: np.ndarray, order: str) -> np.ndarray:
 
 def to_matrix(q: np.ndarray) -> np.ndarray:
     q = normalize(q)
-    w, x, y, z = np.moveaxis(q, -1, 0)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     return np.stack([
         np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
         np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
@@ -179,7 +186,7 @@ def from_6d(d: np.ndarray) -> np.ndarray:
     c0 = d[..., :3] / np.maximum(np.linalg.norm(d[..., :3], axis=-1, keepdims=True), _EPS)
     c1 = d[..., 3:] - np.sum(c0 * d[..., 3:], axis=-1, keepdims=True) * c0
     c1 = c1 / np.maximum(np.linalg.norm(c1, axis=-1, keepdims=True), _EPS)
-    c2 = np.cross(c0, c1)
+    c2 = cross(c0, c1)
     return from_matrix(np.stack([c0, c1, c2], axis=-1))
 
 
@@ -203,12 +210,12 @@ def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), _EPS)
     v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), _EPS)
     w = 1.0 + np.sum(u * v, axis=-1, keepdims=True)
-    axis = np.cross(u, v)
+    axis = cross(u, v)
     # Opposite vectors: rotate half a turn about any axis perpendicular to u.
     opposite = w[..., 0] < 1e-9
     if np.any(opposite):
         helper = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
-        perpendicular = np.cross(u, helper)
+        perpendicular = cross(u, helper)
         axis = np.where(opposite[..., None], perpendicular, axis)
         w = np.where(opposite[..., None], 0.0, w)
     return normalize(np.concatenate([w, axis], axis=-1))

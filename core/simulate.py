@@ -93,7 +93,7 @@ def _grip_attachment(rotations, positions, mapping, side: str, devices: DeviceOf
     tilt = np.radians(devices.grip_tilt_deg)
     z_axis = -_unit(np.cos(tilt) * thumb + np.sin(tilt) * along)
     y_axis = -_unit(np.cos(tilt) * along - np.sin(tilt) * thumb)
-    x_axis = np.cross(y_axis, z_axis)
+    x_axis = quat.cross(y_axis, z_axis)
     grip = quat.from_matrix(np.stack([x_axis, y_axis, z_axis], axis=-1))
     relative = quat.inverse_multiply(rotations[:, mapping[f"{side}_hand"]], grip)
     weights = bend if bend.sum() > 1e-6 else None
