@@ -130,7 +130,7 @@ def normalisation(clips: list[OrientationClip]) -> tuple[np.ndarray, np.ndarray]
 
 def train(clips: list[OrientationClip], validation: list[OrientationClip], rollout: int = ROLLOUT,
           epochs: int = 20, windows_per_epoch: int = 25600, seed: int = 0, log=print,
-          decoupled_weight_decay: bool = True, cosine_decay: bool = True) -> tuple[OrientationModel, list]:
+          decoupled_weight_decay: bool = True) -> tuple[OrientationModel, list]:
     """Train per Algorithm 1; return the numpy model and the per-epoch curve (loss, validation degrees)."""
     import torch
 
@@ -158,8 +158,6 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
     steps = torch.arange(rollout)
     curve = []
     batches = max(1, min(windows_per_epoch, len(data.starts)) // BATCH_SIZE)
-    # The learning rate starts at the paper's 3e-4 and, with cosine_decay, anneals to zero by the last batch.
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=epochs * batches) if cosine_decay else None
     for epoch in range(1, epochs + 1):
         started = time.perf_counter()
         order = torch.from_numpy(rng.permutation(data.starts)[: batches * BATCH_SIZE])
@@ -172,8 +170,6 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
-            if schedule is not None:
-                schedule.step()
             total += loss.item()
             _progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
         model = export(body, mean, std)
