@@ -206,19 +206,24 @@ def slerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The shortest rotation taking direction u onto direction v."""
+    """The shortest rotation taking direction u onto direction v.
+
+    (1 + u.v, u x v) normalised is that rotation, but it cancels badly as u nears -v. Directions
+    more than a quarter turn apart therefore go through -u: half a turn about an axis
+    perpendicular to u, then the short, accurate rotation from -u to v.
+    """
     u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), _EPS)
     v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), _EPS)
-    w = 1.0 + np.sum(u * v, axis=-1, keepdims=True)
-    axis = cross(u, v)
-    # Opposite vectors: rotate half a turn about any axis perpendicular to u.
-    opposite = w[..., 0] < 1e-9
-    if np.any(opposite):
+    flip = np.sum(u * v, axis=-1, keepdims=True) < 0.0
+    start = np.where(flip, -u, u)
+    q = normalize(np.concatenate([1.0 + np.sum(start * v, axis=-1, keepdims=True), cross(start, v)], axis=-1))
+    if np.any(flip):
         helper = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
         perpendicular = cross(u, helper)
-        axis = np.where(opposite[..., None], perpendicular, axis)
-        w = np.where(opposite[..., None], 0.0, w)
-    return normalize(np.concatenate([w, axis], axis=-1))
+        perpendicular /= np.linalg.norm(perpendicular, axis=-1, keepdims=True)
+        half_turn = np.concatenate([np.zeros_like(perpendicular[..., :1]), perpendicular], axis=-1)
+        q = np.where(flip, multiply(q, half_turn), q)
+    return q
 
 
 def from_yaw(yaw: np.ndarray) -> np.ndarray:

@@ -92,6 +92,12 @@ def test_between_takes_u_onto_v(u, v):
     assert np.allclose(quat.rotate(q, u / np.linalg.norm(u)), v / np.linalg.norm(v), atol=1e-7)
 
 
+def test_between_nearly_opposite_vectors():
+    u = np.array([-2.0, 6.10351562e-05, 6.10351562e-05])  # found by hypothesis: 1 + u.v cancels here
+    v = np.array([1.0, 0.0, 0.0])
+    assert np.allclose(quat.rotate(quat.between(u, v), u / np.linalg.norm(u)), v, atol=1e-12)
+
+
 def test_between_opposite_vectors():
     u = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     q = quat.between(u, -u)
