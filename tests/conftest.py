@@ -4,6 +4,12 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI runs the property tests on a fixed example sequence (reproducible); local runs keep exploring.
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 # Blender (bpy) keeps its user configuration and extension cache here, never in the real home;
 # this must happen before any test imports bpy.
