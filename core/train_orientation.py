@@ -130,8 +130,8 @@ def normalisation(clips: list[OrientationClip]) -> tuple[np.ndarray, np.ndarray]
 
 
 def train(clips: list[OrientationClip], validation: list[OrientationClip], rollout: int = ROLLOUT,
-          epochs: int = 20, windows_per_epoch: int = 25600, seed: int = 0, log=print,
-          hmd_start_share: float = 0.0) -> tuple[OrientationModel, list]:
+          epochs: int = 20, windows_per_epoch: int = 25600, seed: int = 0,
+          log=print) -> tuple[OrientationModel, list]:
     """Train per Algorithm 1; return the numpy model and the per-epoch curve (loss, validation degrees)."""
     import torch
 
@@ -167,13 +167,7 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
         for b in range(batches):
             start = order[b * BATCH_SIZE:(b + 1) * BATCH_SIZE]
             window = start[:, None] + steps[None]
-            previous = truth_world[start - 1]
-            if hmd_start_share > 0:
-                # Some windows start as a live session does: the body assumed to face where the HMD looks.
-                hmd = torch.cat([headings[start - 1][:, :, 0], headings[start - 1][:, :, 1]], dim=1)
-                pick = torch.from_numpy(rng.random(len(start)) < hmd_start_share)[:, None]
-                previous = torch.where(pick, hmd, previous)
-            loss = rollout_loss(network, features[window], headings[window], previous,
+            loss = rollout_loss(network, features[window], headings[window], truth_world[start - 1],
                                 truth_local[start + rollout - 1])
             optimiser.zero_grad()
             loss.backward()
@@ -231,7 +225,7 @@ def run(args) -> int:
     validation = prepare_clips(validation_files, args.look_around, seed=10_000 + args.seed, progress=progress)
     model, curve = train(clips, validation, rollout=args.rollout, epochs=args.epochs,
                          windows_per_epoch=args.windows_per_epoch, seed=args.seed,
-                         log=lambda line: print(line, file=sys.stderr), hmd_start_share=args.hmd_start_share)
+                         log=lambda line: print(line, file=sys.stderr))
     errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
     model.info = {
         "paper": "MMVR (Ponton et al. 2022) §4: 2x32 ReLU MLP, Algorithm 1 rollout",
@@ -239,7 +233,7 @@ def run(args) -> int:
         "validation_files": len(validation_files), "mirrored": not args.no_mirror,
         "training_frames": int(sum(len(c.features) for c in clips)), "look_around_deg": args.look_around,
         "fps": 60, "rollout": args.rollout, "epochs": args.epochs, "windows_per_epoch": args.windows_per_epoch,
-        "hmd_start_share": args.hmd_start_share, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
+        "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "optimiser": "AdamW", "weight_decay": WEIGHT_DECAY, "seed": args.seed,
         "validation_mean_deg": float(errors.mean()), "validation_std_deg": float(errors.std()),
         "training_seconds": round(time.perf_counter() - started, 1), "torch": torch.__version__,
@@ -265,7 +259,4 @@ def add_command(train_group) -> None:
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",
                         help="look-around augmentation of the simulated streams (default 60)")
     parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored copies of the clips")
-    parser.add_argument("--hmd-start-share", type=float, default=0.0,
-                        help="share of training windows whose previous orientation starts at HMD-forward "
-                             "instead of the truth (how a live session starts; default 0: Algorithm 1 as written)")
     parser.set_defaults(run=run)
