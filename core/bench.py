@@ -10,12 +10,9 @@ from pathlib import Path
 
 from .bvh import read_bvh
 from .mocap import default_mocap_dir, find_bvh_files
-from .orientation import OrientationModel, OrientationPredictor, predict_body_orientation
+from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, predict_body_orientation
 from .simulate import simulate_stream
 from .stream import read_stream, write_stream
-
-
-ORIENTATION_MODEL = Path(__file__).resolve().parents[1] / "assets" / "orientation.npz"
 
 
 def measure(mocap: Path) -> dict:
@@ -44,7 +41,7 @@ def measure(mocap: Path) -> dict:
         read_s = time.perf_counter() - start
         csv_mb = csv.stat().st_size / 1e6
     stream = simulated.stream
-    model = OrientationModel.load(ORIENTATION_MODEL)
+    model = OrientationModel.load(SHIPPED_MODEL)
     start = time.perf_counter()
     predict_body_orientation(model, stream.positions, stream.rotations, stream.rate)
     offline_s = time.perf_counter() - start

@@ -12,7 +12,7 @@ from .config import DeviceOffsets, SimulationConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
 from .mocap import MocapNotFound, find_bvh_files
 from .simulate import simulate_stream
-from .stream import StreamFormatError, read_stream, write_stream
+from .stream import DEVICES, StreamFormatError, read_stream, write_stream
 
 USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, FileNotFoundError, ValueError)
 
@@ -79,7 +79,7 @@ def stream_simulate(args) -> int:
 def stream_info(args) -> int:
     """Rate, duration, gaps and untracked samples of a stream file."""
     stream = read_stream(args.csv)
-    untracked = {d: int((~stream.tracked[:, i]).sum()) for i, d in enumerate(("head", "left", "right"))}
+    untracked = {d: int((~stream.tracked[:, i]).sum()) for i, d in enumerate(DEVICES)}
     gaps = stream.gaps()
     result = {"file": str(args.csv), "samples": len(stream), "rate_hz": round(stream.rate, 4),
               "duration_s": round(stream.duration, 4), "gaps": [{"t": t, "length_s": length} for t, length in gaps],

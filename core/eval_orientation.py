@@ -15,12 +15,11 @@ import numpy as np
 from . import quat
 from .metrics import angle_deg
 from .mocap import find_bvh_files, split_by_file
-from .orientation import OrientationModel
+from .orientation import SHIPPED_MODEL, OrientationModel
 from .train_orientation import TRAINING_LOOK_AROUND_DEG, angle_errors_deg, prepare_clips
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
-DEFAULT_MODEL = ASSETS / "orientation.npz"
-DEFAULT_MODEL_R1 = ASSETS / "orientation_r1.npz"
+SHIPPED_MODEL_R1 = SHIPPED_MODEL.with_name("orientation_r1.npz")
+"""The r = 1 ablation, trained like the shipped model but with one rollout step."""
 PLOT_BIN_S = 10.0
 
 
@@ -96,8 +95,8 @@ def add_command(eval_group) -> None:
     parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders")
     parser.add_argument("--split", choices=("validation", "all"), default="validation",
                         help="evaluate the validation files of the data (default) or all of them")
-    parser.add_argument("--model", default=str(DEFAULT_MODEL), help="network (default: the shipped model)")
-    parser.add_argument("--model-r1", default=str(DEFAULT_MODEL_R1), help="the r = 1 ablation network")
+    parser.add_argument("--model", default=str(SHIPPED_MODEL), help="network (default: the shipped model)")
+    parser.add_argument("--model-r1", default=str(SHIPPED_MODEL_R1), help="the r = 1 ablation network")
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",
                         help="look-around of the simulated streams (default 60)")
     parser.add_argument("--plot", default="out/orientation_error.png", help="error-over-time plot (PNG)")

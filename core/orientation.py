@@ -23,6 +23,8 @@ FEATURE_SIZE = DEVICE_COUNT * 12
 INPUT_SIZE = FEATURE_SIZE + 6
 HIDDEN_UNITS = (32, 32)
 """MMVR §4.2: two hidden layers of 32 units, ReLU."""
+SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "assets" / "orientation.npz"
+"""The network trained by the project (assets/orientation.json records how)."""
 FORWARD = np.array([0.0, 0.0, -1.0])
 """Devices look along -Z (OpenXR)."""
 # 6D of the identity: the body facing exactly where the heading frame faces.
@@ -69,15 +71,15 @@ def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,
 
 
 def orthonormalize_6d(d: np.ndarray) -> np.ndarray:
-    """The 6D of the nearest rotation by Gram-Schmidt (Zhou et al.): unit first column, second made orthogonal.
+    """The 6D (6,) of the nearest rotation by Gram-Schmidt (Zhou et al.): unit first column, second made orthogonal.
 
     The prediction is fed back in this form so that a long rollout stays bounded (MMVR feeds the
-    prediction back; how it conditions it is not said).
+    prediction back; how it conditions it is not said). One frame at a time, with dot products:
+    on 3-vectors np.sum costs more than the arithmetic.
     """
-    c0, c1 = d[..., :3], d[..., 3:]
-    c0 = c0 / np.sqrt(np.sum(c0 * c0, axis=-1, keepdims=True) + 1e-18)
-    c1 = c1 - np.sum(c0 * c1, axis=-1, keepdims=True) * c0
-    return np.concatenate([c0, c1 / np.sqrt(np.sum(c1 * c1, axis=-1, keepdims=True) + 1e-18)], axis=-1)
+    c0 = d[:3] / np.sqrt(d[:3] @ d[:3] + 1e-18)
+    c1 = d[3:] - (c0 @ d[3:]) * c0
+    return np.concatenate([c0, c1 / np.sqrt(c1 @ c1 + 1e-18)])
 
 
 def rotate_6d(matrices: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -164,11 +166,7 @@ class OrientationPredictor:
         # 6D as two row vectors: the heading frame's view of a world column c is c^T H, and back c^T H^T.
         rows = IDENTITY_ROWS @ heading_matrix.T if self.previous_6d is None else self.previous_6d.reshape(2, 3)
         output = self.model.forward(np.concatenate([features, (rows @ heading_matrix).ravel()]))
-        # orthonormalize_6d for one frame, with dot products (np.sum costs more than the math here).
-        c0 = output[:3] / np.sqrt(output[:3] @ output[:3] + 1e-18)
-        c1 = output[3:] - (c0 @ output[3:]) * c0
-        c1 = c1 / np.sqrt(c1 @ c1 + 1e-18)
-        self.previous_6d = (np.concatenate([c0, c1]).reshape(2, 3) @ heading_matrix.T).ravel()
+        self.previous_6d = (orthonormalize_6d(output).reshape(2, 3) @ heading_matrix.T).ravel()
         return self.previous_6d
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:

@@ -44,10 +44,14 @@ def grip_offset(devices: DeviceOffsets) -> np.ndarray:
     return devices.grip_from_wrist_m * np.array([0.0, -np.cos(tilt), -np.sin(tilt)])
 
 
+def device_offsets(devices: DeviceOffsets) -> np.ndarray:
+    """Each device's origin relative to its joint, in the device's frame (3, 3): HMD, left grip, right grip."""
+    return np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
+
+
 def implied_joint_positions(stream: ThreePointStream, devices: DeviceOffsets = DeviceOffsets()) -> np.ndarray:
     """Head and wrist positions (N, 3, 3) that the device poses imply, the inverse of the attachments."""
-    offsets = np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
-    return stream.positions - quat.rotate(stream.rotations, offsets)
+    return stream.positions - quat.rotate(stream.rotations, device_offsets(devices))
 
 
 def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(),
@@ -68,8 +72,7 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
 
     device_rotations = np.stack([quat.multiply(rotations[:, head], hmd_attachment)] +
                                 [quat.multiply(rotations[:, j], a) for j, a in zip(hands, grip_attachments)], axis=1)
-    offsets = np.stack([np.asarray(config.devices.hmd_from_head), grip_offset(config.devices), grip_offset(config.devices)])
-    device_positions = positions[:, [head, *hands]] + quat.rotate(device_rotations, offsets)
+    device_positions = positions[:, [head, *hands]] + quat.rotate(device_rotations, device_offsets(config.devices))
     stream = ThreePointStream(np.arange(len(motion)) / motion.fps, device_positions,
                               quat.unroll(quat.positive_hemisphere(device_rotations)),
                               np.ones((len(motion), 3), dtype=bool))

@@ -116,10 +116,9 @@ class _Stacked:
         self.starts = np.concatenate(starts)
 
 
-def normalisation(clips: list[OrientationClip]) -> tuple[np.ndarray, np.ndarray]:
+def normalisation(stacked: _Stacked) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature mean and standard deviation over the training frames (the previous-orientation
     part from the truth of the previous frame, which is what a good predictor feeds back)."""
-    stacked = _Stacked(clips, 1)
     previous_local = rotate_6d(np.swapaxes(stacked.headings[1:], -1, -2), stacked.truth_world[:-1])
     inputs = np.concatenate([stacked.features[1:], previous_local], axis=1)
     std = inputs.std(axis=0)
@@ -137,8 +136,8 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    mean, std = normalisation(clips)
     data = _Stacked(clips, rollout)
+    mean, std = normalisation(data)
     layers, width = [], INPUT_SIZE
     for units in HIDDEN_UNITS:
         layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
