@@ -10,7 +10,8 @@ from .config import SimulationConfig, describe
 from .humanoid import find_mapping
 from .metrics import score_motion
 from .mocap import default_mocap_dir, find_bvh_files, split_by_file
-from .simulate import implied_joint_positions, simulate_stream
+from .devices import implied_joint_positions
+from .simulate import simulate_stream
 from .stream import read_stream, write_stream
 
 DEMO_CLIP = "dataset-2_walk-turn-left_active_005.bvh"

@@ -18,9 +18,11 @@ import numpy as np
 from . import quat
 from .character import body_yaw
 from .config import DeviceOffsets, SimulationConfig
+from .devices import device_offsets
 from .humanoid import HumanoidMapping, find_mapping
 from .motion import Motion, local_from_global
 from .stream import ThreePointStream
+from .vector import unit
 
 # Device frame (looks along -Z) from the character frame (faces +Z): half a turn about +Y.
 _DEVICE_FROM_FACING = quat.from_yaw(np.pi)
@@ -36,22 +38,6 @@ class SimulatedStream:
     look_around: np.ndarray
     """Head yaw added about the neck per frame, radians."""
     config: SimulationConfig
-
-
-def grip_offset(devices: DeviceOffsets) -> np.ndarray:
-    """Grip centre relative to the wrist, in grip coordinates: along the fingers, -(cos t, sin t) in (Y, Z)."""
-    tilt = np.radians(devices.grip_tilt_deg)
-    return devices.grip_from_wrist_m * np.array([0.0, -np.cos(tilt), -np.sin(tilt)])
-
-
-def device_offsets(devices: DeviceOffsets) -> np.ndarray:
-    """Each device's origin relative to its joint, in the device's frame (3, 3): HMD, left grip, right grip."""
-    return np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
-
-
-def implied_joint_positions(stream: ThreePointStream, devices: DeviceOffsets = DeviceOffsets()) -> np.ndarray:
-    """Head and wrist positions (N, 3, 3) that the device poses imply, the inverse of the attachments."""
-    return stream.positions - quat.rotate(stream.rotations, device_offsets(devices))
 
 
 def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(),
@@ -88,23 +74,19 @@ def _head_attachment(rotations, positions, mapping) -> np.ndarray:
 def _grip_attachment(rotations, positions, mapping, side: str, devices: DeviceOffsets) -> np.ndarray:
     """Controller grip rotation in the hand joint's frame, from forearm and elbow geometry."""
     shoulder, elbow, wrist = (positions[:, mapping[f"{side}_{j}"]] for j in ("upper_arm", "forearm", "hand"))
-    along = _unit(wrist - elbow)
+    along = unit(wrist - elbow)
     up_arm = shoulder - elbow
     thumb = up_arm - np.sum(up_arm * along, axis=-1, keepdims=True) * along
     bend = np.sum(thumb * thumb, axis=-1) / np.maximum(np.sum(up_arm * up_arm, axis=-1), 1e-12)  # sin^2 of the elbow angle
-    thumb = _unit(thumb)
+    thumb = unit(thumb)
     tilt = np.radians(devices.grip_tilt_deg)
-    z_axis = -_unit(np.cos(tilt) * thumb + np.sin(tilt) * along)
-    y_axis = -_unit(np.cos(tilt) * along - np.sin(tilt) * thumb)
+    z_axis = -unit(np.cos(tilt) * thumb + np.sin(tilt) * along)
+    y_axis = -unit(np.cos(tilt) * along - np.sin(tilt) * thumb)
     x_axis = quat.cross(y_axis, z_axis)
     grip = quat.from_matrix(np.stack([x_axis, y_axis, z_axis], axis=-1))
     relative = quat.inverse_multiply(rotations[:, mapping[f"{side}_hand"]], grip)
     weights = bend if bend.sum() > 1e-6 else None
     return quat.mean(relative, weights)
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
 def look_around_profile(frames: int, fps: float, config: SimulationConfig) -> np.ndarray:

@@ -13,7 +13,7 @@ import pytest
 
 from core.bvh import read_bvh
 from core.humanoid import CANONICAL_JOINTS, find_mapping
-from core.simulate import implied_joint_positions
+from core.devices import implied_joint_positions
 from core.stream import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]

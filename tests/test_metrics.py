@@ -14,7 +14,8 @@ from core.humanoid import CANONICAL_JOINTS, find_mapping
 from core.metrics import (angle_deg, floor_height, foot_skate_cm_s, hand_cm, jitter, mpjpe_cm, root_cm,
                           score_motion)
 from core.motion import Motion
-from core.simulate import implied_joint_positions, simulate_stream
+from core.devices import implied_joint_positions
+from core.simulate import simulate_stream
 
 BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
 WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"

@@ -5,7 +5,8 @@ import pytest
 from core import quat
 from core.character import body_yaw, wrap_angle
 from core.config import DeviceOffsets, SimulationConfig
-from core.simulate import implied_joint_positions, simulate_stream
+from core.devices import implied_joint_positions
+from core.simulate import simulate_stream
 
 FORWARD = np.array([0.0, 0.0, -1.0])  # devices look along -Z
 

@@ -1,0 +1,44 @@
+"""Where the three devices sit on the body, and the body directions each device reports.
+
+Device frames follow OpenXR: the HMD looks along -Z with +Y up; a controller's grip pose has -Z
+along the fist from the little finger to the thumb and +Y back along the forearm, so the fingers
+point along -Y. The offsets (config.DeviceOffsets) are given in each device's own frame.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import quat
+from .config import DeviceOffsets
+from .stream import ThreePointStream
+
+
+def grip_offset(devices: DeviceOffsets) -> np.ndarray:
+    """Grip centre relative to the wrist, in grip coordinates: along the fingers, -(cos t, sin t) in (Y, Z)."""
+    tilt = np.radians(devices.grip_tilt_deg)
+    return devices.grip_from_wrist_m * np.array([0.0, -np.cos(tilt), -np.sin(tilt)])
+
+
+def device_offsets(devices: DeviceOffsets) -> np.ndarray:
+    """Each device's origin relative to its joint, in the device's frame (3, 3): HMD, left grip, right grip."""
+    return np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
+
+
+def implied_joint_positions(stream: ThreePointStream, devices: DeviceOffsets = DeviceOffsets()) -> np.ndarray:
+    """Head and wrist positions (N, 3, 3) that the device poses imply, the inverse of the attachments."""
+    return stream.positions - quat.rotate(stream.rotations, device_offsets(devices))
+
+
+def hmd_forward(rotations: np.ndarray) -> np.ndarray:
+    """Where the HMD looks (..., 3): its -Z axis."""
+    return quat.rotate(rotations, np.array([0.0, 0.0, -1.0]))
+
+
+def controller_thumb(rotations: np.ndarray) -> np.ndarray:
+    """Direction from the little finger to the thumb across the fist (..., 3): the grip's -Z axis."""
+    return quat.rotate(rotations, np.array([0.0, 0.0, -1.0]))
+
+
+def controller_fingers(rotations: np.ndarray) -> np.ndarray:
+    """Direction from the wrist toward the fingers (..., 3): the grip's -Y axis."""
+    return quat.rotate(rotations, np.array([0.0, -1.0, 0.0]))
