@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import bench, demo, eval_orientation, train_orientation
+from . import bench, demo, eval_ik, eval_orientation, train_orientation
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DeviceOffsets, SimulationConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
@@ -125,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     train_orientation.add_command(train)
     evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
     eval_orientation.add_command(evaluate)
+    eval_ik.add_command(evaluate)
 
     bench.add_parser(groups)
     demo.add_parser(groups)

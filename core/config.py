@@ -43,3 +43,48 @@ def describe(config) -> dict:
         value = getattr(config, f.name)
         out[f.name] = describe(value) if hasattr(value, "__dataclass_fields__") else value
     return out
+
+
+@dataclass(frozen=True)
+class UpperBodyIKConfig:
+    """Upper-body IK from head and hands (Parger et al. 2018, §3). Every default is the paper's constant."""
+
+    neck_pitch_base_deg: float = 135.3
+    """beta_n,0 of eq. 2: chest bend per unit of relative HMD height drop."""
+    neck_pitch_hmd_weight: float = 0.333
+    """b of eq. 2: how much of the HMD's own pitch adds to the chest bend."""
+    neck_max_yaw_from_hmd_deg: float = 90.0
+    """The neck's yaw stays within this of the HMD's yaw (§3.1)."""
+    shoulder_gain_deg: float = 30.0
+    """c of eq. 3: shoulder yaw / roll per arm length of reach beyond the threshold."""
+    shoulder_threshold: float = 0.5
+    """d of eq. 3: reach (in arm lengths, along the neck's forward / up axis) before the shoulder turns."""
+    shoulder_max_deg: float = 33.0
+    """Eq. 3's result is clamped to [0, this]."""
+    elbow_offset_deg: float = 15.0
+    """phi_0 of eq. 4: swivel angle, 0 = elbow toward the neck's up axis, 90 = outward, 180 = down."""
+    elbow_weights_deg_per_m: tuple[float, float, float] = (-50.0, -60.0, 260.0)
+    """w of eq. 4, per metre of the hand's (outward, up, forward) offset from the shoulder."""
+    elbow_biases_deg: tuple[float, float, float] = (30.0, 120.0, 65.0)
+    """b of eq. 4."""
+    elbow_min_deg: float = 13.0
+    elbow_max_deg: float = 175.0
+    """Eq. 4's swivel angle is clamped to [elbow_min_deg, elbow_max_deg]."""
+    elbow_rest_direction: tuple[float, float, float] = (0.133, -0.443, -0.886)
+    """v_f (outward, up, forward): the elbow direction blended in near the singularities."""
+    singularity_radius_m: float = 0.5
+    """Blend toward v_f as the hand comes within this distance of the shoulder's vertical axis."""
+    behind_range_m: float = 0.1
+    """Blend toward v_f as the hand moves from 0 to this far behind the shoulder."""
+    wrist_yaw_limit_deg: float = 45.0
+    """alpha_u / alpha_l of eq. 5 (+-): hand yaw in the forearm's frame beyond which the elbow turns."""
+    wrist_yaw_gain_deg: float = 135.0
+    """c_alpha = +-1 / this (eq. 5)."""
+    wrist_roll_lower_deg: float = 0.0
+    wrist_roll_lower_gain_deg: float = -600.0
+    """gamma_l and c_gamma,l = 1 / this (eq. 5): forearm roll below palm-down."""
+    wrist_roll_upper_deg: float = 90.0
+    wrist_roll_upper_gain_deg: float = 300.0
+    """gamma_u and c_gamma,u = 1 / this (eq. 5): forearm roll past thumb-up."""
+    wrist_correction: bool = True
+    """Apply eq. 5; off leaves the elbow where eq. 4 and the singularity blend put it."""

@@ -20,6 +20,13 @@ def unit(v: np.ndarray) -> np.ndarray:
     return v / np.maximum(length(v), _EPS)[..., None]
 
 
+def unit_or(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """Unit direction of v; where v is (nearly) zero, of `fallback` instead, blending smoothly in between."""
+    size = length(v)
+    weight = np.clip(size / 1e-6, 0.0, 1.0)[..., None]
+    return unit(weight * v / np.maximum(size, _EPS)[..., None] + (1.0 - weight) * unit(fallback))
+
+
 def reject(v: np.ndarray, axis: np.ndarray) -> np.ndarray:
     """The part of v perpendicular to the unit `axis`."""
     return v - dot(v, axis)[..., None] * axis

@@ -1,0 +1,101 @@
+"""The upper-body IK applied to an avatar: joint rotations for the neck, head, shoulders, arms and hands.
+
+The torso (hips, spine, chest) comes from elsewhere (the lower-body solution, or the ground truth
+in evaluation). On it, each joint is turned by the smallest rotation that points its bone at the
+IK's answer: the neck at the head joint the HMD implies, each shoulder at the IK's arm anchor, the
+upper arm at the elbow and the forearm at the wrist; head and hands take the devices' rotations
+through the attachments calibrated on a reference pose. The arm IK is re-solved from the avatar's
+own arm anchors with its own bone lengths, so the hands land on the targets whenever they reach.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quat
+from .config import UpperBodyIKConfig
+from .humanoid import HumanoidMapping
+from .motion import Motion, forward_kinematics
+from .upper_body_ik import UpperBodyCalibration, arm_positions, solve_upper_body
+from .vector import length
+
+ARM_JOINTS = ("shoulder", "upper_arm", "forearm", "hand")
+
+
+@dataclass(frozen=True)
+class DeviceAttachments:
+    """Each device's rotation in its joint's frame: HMD in the head, grips in the hands (left, right)."""
+
+    hmd_in_head: np.ndarray
+    """(4,)"""
+    grips_in_hands: np.ndarray
+    """(2, 4)"""
+
+    @classmethod
+    def calibrate(cls, global_rotations: np.ndarray, device_rotations: np.ndarray, mapping: HumanoidMapping):
+        """Averaged over reference frames: joint rotations (N, J, 4) and device rotations (N, 3, 4)."""
+        head = quat.inverse_multiply(global_rotations[:, mapping["head"]], device_rotations[:, 0])
+        hands = [quat.inverse_multiply(global_rotations[:, mapping[f"{s}_hand"]], device_rotations[:, 1 + i])
+                 for i, s in enumerate("lr")]
+        return cls(quat.mean(head), np.stack([quat.mean(h) for h in hands]))
+
+
+def neck_frames(chest_rotations: np.ndarray, frame_in_chest: np.ndarray) -> np.ndarray:
+    """The IK's neck frame (x left, y up, z forward) carried by the chest: chest rotation * its offset."""
+    return quat.multiply(chest_rotations, frame_in_chest)
+
+
+def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.ndarray, hmd_rotations: np.ndarray,
+                    wrist_targets: np.ndarray, controller_rotations: np.ndarray, attachments: DeviceAttachments,
+                    frame_in_chest: np.ndarray, calibration: UpperBodyCalibration,
+                    config: UpperBodyIKConfig = UpperBodyIKConfig()) -> Motion:
+    """The motion with its neck, head, shoulders, arms and hands solved; the rest untouched.
+
+    head_targets (T, 3) and wrist_targets (T, 2, 3) are the joint positions the devices imply;
+    hmd_rotations (T, 4) and controller_rotations (T, 2, 4) their rotations. frame_in_chest (4,) is
+    the neck frame in the chest joint's frame (from a reference pose).
+    """
+    skeleton, offsets = motion.skeleton, motion.positions
+    parents = skeleton.parents
+    rotations, positions = forward_kinematics(parents, motion.rotations, offsets)
+    rotations, positions = rotations.copy(), positions.copy()
+    j = {name: mapping[name] for name in ("chest", "neck", "head")}
+
+    def aim(joint: int, child: int, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+        """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`."""
+        bone = quat.rotate(rotation, offsets[:, child])
+        turned = quat.multiply(quat.between(bone, target - positions[:, joint]), rotation)
+        rotations[:, joint] = turned
+        positions[:, child] = positions[:, joint] + quat.rotate(turned, offsets[:, child])
+        return turned
+
+    def below(joint: int, parent_rotation: np.ndarray) -> np.ndarray:
+        return quat.multiply(parent_rotation, motion.rotations[:, joint])
+
+    aim(j["neck"], j["head"], head_targets, below(j["neck"], rotations[:, parents[j["neck"]]]))
+    rotations[:, j["head"]] = quat.multiply_inverse(hmd_rotations, attachments.hmd_in_head)
+
+    frame = neck_frames(rotations[:, j["chest"]], frame_in_chest)
+    chain = solve_upper_body(head_targets, hmd_rotations, wrist_targets, controller_rotations, calibration, config,
+                             torso=(positions[:, j["neck"]], frame))
+    arm = {name: np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS}
+    for i in range(2):
+        shoulder, upper_arm = arm["shoulder"][i], arm["upper_arm"][i]
+        aim(shoulder, upper_arm, chain.shoulders[:, i], below(shoulder, rotations[:, parents[shoulder]]))
+        rotations[:, upper_arm] = below(upper_arm, rotations[:, shoulder])
+    upper_arm_m = float(length(offsets[:, arm["forearm"]]).mean())
+    forearm_m = float(length(offsets[:, arm["hand"]]).mean())
+    elbows, wrists = arm_positions(positions[:, arm["upper_arm"]], wrist_targets, controller_rotations, frame,
+                                   upper_arm_m, forearm_m, config)
+    for i in range(2):
+        upper_arm, forearm, hand = arm["upper_arm"][i], arm["forearm"][i], arm["hand"][i]
+        upper = aim(upper_arm, forearm, elbows[:, i], rotations[:, upper_arm])
+        aim(forearm, hand, wrists[:, i], below(forearm, upper))
+        rotations[:, hand] = quat.multiply_inverse(controller_rotations[:, i], attachments.grips_in_hands[i])
+
+    local = motion.rotations.copy()
+    solved = [j["neck"], j["head"], *[arm[name][i] for name in ARM_JOINTS for i in range(2)]]
+    for joint in solved:
+        local[:, joint] = quat.inverse_multiply(rotations[:, parents[joint]], rotations[:, joint])
+    return Motion(skeleton, local, offsets, motion.fps, motion.name)
