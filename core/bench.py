@@ -1,4 +1,4 @@
-"""Speed figures (SPEC §4 `bench`): BVH parsing, FK, stream simulation and reading, orientation inference."""
+"""Speed figures (SPEC §4 `bench`): BVH parsing, FK, stream simulation and reading, orientation inference, IK."""
 from __future__ import annotations
 
 import json
@@ -8,11 +8,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 from .bvh import read_bvh
+from .devices import implied_joint_positions
 from .mocap import default_mocap_dir, find_bvh_files
 from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, predict_body_orientation
 from .simulate import simulate_stream
 from .stream import read_stream, write_stream
+from .upper_body_ik import UpperBodyCalibration, solve_upper_body
+
+IK_FRAMES = 100_000
 
 
 def measure(mocap: Path) -> dict:
@@ -50,6 +56,7 @@ def measure(mocap: Path) -> dict:
     for t in range(len(stream)):
         live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0)
     live_s = time.perf_counter() - start
+    ik_s, ik_one_s = time_upper_body_ik(stream)
     return {
         "cores": os.cpu_count(),
         "bvh_files": len(files),
@@ -62,8 +69,26 @@ def measure(mocap: Path) -> dict:
         "stream_read_mb_s": round(csv_mb / read_s, 2),
         "orientation_us_per_frame": round(offline_s / len(stream) * 1e6, 2),
         "orientation_live_step_us": round(live_s / len(stream) * 1e6, 2),
+        "ik_frames_per_s": round(IK_FRAMES / ik_s),
+        "ik_live_frame_us": round(ik_one_s * 1e6, 1),
         "clip": clip.name,
     }
+
+
+def time_upper_body_ik(stream) -> tuple[float, float]:
+    """Seconds for Parger's IK over IK_FRAMES frames in one call (the clip tiled), and for one frame."""
+    tiles = -(-IK_FRAMES // len(stream))
+    implied = np.tile(implied_joint_positions(stream), (tiles, 1, 1))[:IK_FRAMES]
+    positions = np.tile(stream.positions, (tiles, 1, 1))[:IK_FRAMES]
+    rotations = np.tile(stream.rotations, (tiles, 1, 1))[:IK_FRAMES]
+    calibration = UpperBodyCalibration(float(positions[:30, 0, 1].mean()), 0.28, 0.26)
+    start = time.perf_counter()
+    solve_upper_body(positions[:, 0], rotations[:, 0], implied[:, 1:], rotations[:, 1:], calibration)
+    batch_s = time.perf_counter() - start
+    start = time.perf_counter()
+    for t in range(200):
+        solve_upper_body(positions[t, 0], rotations[t, 0], implied[t, 1:], rotations[t, 1:], calibration)
+    return batch_s, (time.perf_counter() - start) / 200
 
 
 def run(args) -> int:

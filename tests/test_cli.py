@@ -49,7 +49,7 @@ def _header_facts(path: Path) -> tuple[int, int]:
 
 @pytest.mark.parametrize("words", [[], ["bvh"], ["bvh", "info"], ["stream"], ["stream", "simulate"],
                                    ["stream", "info"], ["train"], ["train", "orientation"], ["eval"],
-                                   ["eval", "orientation"], ["bench"], ["demo"]], ids=" ".join)
+                                   ["eval", "orientation"], ["eval", "ik"], ["bench"], ["demo"]], ids=" ".join)
 def test_help_on_every_level(words):
     done = core(*words, "--help")
     usage = " ".join(["usage: python -m core", *words])
