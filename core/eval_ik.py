@@ -25,7 +25,7 @@ from .config import SimulationConfig, UpperBodyIKConfig
 from .devices import implied_joint_positions
 from .fabrik import FabrikConfig, solve_chain
 from .humanoid import HumanoidMapping
-from .mocap import find_bvh_files, split_by_file
+from .mocap import add_data_arguments, evaluation_files
 from .motion import Motion, forward_kinematics
 from .simulate import simulate_stream
 from .upper_body_ik import UpperBodyCalibration, solve_upper_body
@@ -191,9 +191,7 @@ def table(summary: dict) -> str:
 
 def run(args) -> int:
     """RMSE of neck, shoulder and elbow positions for Parger's IK and FABRIK on simulated streams."""
-    files = find_bvh_files(args.data)
-    if args.split == "validation":
-        files = split_by_file(files)[1]
+    files = evaluation_files(args)
     if args.limit:
         files = files[: args.limit]
     print(f"eval ik: {len(files)} files", file=sys.stderr)
@@ -210,9 +208,7 @@ def run(args) -> int:
 
 def add_command(eval_group) -> None:
     parser = eval_group.add_parser("ik", help=run.__doc__, description=__doc__)
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders")
-    parser.add_argument("--split", choices=("validation", "all"), default="validation",
-                        help="evaluate the validation files of the data (default) or all of them")
+    add_data_arguments(parser)
     parser.add_argument("--limit", type=int, default=0, help="only the first N files (0: all)")
     parser.add_argument("--look-around", type=float, default=0.0, metavar="DEG",
                         help="look-around added to the simulated streams (default 0, as the paper's mocap)")

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import quat
 from .metrics import angle_deg
-from .mocap import find_bvh_files, split_by_file
+from .mocap import add_data_arguments, evaluation_files
 from .orientation import SHIPPED_MODEL, OrientationModel
 from .train_orientation import TRAINING_LOOK_AROUND_DEG, angle_errors_deg, prepare_clips
 
@@ -68,9 +68,7 @@ def plot_errors(errors: dict[str, np.ndarray], path: Path, fps: float = 60.0) ->
 
 def run(args) -> int:
     """Angle error of the shipped network, HMD-forward and the r = 1 network on simulated streams."""
-    files = find_bvh_files(args.data)
-    if args.split == "validation":
-        files = split_by_file(files)[1]
+    files = evaluation_files(args)
     models = {"network": OrientationModel.load(args.model)}
     if Path(args.model_r1).exists():
         models["r1"] = OrientationModel.load(args.model_r1)
@@ -92,9 +90,7 @@ def run(args) -> int:
 
 def add_command(eval_group) -> None:
     parser = eval_group.add_parser("orientation", help=run.__doc__, description=__doc__)
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders")
-    parser.add_argument("--split", choices=("validation", "all"), default="validation",
-                        help="evaluate the validation files of the data (default) or all of them")
+    add_data_arguments(parser)
     parser.add_argument("--model", default=str(SHIPPED_MODEL), help="network (default: the shipped model)")
     parser.add_argument("--model-r1", default=str(SHIPPED_MODEL_R1), help="the r = 1 ablation network")
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",

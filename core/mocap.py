@@ -46,3 +46,16 @@ def split_by_file(files) -> tuple[list[Path], list[Path]]:
     """(training files, validation files)."""
     files = list(files)
     return [f for f in files if not is_validation(f)], [f for f in files if is_validation(f)]
+
+
+def add_data_arguments(parser) -> None:
+    """The `--data` and `--split` options that every evaluation command takes."""
+    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders")
+    parser.add_argument("--split", choices=("validation", "all"), default="validation",
+                        help="evaluate the validation files of the data (default) or all of them")
+
+
+def evaluation_files(args) -> list[Path]:
+    """The BVH files that `--data` and `--split` select."""
+    files = find_bvh_files(args.data)
+    return split_by_file(files)[1] if args.split == "validation" else files
