@@ -13,7 +13,7 @@ from core.orientation import IDENTITY_6D, INPUT_SIZE, OrientationModel, Orientat
     facing_yaw, orthonormalize_6d, predict_body_orientation
 from core.simulate import simulate_stream
 from core.train_orientation import export, prepare_clips, rollout_loss
-from conftest import DATASET_2, WALK_2
+from conftest import DATASET_2
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 

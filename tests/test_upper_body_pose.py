@@ -5,16 +5,16 @@ import numpy as np
 import pytest
 
 from core import quat
+from core.character import body_yaw
 from core.config import SimulationConfig
-from core.eval_ik import evaluate, reference_pose
-from core.fabrik import FabrikConfig, solve_chain, within_cone
 from core.devices import implied_joint_positions
+from core.eval_ik import evaluate, reference_pose
+from core.fabrik import solve_chain, within_cone
 from core.simulate import simulate_stream
 from core.upper_body_ik import UpperBodyCalibration
 from core.upper_body_pose import DeviceAttachments, pose_upper_body
-from core.character import body_yaw
-from tests.conftest import WALK_1, WALK_2
-from tests.test_cli import core
+from conftest import WALK_1, WALK_2
+from test_cli import core
 
 
 @pytest.fixture(scope="module")
