@@ -29,7 +29,7 @@ from .mocap import add_data_arguments, evaluation_files
 from .motion import Motion, forward_kinematics
 from .simulate import simulate_stream
 from .upper_body_ik import UpperBodyCalibration, solve_upper_body
-from .upper_body_pose import ARM_JOINTS, DeviceAttachments, pose_upper_body
+from .upper_body_pose import ARM_JOINTS, DeviceAttachments, neck_frames, pose_upper_body, solved_joints
 from .vector import length, unit
 
 CALIBRATION_S = 0.5
@@ -61,10 +61,24 @@ def activity(name: str) -> str:
 
 def reference_pose(motion: Motion, mapping: HumanoidMapping, frames: int) -> Motion:
     """The motion with everything above the chest held at its mean over the first `frames` frames."""
-    held = [mapping["neck"], mapping["head"]] + [mapping[f"{s}_{j}"] for s in "lr" for j in ARM_JOINTS]
+    held = solved_joints(mapping)
     rotations = motion.rotations.copy()
     rotations[:, held] = quat.mean(motion.rotations[:frames, held])
     return Motion(motion.skeleton, rotations, motion.positions, motion.fps, motion.name)
+
+
+def calibrate(truth: Motion, stream, mapping: HumanoidMapping, frames: int):
+    """(UpperBodyCalibration, DeviceAttachments, neck frame in the chest) from the first `frames` frames."""
+    rotations, positions = truth.global_transforms()
+    rotations, positions = rotations[:frames], positions[:frames]
+    arm = {j: [mapping[f"{s}_{j}"] for s in "lr"] for j in ARM_JOINTS}
+    facing = body_yaw(positions, mapping)
+    calibration = UpperBodyCalibration.from_pose(
+        stream.positions[:frames, 0], stream.rotations[:frames, 0], positions[:, mapping["neck"]],
+        positions[:, arm["upper_arm"]], positions[:, arm["forearm"]], positions[:, arm["hand"]], facing)
+    attachments = DeviceAttachments.calibrate(rotations, stream.rotations[:frames], mapping)
+    frame_in_chest = quat.mean(quat.inverse_multiply(rotations[:, mapping["chest"]], quat.from_yaw(facing)))
+    return calibration, attachments, frame_in_chest
 
 
 def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fabrik: FabrikConfig):
@@ -78,12 +92,7 @@ def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fa
     hmd_positions, hmd_rotations, controllers = stream.positions[:, 0], stream.rotations[:, 0], stream.rotations[:, 1:]
 
     n = max(1, int(round(CALIBRATION_S * truth.fps)))
-    facing = body_yaw(positions[:n], mapping)
-    calibration = UpperBodyCalibration.from_pose(
-        hmd_positions[:n], hmd_rotations[:n], positions[:n, mapping["neck"]], positions[:n, arm["upper_arm"]],
-        positions[:n, arm["forearm"]], positions[:n, arm["hand"]], facing)
-    attachments = DeviceAttachments.calibrate(rotations[:n], stream.rotations[:n], mapping)
-    frame_in_chest = quat.mean(quat.inverse_multiply(rotations[:n, mapping["chest"]], quat.from_yaw(facing)))
+    calibration, attachments, frame_in_chest = calibrate(truth, stream, mapping, n)
     start = reference_pose(truth, mapping, n)
 
     posed = pose_upper_body(start, mapping, heads, hmd_rotations, wrists, controllers, attachments,
@@ -92,7 +101,7 @@ def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fa
     solved = {
         "parger": Solved(posed[:, mapping["neck"]], posed[:, arm["upper_arm"]], posed[:, arm["forearm"]],
                          posed[:, arm["hand"]]),
-        "fabrik": solve_fabrik(start, mapping, wrists, quat.multiply(rotations[:, mapping["chest"]], frame_in_chest),
+        "fabrik": solve_fabrik(start, mapping, wrists, neck_frames(rotations[:, mapping["chest"]], frame_in_chest),
                                fabrik),
         "parger_head_chain": Solved(chain.neck, chain.shoulders, chain.elbows, chain.wrists),
     }

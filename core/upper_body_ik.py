@@ -25,6 +25,8 @@ from .devices import controller_fingers, controller_thumb, hmd_forward
 from .vector import dot, length, reject, unit, unit_across, unit_or
 
 SIDE = np.array([1.0, -1.0])
+MIRROR = np.stack([SIDE, np.ones(2), np.ones(2)], axis=-1)
+"""(2, 3): multiplies a left-arm vector in the body frame into each arm's own (x mirrored for the right)."""
 UP = np.array([0.0, 1.0, 0.0])
 _X, _Y, _Z = np.eye(3)
 
@@ -145,7 +147,7 @@ def shoulder_turn_deg(reach_along_axis, arm_length: float, config: UpperBodyIKCo
 def shoulder_positions(neck, neck_rotation, wrists, calibration: UpperBodyCalibration,
                        config: UpperBodyIKConfig = UpperBodyIKConfig()) -> np.ndarray:
     """Arm anchors (..., 2, 3): the neutral shoulders turned forward (yaw) and up (roll) toward far hands."""
-    offset = np.asarray(calibration.shoulder_from_neck, float) * np.stack([SIDE, np.ones(2), np.ones(2)], axis=-1)
+    offset = np.asarray(calibration.shoulder_from_neck, float) * MIRROR
     frame = neck_rotation[..., None, :]
     neutral = neck[..., None, :] + quat.rotate(frame, offset)
     reach = wrists - neutral
@@ -214,7 +216,7 @@ def arm_positions(shoulders, wrist_targets, controller_rotations, frame_rotation
     """
     frame = frame_rotation[..., None, :]
     to_hand = wrist_targets - shoulders
-    hand_in_shoulder = quat.inverse_rotate(frame, to_hand) * np.stack([SIDE, np.ones(2), np.ones(2)], axis=-1)
+    hand_in_shoulder = quat.inverse_rotate(frame, to_hand) * MIRROR
     up, forward = quat.rotate(frame, _Y), quat.rotate(frame, _Z)
     axis = unit_or(to_hand, -up)
     swivel_up = unit_across(up, axis, forward)
@@ -222,7 +224,7 @@ def arm_positions(shoulders, wrist_targets, controller_rotations, frame_rotation
 
     swivel = np.radians(swivel_from_hand_deg(hand_in_shoulder, config))[..., None]
     elbow_direction = np.cos(swivel) * swivel_up + np.sin(swivel) * swivel_out
-    rest = quat.rotate(frame, np.asarray(config.elbow_rest_direction) * np.stack([SIDE, np.ones(2), np.ones(2)], -1))
+    rest = quat.rotate(frame, np.asarray(config.elbow_rest_direction) * MIRROR)
     near_axis, behind = singularity_weights(hand_in_shoulder, config)
     elbow_direction = elbow_direction + near_axis[..., None] * (rest - elbow_direction)
     elbow_direction = elbow_direction + behind[..., None] * (rest - elbow_direction)

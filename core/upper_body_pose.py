@@ -41,6 +41,11 @@ class DeviceAttachments:
         return cls(quat.mean(head), np.stack([quat.mean(h) for h in hands]))
 
 
+def solved_joints(mapping: HumanoidMapping) -> list[int]:
+    """The joints that pose_upper_body sets: neck, head, and both arms from the shoulder to the hand."""
+    return [mapping["neck"], mapping["head"]] + [mapping[f"{s}_{j}"] for s in "lr" for j in ARM_JOINTS]
+
+
 def neck_frames(chest_rotations: np.ndarray, frame_in_chest: np.ndarray) -> np.ndarray:
     """The IK's neck frame (x left, y up, z forward) carried by the chest: chest rotation * its offset."""
     return quat.multiply(chest_rotations, frame_in_chest)
@@ -95,7 +100,6 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
         rotations[:, hand] = quat.multiply_inverse(controller_rotations[:, i], attachments.grips_in_hands[i])
 
     local = motion.rotations.copy()
-    solved = [j["neck"], j["head"], *[arm[name][i] for name in ARM_JOINTS for i in range(2)]]
-    for joint in solved:
+    for joint in solved_joints(mapping):
         local[:, joint] = quat.inverse_multiply(rotations[:, parents[joint]], rotations[:, joint])
     return Motion(skeleton, local, offsets, motion.fps, motion.name)

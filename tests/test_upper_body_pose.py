@@ -5,14 +5,12 @@ import numpy as np
 import pytest
 
 from core import quat
-from core.character import body_yaw
 from core.config import SimulationConfig
 from core.devices import implied_joint_positions
-from core.eval_ik import evaluate, reference_pose
+from core.eval_ik import calibrate, evaluate, reference_pose
 from core.fabrik import solve_chain, within_cone
 from core.simulate import simulate_stream
-from core.upper_body_ik import UpperBodyCalibration
-from core.upper_body_pose import DeviceAttachments, pose_upper_body
+from core.upper_body_pose import pose_upper_body
 from conftest import WALK_1, WALK_2
 from test_cli import core
 
@@ -22,16 +20,9 @@ def posed(walk2):
     """A Bandai clip's stream, and the avatar re-posed by the IK from the devices over its true torso."""
     sim = simulate_stream(walk2[:120], SimulationConfig(look_around_deg=40.0, seed=3))
     truth, mapping, stream = sim.truth, sim.mapping, sim.stream
-    rotations, positions = truth.global_transforms()
     implied = implied_joint_positions(stream)
-    arms = {j: [mapping[f"{s}_{j}"] for s in "lr"] for j in ("upper_arm", "forearm", "hand")}
     n = 30
-    facing = body_yaw(positions[:n], mapping)
-    calibration = UpperBodyCalibration.from_pose(stream.positions[:n, 0], stream.rotations[:n, 0],
-                                                 positions[:n, mapping["neck"]], positions[:n, arms["upper_arm"]],
-                                                 positions[:n, arms["forearm"]], positions[:n, arms["hand"]], facing)
-    attachments = DeviceAttachments.calibrate(rotations[:n], stream.rotations[:n], mapping)
-    frame = quat.mean(quat.inverse_multiply(rotations[:n, mapping["chest"]], quat.from_yaw(facing)))
+    calibration, attachments, frame = calibrate(truth, stream, mapping, n)
     start = reference_pose(truth, mapping, n)
     result = pose_upper_body(start, mapping, implied[:, 0], stream.rotations[:, 0], implied[:, 1:],
                              stream.rotations[:, 1:], attachments, frame, calibration)
