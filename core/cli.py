@@ -4,17 +4,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from . import bench, demo, eval_ik, eval_orientation, train_orientation
+from . import bench, demo, eval_ik, eval_matching, eval_orientation, train_orientation
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
-from .config import DeviceOffsets, SimulationConfig, describe
+from .config import DatabaseConfig, DeviceOffsets, SimulationConfig, SolverConfig, describe
+from .devices import implied_joint_positions
 from .humanoid import HumanoidMappingError, find_mapping
-from .mocap import MocapNotFound, find_bvh_files
+from .mocap import MocapNotFound, find_bvh_files, split_by_file
+from .pose_database import DatabaseError, build_database
+from .report import quality_series, write_report
 from .simulate import simulate_stream
+from .solver import load_solver, solve
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
 
-USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, FileNotFoundError, ValueError)
+USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, FileNotFoundError,
+               ValueError)
 
 
 def _print(result, as_json: bool, lines) -> None:
@@ -92,6 +98,59 @@ def stream_info(args) -> int:
     return 0
 
 
+def db_build(args) -> int:
+    """Build a pose and feature database (MMVR §5.1-5.2) from BVH files or folders."""
+    files = find_bvh_files(args.mocap)
+    if args.split != "all":
+        files = split_by_file(files)[0 if args.split == "train" else 1]
+    if not files:
+        raise MocapNotFound(f"no BVH files left in {', '.join(args.mocap)} after --split {args.split}")
+    config = DatabaseConfig(fps=args.fps, mirror=args.mirror, height_range=tuple(args.height_range))
+    motions = []
+    for path in files:
+        motions.append(read_bvh(path, scale=args.scale))
+    database = build_database(motions, config)
+    database.save(args.output)
+    result = {"file": str(args.output), "clips": len(database.clip_names), "poses": len(database),
+              "fps": database.fps, "joints": len(database.skeleton), "mirror": config.mirror,
+              "height_range": list(database.height_range),
+              "contact_share": [round(float(c), 3) for c in database.contacts.mean(axis=0)]}
+    _print(result, args.json, [f"wrote {args.output}: {len(database)} poses from {len(files)} files"
+                               f"{' (and their mirrors)' if config.mirror else ''} at {database.fps:g} fps, "
+                               f"HMD height ratios {config.height_range[0]:g}-{config.height_range[1]:g}"])
+    return 0
+
+
+def solve_stream(args) -> int:
+    """Solve a three-point stream into a full-body motion on the database skeleton (BVH, metres)."""
+    stream = read_stream(args.stream)
+    config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock)
+    solver = load_solver(args.db, config, args.orientation, args.height)
+    if args.arm_span:
+        solver.rig.calibration = replace(solver.rig.calibration,
+                                         **arm_lengths(args.arm_span, solver.rig.calibration.shoulder_from_neck[0]))
+    solution = solve(stream, solver)
+    write_bvh(args.output, solution.motion)
+    series = quality_series(solution.motion, implied_joint_positions(solution.stream)[:, 1:],
+                            solution.stream.tracked[:, 1:], solution.targets)
+    figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
+               "standing_hmd_height_m": round(solution.standing_height_m, 4),
+               "searches": int(solution.searches.sum()),
+               "poses_used": len(set(zip(solution.databases.tolist(), solution.frames.tolist())))}
+    report = write_report(Path(args.output).with_suffix(""), series, figures, f"solve {Path(args.stream).name}")
+    print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "
+          f"{report['json']}" + (f" and {report['plot']}" if "plot" in report else ""), file=sys.stderr)
+    return 0
+
+
+def arm_lengths(span_m: float, shoulder_half_width_m: float) -> dict:
+    """Upper arm and forearm from a T-pose arm span (Parger et al. eq. 1)."""
+    arm = (span_m - 2.0 * shoulder_half_width_m) / 4.0
+    if arm <= 0.0:
+        raise ValueError(f"--arm-span {span_m} m is not wider than the shoulders ({2 * shoulder_half_width_m:.2f} m)")
+    return {"upper_arm_m": arm, "forearm_m": arm}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="VR Avatar: three-point full-body animation.")
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
@@ -121,11 +180,40 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(run=stream_info)
 
+    db = groups.add_parser("db", help="motion-matching databases").add_subparsers(dest="command", required=True)
+    build = db.add_parser("build", help=db_build.__doc__, description=db_build.__doc__)
+    build.add_argument("mocap", nargs="+", help="BVH files or folders")
+    build.add_argument("-o", "--output", required=True, help="database file to write (.npz)")
+    build.add_argument("--fps", type=float, default=DatabaseConfig.fps, help="runtime rate (default 60)")
+    build.add_argument("--mirror", action="store_true", help="add left-right mirrored copies of every clip")
+    build.add_argument("--height-range", type=float, nargs=2, default=DatabaseConfig.height_range, metavar=("LO", "HI"),
+                       help="HMD height ratios (current / standing) this database serves (default: all)")
+    build.add_argument("--split", choices=("all", "train", "validation"), default="all",
+                       help="use all files (default) or only the training / validation split of the data")
+    build.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
+    build.add_argument("--json", action="store_true", help="print one JSON object")
+    build.set_defaults(run=db_build)
+
+    solve_parser = groups.add_parser("solve", help=solve_stream.__doc__, description=solve_stream.__doc__)
+    solve_parser.add_argument("stream", help="three-point stream, CSV v1")
+    solve_parser.add_argument("--db", nargs="+", required=True, help="pose database(s); several for height ranges")
+    solve_parser.add_argument("-o", "--output", required=True, help="BVH to write; the report goes beside it")
+    solve_parser.add_argument("--method", choices=("mm",), default="mm", help="solver (default mm: motion matching)")
+    solve_parser.add_argument("--alpha", type=float, default=SolverConfig.alpha_m,
+                              help="position accuracy in metres (default 0.3; 0.1 for self-avatars)")
+    solve_parser.add_argument("--orientation", help="orientation model file, or 'hmd' (default: the shipped network)")
+    solve_parser.add_argument("--height", type=float, help="standing HMD height in metres (default: measured over "
+                                                           "the first half second)")
+    solve_parser.add_argument("--arm-span", type=float, help="T-pose wrist-to-wrist span in metres (default: the avatar's arms)")
+    solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as motion matching returns them")
+    solve_parser.set_defaults(run=solve_stream)
+
     train = groups.add_parser("train", help="train the project's networks").add_subparsers(dest="command", required=True)
     train_orientation.add_command(train)
     evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
     eval_orientation.add_command(evaluate)
     eval_ik.add_command(evaluate)
+    eval_matching.add_command(evaluate)
 
     bench.add_parser(groups)
     demo.add_parser(groups)

@@ -88,3 +88,72 @@ class UpperBodyIKConfig:
     """gamma_u and c_gamma,u = 1 / this (eq. 5): forearm roll past thumb-up."""
     wrist_correction: bool = True
     """Apply eq. 5; off leaves the elbow where eq. 4 and the singularity blend put it."""
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    """Pose and feature databases (MMVR §5.1-5.2, §5.5; SPEC §4 `db build`)."""
+
+    fps: float = 60.0
+    """Runtime rate: the paper's 60 fps, at which 20 / 40 / 60 frames are 0.33 / 0.66 / 1 s."""
+    mirror: bool = False
+    """Append left-right mirrored copies of every clip (doubles the turns and side steps)."""
+    height_range: tuple[float, float] = (0.0, float("inf"))
+    """HMD-height ratios (current / standing, §5.5) that this database serves."""
+    contact_speed_m_s: float = 0.15
+    """A foot is in contact while its toe moves slower than this (§6.2: "close to zero")."""
+    contact_height_m: float = 0.06
+    """... and is this close to the clip's floor (not in the paper: keeps still feet in the air unlocked)."""
+    min_clip_s: float = 1.0
+    """Shortest clip accepted: the trajectory features look one second ahead."""
+
+
+@dataclass(frozen=True)
+class FeatureWeights:
+    """Per-group weights of the feature vector z (MMVR §5.2); the paper gives none, these are Holden et al.'s."""
+
+    pose_velocities: float = 1.0
+    """z^v: velocities of the feet and hips."""
+    foot_positions: float = 0.75
+    """z^l: positions of the feet."""
+    trajectory_positions: float = 1.0
+    """z^p: 2-D positions 20, 40, 60 frames ahead."""
+    trajectory_directions: float = 1.5
+    """z^d: 2-D facing directions 20, 40, 60 frames ahead."""
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """The three-point solver (MMVR §5.3-5.5, §6): motion matching for the body, Parger IK for the arms."""
+
+    search_interval: int = 10
+    """Frames between motion-matching searches (§5.3: "every a few frames (e.g., 10 frames)")."""
+    end_margin: int = 20
+    """Frames this close to a clip's end are never returned by a search (Holden et al.'s 20)."""
+    inertialization_halflife_s: float = 0.1
+    """Half-life of the offsets that hide each transition (Bollo's inertialization, §5.3)."""
+    velocity_halflife_s: float = 0.2
+    """Half-life of the spring-damper smoothing the HMD's floor velocity (eq. 3 with [Kir04])."""
+    orientation_halflife_s: float = 0.3
+    """Half-life of the spring-damper smoothing the predicted body orientation (eq. 4 with [Kir04])."""
+    alpha_m: float = 0.3
+    """Position accuracy (§5.4): the root stays within this of the target; 0.1 m for self-avatars."""
+    root_follow_per_m: float = 1.0
+    """§5.4's nudge: per metre the character moves, the root closes this share of its gap to the target."""
+    head_centre_from_hmd: tuple[float, float, float] = (0.0, 0.0, 0.09)
+    """Centre of the head in the HMD's frame (the HMD is at the eyes, -Z forward): its floor projection is the target."""
+    orientation: str = "network"
+    """'network' (MMVR §4, the shipped model) or 'hmd' (the HMD's forward direction)."""
+    foot_lock: bool = True
+    """§6.2: hold a foot in contact where it touched down."""
+    foot_unlock_distance_m: float = 0.2
+    """Release a lock when the matched pose's foot is this far from it (§6.2's maximum distance)."""
+    foot_unlock_halflife_s: float = 0.1
+    """Half-life over which a released foot returns to the matched pose."""
+    teleport_distance_m: float = 1.0
+    """An HMD jump longer than this within one step is a teleport: the avatar is placed anew."""
+    calibration_s: float = 0.5
+    """Standing calibration: the HMD height over the stream's first half second."""
+    fps: float = 60.0
+    """Rate the offline solver resamples streams to (the databases' rate)."""
+    weights: FeatureWeights = FeatureWeights()

@@ -20,16 +20,15 @@ import numpy as np
 
 from . import quat
 from .bvh import read_bvh
-from .character import body_yaw
 from .config import SimulationConfig, UpperBodyIKConfig
 from .devices import implied_joint_positions
 from .fabrik import FabrikConfig, solve_chain
 from .humanoid import HumanoidMapping
-from .mocap import add_data_arguments, evaluation_files
+from .mocap import activity, add_data_arguments, evaluation_files
 from .motion import Motion, forward_kinematics
 from .simulate import simulate_stream
-from .upper_body_ik import UpperBodyCalibration, solve_upper_body
-from .upper_body_pose import ARM_JOINTS, DeviceAttachments, neck_frames, pose_upper_body, solved_joints
+from .upper_body_ik import solve_upper_body
+from .upper_body_pose import ARM_JOINTS, calibrate_upper_body, neck_frames, pose_upper_body, solved_joints
 from .vector import length, unit
 
 CALIBRATION_S = 0.5
@@ -53,32 +52,12 @@ class Solved:
     wrists: np.ndarray
 
 
-def activity(name: str) -> str:
-    """The motion in a Bandai file name: dataset-2_wave-left-hand_active_005 -> wave-left-hand."""
-    match = re.match(r"dataset-\d+_(.+?)_[^_]+_\d+$", name)
-    return match.group(1) if match else name
-
-
 def reference_pose(motion: Motion, mapping: HumanoidMapping, frames: int) -> Motion:
     """The motion with everything above the chest held at its mean over the first `frames` frames."""
     held = solved_joints(mapping)
     rotations = motion.rotations.copy()
     rotations[:, held] = quat.mean(motion.rotations[:frames, held])
     return Motion(motion.skeleton, rotations, motion.positions, motion.fps, motion.name)
-
-
-def calibrate(truth: Motion, stream, mapping: HumanoidMapping, frames: int):
-    """(UpperBodyCalibration, DeviceAttachments, neck frame in the chest) from the first `frames` frames."""
-    rotations, positions = truth.global_transforms()
-    rotations, positions = rotations[:frames], positions[:frames]
-    arm = {j: [mapping[f"{s}_{j}"] for s in "lr"] for j in ARM_JOINTS}
-    facing = body_yaw(positions, mapping)
-    calibration = UpperBodyCalibration.from_pose(
-        stream.positions[:frames, 0], stream.rotations[:frames, 0], positions[:, mapping["neck"]],
-        positions[:, arm["upper_arm"]], positions[:, arm["forearm"]], positions[:, arm["hand"]], facing)
-    attachments = DeviceAttachments.calibrate(rotations, stream.rotations[:frames], mapping)
-    frame_in_chest = quat.mean(quat.inverse_multiply(rotations[:, mapping["chest"]], quat.from_yaw(facing)))
-    return calibration, attachments, frame_in_chest
 
 
 def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fabrik: FabrikConfig):
@@ -92,7 +71,7 @@ def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fa
     hmd_positions, hmd_rotations, controllers = stream.positions[:, 0], stream.rotations[:, 0], stream.rotations[:, 1:]
 
     n = max(1, int(round(CALIBRATION_S * truth.fps)))
-    calibration, attachments, frame_in_chest = calibrate(truth, stream, mapping, n)
+    calibration, attachments, frame_in_chest = calibrate_upper_body(truth, stream, mapping, n)
     start = reference_pose(truth, mapping, n)
 
     posed = pose_upper_body(start, mapping, heads, hmd_rotations, wrists, controllers, attachments,

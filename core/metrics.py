@@ -47,6 +47,16 @@ def floor_height(toe_heights: np.ndarray) -> float:
     return float(np.percentile(toe_heights, 1.0))
 
 
+def foot_skate_per_frame(toes: np.ndarray, fps: float, floor: float | None = None) -> np.ndarray:
+    """Weighted horizontal toe speed (m/s) per frame transition and toe (T - 1, K), as foot_skate_cm_s sums it."""
+    if floor is None:
+        floor = floor_height(toes[..., 1])
+    speed = np.hypot(*np.diff(toes[..., [0, 2]], axis=0).transpose(2, 0, 1)) * fps
+    height = toes[1:, :, 1] - floor
+    weight = np.where(height < FOOT_SKATE_HEIGHT_M, 2.0 - 2.0 ** (np.maximum(height, 0.0) / FOOT_SKATE_HEIGHT_M), 0.0)
+    return speed * weight
+
+
 def foot_skate_cm_s(toes: np.ndarray, fps: float, floor: float | None = None) -> float:
     """Foot skating of toe trajectories (T, K, 3), cm/s.
 
@@ -54,12 +64,8 @@ def foot_skate_cm_s(toes: np.ndarray, fps: float, floor: float | None = None) ->
     toe is lower than 2.5 cm above the floor (h measured at the later frame), else 0; the figure is
     the mean over all toes and transitions. `floor` defaults to the 1st percentile of toe height.
     """
-    if floor is None:
-        floor = floor_height(toes[..., 1])
-    speed = np.hypot(*np.diff(toes[..., [0, 2]], axis=0).transpose(2, 0, 1)) * fps
-    height = toes[1:, :, 1] - floor
-    weight = np.where(height < FOOT_SKATE_HEIGHT_M, 2.0 - 2.0 ** (np.maximum(height, 0.0) / FOOT_SKATE_HEIGHT_M), 0.0)
-    return float((speed * weight).mean() * 100.0) if speed.size else 0.0
+    skate = foot_skate_per_frame(toes, fps, floor)
+    return float(skate.mean() * 100.0) if skate.size else 0.0
 
 
 def jitter(positions: np.ndarray, fps: float) -> float:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -59,3 +60,18 @@ def evaluation_files(args) -> list[Path]:
     """The BVH files that `--data` and `--split` select."""
     files = find_bvh_files(args.data)
     return split_by_file(files)[1] if args.split == "validation" else files
+
+
+def activity(name: str) -> str:
+    """The motion in a Bandai file name: dataset-2_wave-left-hand_active_005 -> wave-left-hand."""
+    match = re.match(r"dataset-\d+_(.+?)_[^_]+_\d+$", name)
+    return match.group(1) if match else name
+
+
+LOCOMOTION = ("walk", "walk-back", "walk-left", "walk-right", "walk-turn-left", "walk-turn-right", "run", "dash")
+"""Activities of the shared data that make the default motion-matching database (MMVR §5.1: locomotion)."""
+
+
+def locomotion_files(files) -> list[Path]:
+    """The files whose activity is locomotion."""
+    return [f for f in files if activity(Path(f).stem) in LOCOMOTION]

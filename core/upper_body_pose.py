@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
+from .character import body_yaw
 from .config import UpperBodyIKConfig
 from .humanoid import HumanoidMapping
 from .motion import Motion, forward_kinematics
@@ -39,6 +40,21 @@ class DeviceAttachments:
         hands = [quat.inverse_multiply(global_rotations[:, mapping[f"{s}_hand"]], device_rotations[:, 1 + i])
                  for i, s in enumerate("lr")]
         return cls(quat.mean(head), np.stack([quat.mean(h) for h in hands]))
+
+
+def calibrate_upper_body(motion: Motion, stream, mapping: HumanoidMapping, frames: int):
+    """(UpperBodyCalibration, DeviceAttachments, neck frame in the chest) measured on the first `frames`
+    frames of a standing motion and the devices on it (a ThreePointStream)."""
+    rotations, positions = motion.global_transforms()
+    rotations, positions = rotations[:frames], positions[:frames]
+    arm = {j: [mapping[f"{s}_{j}"] for s in "lr"] for j in ARM_JOINTS}
+    facing = body_yaw(positions, mapping)
+    calibration = UpperBodyCalibration.from_pose(
+        stream.positions[:frames, 0], stream.rotations[:frames, 0], positions[:, mapping["neck"]],
+        positions[:, arm["upper_arm"]], positions[:, arm["forearm"]], positions[:, arm["hand"]], facing)
+    attachments = DeviceAttachments.calibrate(rotations, stream.rotations[:frames], mapping)
+    frame_in_chest = quat.mean(quat.inverse_multiply(rotations[:, mapping["chest"]], quat.from_yaw(facing)))
+    return calibration, attachments, frame_in_chest
 
 
 def solved_joints(mapping: HumanoidMapping) -> list[int]:

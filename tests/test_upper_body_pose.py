@@ -7,10 +7,10 @@ import pytest
 from core import quat
 from core.config import SimulationConfig
 from core.devices import implied_joint_positions
-from core.eval_ik import calibrate, evaluate, reference_pose
+from core.eval_ik import evaluate, reference_pose
 from core.fabrik import solve_chain, within_cone
 from core.simulate import simulate_stream
-from core.upper_body_pose import pose_upper_body
+from core.upper_body_pose import calibrate_upper_body, pose_upper_body
 from conftest import WALK_1, WALK_2
 from test_cli import core
 
@@ -22,7 +22,7 @@ def posed(walk2):
     truth, mapping, stream = sim.truth, sim.mapping, sim.stream
     implied = implied_joint_positions(stream)
     n = 30
-    calibration, attachments, frame = calibrate(truth, stream, mapping, n)
+    calibration, attachments, frame = calibrate_upper_body(truth, stream, mapping, n)
     start = reference_pose(truth, mapping, n)
     result = pose_upper_body(start, mapping, implied[:, 0], stream.rotations[:, 0], implied[:, 1:],
                              stream.rotations[:, 1:], attachments, frame, calibration)

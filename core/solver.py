@@ -1,0 +1,465 @@
+"""The three-point solver (MMVR §5-6): HMD and controllers in, a full-body pose on the database skeleton out.
+
+Per frame (`Solver.step`, the live driver):
+1. devices: an untracked device holds its last pose (controllers relative to the HMD's heading);
+2. trajectory: the target is the centre of the head on the floor (§5.3); its velocity and the
+   predicted body orientation (§4, or the HMD's forward) are smoothed by spring-dampers (eq. 3-4);
+3. database: the one whose HMD-height-ratio range holds current / standing height (§5.5);
+4. search every `search_interval` frames, on a database switch and at a clip's end: query
+   eq. 5-8, exact nearest neighbour; a different pose is blended in by inertialization;
+5. root: integrated from the pose's root velocity, nudged toward the target in proportion to its
+   speed, clamped to within alpha of it (§5.4);
+6. foot lock (§6.2) with two-bone leg IK, then the upper-body IK on the matched torso (§6.1).
+`solve` (the offline driver) resamples a stream and runs steps 1-6 through the same code; only the
+stateless upper-body IK runs once over all frames instead of once per frame.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import quat
+from .config import DeviceOffsets, SimulationConfig, SolverConfig
+from .devices import device_offsets, hmd_forward
+from .features import GROUPS, FeatureScale, pose_features, searchable_frames
+from .foot_lock import FootLock
+from .inertialize import Inertializer
+from .leg_ik import two_bone_ik
+from .motion import Motion
+from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, facing_yaw
+from .pose_database import DatabaseError, PoseDatabase
+from .search import FeatureIndex, squared_distances
+from .simulate import simulate_stream
+from .spring import rotation_spring_toward, spring_toward
+from .stream import ThreePointStream
+from .upper_body_ik import UpperBodyCalibration
+from .upper_body_pose import calibrate_upper_body, pose_upper_body
+
+TRAJECTORY_TIMES_S = np.array([1.0, 2.0, 3.0]) / 3.0
+"""Eq. 7-8: the query's trajectory 0.33, 0.66 and 1 s ahead."""
+FORWARD = np.array([0.0, 0.0, 1.0])
+POSE_FEATURES = slice(0, GROUPS["foot_positions"].stop)
+"""z^v and z^l: the part of the query copied from the current pose (eq. 5-6)."""
+
+
+@dataclass
+class MatchingDatabase:
+    """A pose database with its feature database and search index."""
+
+    poses: PoseDatabase
+    features: np.ndarray
+    """(N, 27) raw."""
+    scale: FeatureScale
+    index: FeatureIndex
+
+    @classmethod
+    def prepare(cls, poses: PoseDatabase, config: SolverConfig) -> "MatchingDatabase":
+        features = pose_features(poses)
+        scale = FeatureScale.fit(features, config.weights)
+        searchable = searchable_frames(poses, max(config.end_margin, config.search_interval))
+        if not searchable.any():
+            raise DatabaseError(f"database of {len(poses)} poses has no clip longer than "
+                                f"{max(config.end_margin, config.search_interval)} frames to search")
+        return cls(poses, features, scale, FeatureIndex(scale.normalise(features), searchable))
+
+
+@dataclass
+class AvatarRig:
+    """How the avatar (the database skeleton) carries the devices: the upper-body IK's calibration."""
+
+    calibration: UpperBodyCalibration
+    attachments: object
+    frame_in_chest: np.ndarray
+
+    @classmethod
+    def from_database(cls, poses: PoseDatabase, devices: DeviceOffsets, seconds: float = 0.5) -> "AvatarRig":
+        """Measured on the first clip's first `seconds` (taken as standing) with devices simulated on it."""
+        clip = poses.clip_motion(0)
+        simulated = simulate_stream(clip, SimulationConfig(fps=poses.fps, devices=devices))
+        frames = max(1, int(round(seconds * poses.fps)))
+        calibration, attachments, frame_in_chest = calibrate_upper_body(simulated.truth, simulated.stream,
+                                                                        poses.mapping, frames)
+        return cls(calibration, attachments, frame_in_chest)
+
+
+@dataclass
+class LowerBodyFrame:
+    """What the sequential part of a step produces: the pose without the upper-body IK, and the devices."""
+
+    rotations: np.ndarray
+    """(J, 4) local, joint 0 the root's world rotation."""
+    positions: np.ndarray
+    """(J, 3) local, joint 0 the root's world position."""
+    device_positions: np.ndarray
+    """(3, 3) as used (held where untracked)."""
+    device_rotations: np.ndarray
+    database: int
+    frame: int
+    target: np.ndarray
+    """(3,) the centre of the head on the floor."""
+    searched: bool
+    standing_height_m: float
+
+
+@dataclass
+class SolverState:
+    """Everything a live solver carries from one frame to the next."""
+
+    started: bool = False
+    database: int = 0
+    frame: int = 0
+    since_search: int = 0
+    root_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    root_rotation: np.ndarray = field(default_factory=lambda: quat.identity())
+    velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    acceleration: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    facing: np.ndarray = field(default_factory=lambda: quat.identity())
+    facing_rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    previous_target: np.ndarray | None = None
+    hmd: tuple | None = None
+    hands_in_heading: tuple | None = None
+    height_samples: list = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+
+class Solver:
+    """Motion matching over one or more databases, then foot lock and upper-body IK (live driver: `step`)."""
+
+    def __init__(self, databases: list[PoseDatabase], config: SolverConfig = SolverConfig(),
+                 orientation_model: OrientationModel | None = None, standing_hmd_height_m: float | None = None,
+                 devices: DeviceOffsets = DeviceOffsets()):
+        if not databases:
+            raise DatabaseError("the solver needs at least one database")
+        first = databases[0]
+        for other in databases[1:]:
+            if other.skeleton.names != first.skeleton.names or abs(other.fps - first.fps) > 1e-9:
+                raise DatabaseError("all databases must share one skeleton and frame rate "
+                                    f"({len(first.skeleton)} joints at {first.fps:g} fps first)")
+        if config.orientation == "network" and orientation_model is None:
+            raise ValueError("orientation 'network' needs a model (orientation.SHIPPED_MODEL), or use 'hmd'")
+        if config.orientation not in ("network", "hmd"):
+            raise ValueError(f"orientation must be 'network' or 'hmd', not {config.orientation!r}")
+        self.config = config
+        self.devices = devices
+        self.databases = [MatchingDatabase.prepare(db, config) for db in databases]
+        self.skeleton = first.skeleton
+        self.mapping = first.mapping
+        self.fps = first.fps
+        self.rig = AvatarRig.from_database(first, devices, config.calibration_s)
+        self.offsets = device_offsets(devices)
+        self.head_centre = np.asarray(config.head_centre_from_hmd, dtype=float)
+        self.model = orientation_model
+        self.fixed_height = standing_hmd_height_m
+        m = self.mapping
+        self.legs = np.array([[m[j] for j in ("hips", f"{s}_thigh", f"{s}_shin", f"{s}_foot", f"{s}_toes")]
+                              for s in "lr"])
+        if np.any(self.skeleton.parents[self.legs[:, 1:]] != self.legs[:, :-1]):
+            raise DatabaseError("the foot lock needs each leg as a chain: hips > thigh > shin > foot > toes")
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the user: the next step starts a new avatar where the devices are."""
+        self.state = SolverState()
+        self.inertializer = Inertializer.at_rest(len(self.skeleton))
+        self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
+        self.predictor = OrientationPredictor(self.model) if self.model is not None else None
+
+    # -- calibration ------------------------------------------------------------------------------------------
+
+    def standing_height(self, hmd_height: float) -> float:
+        """The calibrated standing HMD height: given, or the mean over the first `calibration_s` seconds."""
+        if self.fixed_height is not None:
+            return self.fixed_height
+        state = self.state
+        if state.elapsed_s < self.config.calibration_s or not state.height_samples:
+            state.height_samples.append(hmd_height)
+        return float(np.mean(state.height_samples))
+
+    def upper_body_calibration(self, standing_height: float) -> UpperBodyCalibration:
+        return replace(self.rig.calibration, hmd_height_m=standing_height)
+
+    # -- one frame ----------------------------------------------------------------------------------------------
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
+        """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
+        lower = self.step_lower_body(positions, rotations, tracked, dt)
+        return self.pose_upper_body([lower], self.upper_body_calibration(lower.standing_height_m))
+
+    def step_lower_body(self, positions, rotations, tracked, dt: float) -> LowerBodyFrame:
+        """Steps 1-6 of the module docstring except the upper-body IK (sequential, stateful)."""
+        state, config = self.state, self.config
+        dt = float(dt) if dt > 0 else 1.0 / self.fps
+        positions, rotations = self.hold_untracked(np.asarray(positions, float), np.asarray(rotations, float),
+                                                   np.asarray(tracked, bool))
+        hmd_position, hmd_rotation = positions[0], rotations[0]
+        target = hmd_position + quat.rotate(hmd_rotation, self.head_centre)
+        target[1] = 0.0
+        teleported = (state.previous_target is not None
+                      and np.linalg.norm(target - state.previous_target) > config.teleport_distance_m)
+        standing = self.standing_height(hmd_position[1])
+        state.elapsed_s += dt
+
+        body_yaw = self.predict_body_yaw(positions, rotations, dt, teleported)
+        goal_facing = quat.from_yaw(body_yaw)
+        if not state.started or teleported:
+            self.place(target, goal_facing)
+        raw_velocity = (target - state.previous_target) / dt if state.started and not teleported else np.zeros(3)
+        state.velocity, state.acceleration = spring_toward(state.velocity, state.acceleration, raw_velocity,
+                                                           config.velocity_halflife_s, dt)
+        state.facing, state.facing_rate = rotation_spring_toward(state.facing, state.facing_rate, goal_facing,
+                                                                 config.orientation_halflife_s, dt)
+        state.previous_target = target
+
+        database = self.choose_database(hmd_position[1] / standing)
+        at_end = state.frame + 1 >= self.databases[state.database].poses.range_stops[
+            self.databases[state.database].poses.clip_of(state.frame)] - 1
+        searched = (not state.started or teleported or database != state.database or at_end
+                    or state.since_search >= config.search_interval)
+        if searched:
+            self.search(database, target, goal_facing)
+            state.since_search = 0
+        state.started = True
+        state.since_search += 1
+        state.frame += 1
+        self.keep_in_clip()
+
+        rotations_out, positions_out = self.play(dt)
+        self.follow_target(target, dt)
+        rotations_out[0], positions_out[0] = state.root_rotation, state.root_position
+        if config.foot_lock:
+            self.lock_feet(rotations_out, positions_out, dt)
+        return LowerBodyFrame(rotations_out, positions_out, positions, rotations, state.database, state.frame,
+                              target, searched, standing)
+
+    def hold_untracked(self, positions, rotations, tracked):
+        """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's heading."""
+        state = self.state
+        if tracked[0]:
+            state.hmd = (positions[0].copy(), rotations[0].copy())
+        elif state.hmd is None:
+            raise ValueError("the HMD has not been tracked yet: the solver needs its pose to place the avatar")
+        positions, rotations = positions.copy(), rotations.copy()
+        positions[0], rotations[0] = state.hmd
+        heading = quat.from_yaw(quat.yaw_of_direction(-hmd_forward(rotations[0])))
+        local_positions = quat.inverse_rotate(heading, positions[1:] - positions[0])
+        local_rotations = quat.inverse_multiply(heading, rotations[1:])
+        if state.hands_in_heading is None:
+            rest = np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]])
+            state.hands_in_heading = (rest, quat.identity(2))
+        held_positions, held_rotations = state.hands_in_heading
+        hands = tracked[1:]
+        held_positions = np.where(hands[:, None], local_positions, held_positions)
+        held_rotations = np.where(hands[:, None], local_rotations, held_rotations)
+        state.hands_in_heading = (held_positions, held_rotations)
+        positions[1:] = positions[0] + quat.rotate(heading, held_positions)
+        rotations[1:] = quat.multiply(heading, held_rotations)
+        return positions, rotations
+
+    def predict_body_yaw(self, positions, rotations, dt: float, teleported: bool) -> float:
+        """The body's facing (radians): the orientation network's prediction (§4) or the HMD's forward."""
+        hmd_yaw = float(quat.yaw_of_direction(-hmd_forward(rotations[0])))
+        if self.predictor is None or self.config.orientation == "hmd":
+            return hmd_yaw
+        if teleported:
+            self.predictor.reset()
+        return float(facing_yaw(self.predictor.step(positions, rotations, dt)))
+
+    def place(self, target: np.ndarray, facing: np.ndarray) -> None:
+        """Put the avatar at the target, facing `facing`, at rest (first frame and teleports)."""
+        state = self.state
+        state.root_position, state.root_rotation = target.copy(), facing.copy()
+        state.facing, state.facing_rate = facing.copy(), np.zeros(3)
+        state.velocity, state.acceleration = np.zeros(3), np.zeros(3)
+        self.foot_lock.reset()
+
+    def choose_database(self, ratio: float) -> int:
+        """The database whose height range holds the ratio; otherwise the one whose range is nearest (§5.5)."""
+        distances = [max(db.poses.height_range[0] - ratio, ratio - db.poses.height_range[1], 0.0)
+                     for db in self.databases]
+        return int(np.argmin(distances))
+
+    # -- motion matching ----------------------------------------------------------------------------------------
+
+    def query(self, database: int, target: np.ndarray, goal_facing: np.ndarray) -> np.ndarray:
+        """The raw query q (eq. 5-8) in the avatar's character space."""
+        state = self.state
+        current = self.databases[state.database]
+        pose_part = current.features[state.frame, POSE_FEATURES] if state.started \
+            else self.databases[database].scale.mean[POSE_FEATURES]
+        ahead = target[None] + TRAJECTORY_TIMES_S[:, None] * state.velocity[None]
+        future = quat.inverse_rotate(state.root_rotation, ahead - state.root_position)
+        facings, _ = rotation_spring_toward(state.facing, state.facing_rate, goal_facing,
+                                            self.config.orientation_halflife_s, TRAJECTORY_TIMES_S)
+        directions = quat.inverse_rotate(state.root_rotation, quat.rotate(facings, FORWARD))
+        return np.concatenate([pose_part, future[:, [0, 2]].ravel(), directions[:, [0, 2]].ravel()])
+
+    def search(self, database: int, target: np.ndarray, goal_facing: np.ndarray) -> bool:
+        """Search `database` for the best match; switch to it (with inertialization) if it is not the current pose."""
+        state = self.state
+        matching = self.databases[database]
+        query = matching.scale.normalise(self.query(database, target, goal_facing))
+        best, cost = -1, np.inf
+        if state.started and database == state.database and matching.index.searchable[state.frame]:
+            best = state.frame
+            cost = float(squared_distances(matching.index.features[state.frame:state.frame + 1], query)[0])
+        found, _ = matching.index.nearest(query, best, cost)
+        if state.started and found == state.frame and database == state.database:
+            return False
+        if state.started:
+            self.inertializer.transition(self.database_pose(state.database, state.frame),
+                                         self.database_pose(database, found))
+        state.database, state.frame = database, found
+        return state.started
+
+    def database_pose(self, database: int, frame: int):
+        """(rotations, angular velocities, positions, velocities) of one pose; joint 0 carries the root's rates."""
+        poses = self.databases[database].poses
+        rotations = poses.rotations[frame].astype(float)
+        positions = poses.positions[frame].astype(float)
+        rotations[0], positions[0] = quat.identity(), 0.0
+        return (rotations, poses.angular_velocities[frame].astype(float), positions,
+                poses.velocities[frame].astype(float))
+
+    def keep_in_clip(self) -> None:
+        """Never play past a clip's last frame (a search is forced there)."""
+        poses = self.databases[self.state.database].poses
+        stop = poses.range_stops[poses.clip_of(self.state.frame - 1)]
+        self.state.frame = min(self.state.frame, stop - 1)
+
+    def play(self, dt: float):
+        """The current pose with the transition offsets applied; the root integrated from its velocity."""
+        state = self.state
+        rotations, angular, positions, velocities = self.inertializer.update(
+            self.database_pose(state.database, state.frame), self.config.inertialization_halflife_s, dt)
+        world_velocity = quat.rotate(state.root_rotation, velocities[0])
+        world_angular = quat.rotate(state.root_rotation, angular[0])
+        state.root_position = state.root_position + world_velocity * dt
+        state.root_position[1] = 0.0
+        turn = quat.from_rotation_vector(np.array([0.0, world_angular[1] * dt, 0.0]))
+        state.root_rotation = quat.normalize(quat.multiply(turn, state.root_rotation))
+        self.root_speed = float(np.hypot(world_velocity[0], world_velocity[2]))
+        return rotations, positions
+
+    def follow_target(self, target: np.ndarray, dt: float) -> None:
+        """§5.4: nudge the root toward the target in proportion to its speed, then clamp it to within alpha."""
+        state, config = self.state, self.config
+        gap = target - state.root_position
+        share = min(1.0, config.root_follow_per_m * self.root_speed * dt)
+        state.root_position = state.root_position + share * gap
+        gap = state.root_position - target
+        distance = float(np.hypot(gap[0], gap[2]))
+        if distance > config.alpha_m:
+            state.root_position = target + gap * (config.alpha_m / distance)
+
+    # -- final adjustments -----------------------------------------------------------------------------------------
+
+    def lock_feet(self, rotations: np.ndarray, positions: np.ndarray, dt: float) -> None:
+        """§6.2: leg IK toward the foot lock's toe targets; edits the local rotations of thighs and shins.
+
+        The foot keeps its global rotation, so moving the ankle by the toe's correction puts the toe
+        on its lock.
+        """
+        global_rotations, global_positions = self.leg_transforms(rotations, positions)
+        ankles, toes = global_positions[:, 3], global_positions[:, 4]
+        contacts = self.databases[self.state.database].poses.contacts[self.state.frame]
+        targets = ankles + self.foot_lock.targets(toes, contacts, dt) - toes
+        thigh, shin = two_bone_ik(global_positions[:, 1], global_positions[:, 2], ankles, targets,
+                                  global_rotations[:, 1], global_rotations[:, 2])
+        legs = self.legs
+        rotations[legs[:, 1]] = quat.inverse_multiply(global_rotations[:, 0], thigh)
+        rotations[legs[:, 2]] = quat.inverse_multiply(thigh, shin)
+        rotations[legs[:, 3]] = quat.inverse_multiply(shin, global_rotations[:, 3])
+
+    def leg_transforms(self, rotations: np.ndarray, positions: np.ndarray):
+        """Global rotations and positions (2, 5, ...) of hips, thigh, shin, foot and toes for both legs."""
+        parents = self.skeleton.parents
+        chain = self.legs
+        hips = chain[0, 0]
+        path = [hips]
+        while parents[path[-1]] >= 0:
+            path.append(int(parents[path[-1]]))
+        rotation, position = quat.identity(), np.zeros(3)
+        for joint in reversed(path):
+            position = position + quat.rotate(rotation, positions[joint])
+            rotation = quat.multiply(rotation, rotations[joint])
+        global_rotations = np.empty((2, 5, 4))
+        global_positions = np.empty((2, 5, 3))
+        global_rotations[:, 0], global_positions[:, 0] = rotation, position
+        for k in range(1, 5):
+            child = chain[:, k]
+            parent_rotation, parent_position = global_rotations[:, k - 1], global_positions[:, k - 1]
+            global_positions[:, k] = parent_position + quat.rotate(parent_rotation, positions[child])
+            global_rotations[:, k] = quat.multiply(parent_rotation, rotations[child])
+        return global_rotations, global_positions
+
+    def pose_upper_body(self, frames: list[LowerBodyFrame], calibration: UpperBodyCalibration) -> Motion:
+        """The upper-body IK (§6.1) over any number of lower-body frames at once."""
+        rotations = np.stack([f.rotations for f in frames])
+        positions = np.stack([f.positions for f in frames])
+        devices_p = np.stack([f.device_positions for f in frames])
+        devices_r = np.stack([f.device_rotations for f in frames])
+        joints = devices_p - quat.rotate(devices_r, self.offsets)
+        motion = Motion(self.skeleton, rotations, positions, self.fps)
+        return pose_upper_body(motion, self.mapping, joints[:, 0], devices_r[:, 0], joints[:, 1:], devices_r[:, 1:],
+                               self.rig.attachments, self.rig.frame_in_chest, calibration)
+
+
+@dataclass
+class Solution:
+    """An offline solve: the motion and what the solver did each frame."""
+
+    motion: Motion
+    stream: ThreePointStream
+    """The stream as solved (resampled to the solver's rate)."""
+    databases: np.ndarray
+    frames: np.ndarray
+    targets: np.ndarray
+    searches: np.ndarray
+    standing_height_m: float
+
+
+def standing_height(stream: ThreePointStream, seconds: float) -> float:
+    """Mean tracked HMD height over the stream's first `seconds` (the standing calibration)."""
+    first = (stream.times - stream.times[0] <= seconds) & stream.tracked[:, 0]
+    if not first.any():
+        first = stream.tracked[:, 0]
+    if not first.any():
+        raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
+    return float(stream.positions[first, 0, 1].mean())
+
+
+def solve(stream: ThreePointStream, solver: Solver) -> Solution:
+    """The offline driver: resample to the solver's rate, calibrate on the first half second, step every frame."""
+    stream = stream.resampled(solver.fps)
+    first_hmd = np.flatnonzero(stream.tracked[:, 0])
+    if not len(first_hmd):
+        raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
+    height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
+    fixed, solver.fixed_height = solver.fixed_height, height
+    solver.reset()
+    try:
+        frames = []
+        for t in range(first_hmd[0], len(stream)):
+            dt = stream.times[t] - stream.times[t - 1] if t > first_hmd[0] else 1.0 / solver.fps
+            frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+        motion = solver.pose_upper_body(frames, solver.upper_body_calibration(height))
+    finally:
+        solver.fixed_height = fixed
+    if first_hmd[0] > 0:  # before the HMD is first seen the avatar waits in its first pose
+        motion = Motion(motion.skeleton, np.concatenate([np.repeat(motion.rotations[:1], first_hmd[0], 0), motion.rotations]),
+                        np.concatenate([np.repeat(motion.positions[:1], first_hmd[0], 0), motion.positions]),
+                        motion.fps, motion.name)
+        frames = [frames[0]] * first_hmd[0] + frames
+    return Solution(motion, stream, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
+                    np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height)
+
+
+def load_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
+                standing_hmd_height_m: float | None = None) -> Solver:
+    """A solver over database files; `orientation` is a model file, 'hmd', or None for the shipped network."""
+    databases = [PoseDatabase.load(path) for path in database_paths]
+    if orientation == "hmd":
+        return Solver(databases, replace(config, orientation="hmd"), None, standing_hmd_height_m)
+    model = OrientationModel.load(orientation or SHIPPED_MODEL)
+    return Solver(databases, replace(config, orientation="network"), model, standing_hmd_height_m)

@@ -1,0 +1,61 @@
+"""Critically damped springs: smoothing toward a goal, decaying offsets, and predicting ahead in time.
+
+MMVR §5.3 smooths the HMD velocity (eq. 3) and the predicted body orientation (eq. 4) with an
+exponential decay, and says its results use a spring-damper [Kir04] instead. These are the exact
+solutions of a critically damped spring, parameterised by a half-life: the time in which the
+distance to the goal halves (when starting at rest). Exact solutions are stable for any time step,
+so the same call advances one frame (dt = 1/60 s) or predicts a state a second ahead.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import quat
+
+LN2_TIMES_4 = 4.0 * np.log(2.0)
+
+
+def damping_from_halflife(halflife: float) -> float:
+    """Damping d of x'' = -d x' - (d/2)^2 (x - goal) whose error halves in `halflife` seconds."""
+    return LN2_TIMES_4 / (halflife + 1e-8)
+
+
+def spring_toward(x: np.ndarray, v: np.ndarray, goal: np.ndarray, halflife: float, dt: float | np.ndarray):
+    """Position and velocity of a critically damped spring pulled toward a still `goal`, `dt` seconds later.
+
+    With y = d/2, j0 = x - goal and j1 = v + j0 y the solution is
+    x(t) = goal + e^(-yt) (j0 + j1 t) and v(t) = e^(-yt) (v - j1 y t). `dt` may be an array of
+    times (broadcast against x's leading axes) to predict several instants at once.
+    """
+    y = 0.5 * damping_from_halflife(halflife)
+    dt = np.asarray(dt, dtype=float)
+    j0 = x - goal
+    j1 = v + j0 * y
+    decay = np.exp(-y * dt)
+    return goal + decay * (j0 + j1 * dt), decay * (v - j1 * y * dt)
+
+
+def decay_toward_zero(x: np.ndarray, v: np.ndarray, halflife: float, dt: float):
+    """An offset and its velocity decaying to zero (the inertialization spring)."""
+    return spring_toward(x, v, np.zeros_like(x), halflife, dt)
+
+
+def rotation_spring_toward(q: np.ndarray, w: np.ndarray, goal: np.ndarray, halflife: float,
+                           dt: float | np.ndarray):
+    """The rotation version of spring_toward: q (..., 4), angular velocity w (..., 3) as a rotation vector rate.
+
+    The error is the rotation vector of q * goal^-1 (shorter arc); it obeys the same equation.
+    """
+    y = 0.5 * damping_from_halflife(halflife)
+    dt = np.asarray(dt, dtype=float)
+    j0 = quat.to_rotation_vector(quat.multiply_inverse(q, goal))
+    j1 = w + j0 * y
+    decay = np.exp(-y * dt)[..., None] if dt.ndim else np.exp(-y * dt)
+    t = dt[..., None] if dt.ndim else dt
+    rotation = quat.multiply(quat.from_rotation_vector(decay * (j0 + j1 * t)), goal)
+    return rotation, decay * (w - j1 * y * t)
+
+
+def rotation_decay_toward_identity(q: np.ndarray, w: np.ndarray, halflife: float, dt: float):
+    """A rotation offset and its angular velocity decaying to the identity."""
+    return rotation_spring_toward(q, w, quat.identity(*q.shape[:-1]), halflife, dt)
