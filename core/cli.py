@@ -12,7 +12,7 @@ from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DatabaseConfig, DeviceOffsets, SimulationConfig, SolverConfig, describe
 from .devices import implied_joint_positions
 from .humanoid import HumanoidMappingError, find_mapping
-from .mocap import MocapNotFound, find_bvh_files, split_by_file
+from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from .pose_database import DatabaseError, build_database
 from .report import quality_series, write_report
 from .simulate import simulate_stream
@@ -103,17 +103,23 @@ def db_build(args) -> int:
     files = find_bvh_files(args.mocap)
     if args.split != "all":
         files = split_by_file(files)[0 if args.split == "train" else 1]
+    if args.locomotion:
+        files = locomotion_files(files)
     if not files:
-        raise MocapNotFound(f"no BVH files left in {', '.join(args.mocap)} after --split {args.split}")
+        raise MocapNotFound(f"no BVH files left in {', '.join(args.mocap)} after --split {args.split}"
+                            + (" and --locomotion" if args.locomotion else ""))
     config = DatabaseConfig(fps=args.fps, mirror=args.mirror, height_range=tuple(args.height_range))
     motions = []
     for path in files:
         motions.append(read_bvh(path, scale=args.scale))
     database = build_database(motions, config)
     database.save(args.output)
+    skipped = database.info["skipped_short_clips"]
+    if skipped:
+        print(f"skipped {len(skipped)} clip(s) shorter than {config.min_clip_s:g} s: {', '.join(skipped)}", file=sys.stderr)
     result = {"file": str(args.output), "clips": len(database.clip_names), "poses": len(database),
               "fps": database.fps, "joints": len(database.skeleton), "mirror": config.mirror,
-              "height_range": list(database.height_range),
+              "height_range": list(database.height_range), "skipped_short_clips": skipped,
               "contact_share": [round(float(c), 3) for c in database.contacts.mean(axis=0)]}
     _print(result, args.json, [f"wrote {args.output}: {len(database)} poses from {len(files)} files"
                                f"{' (and their mirrors)' if config.mirror else ''} at {database.fps:g} fps, "
@@ -190,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="HMD height ratios (current / standing) this database serves (default: all)")
     build.add_argument("--split", choices=("all", "train", "validation"), default="all",
                        help="use all files (default) or only the training / validation split of the data")
+    build.add_argument("--locomotion", action="store_true",
+                       help="only locomotion clips (Bandai activities " + ", ".join(LOCOMOTION) + ")")
     build.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
     build.add_argument("--json", action="store_true", help="print one JSON object")
     build.set_defaults(run=db_build)

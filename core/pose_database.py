@@ -174,12 +174,11 @@ def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfi
     if not motions:
         raise DatabaseError("no clips to build a database from")
     clips = list(motions) + ([m.mirrored() for m in motions] if config.mirror else [])
-    parts, names, skeleton = [], [], None
+    parts, names, skeleton, skipped = [], [], None, []
     for motion in clips:
-        minimum = config.fps * config.min_clip_s
-        if motion.duration * config.fps + 1 < minimum:
-            raise DatabaseError(f"clip {motion.name or '?'}: {motion.duration:.2f} s is shorter than "
-                                f"{config.min_clip_s} s, too short to match a trajectory one second ahead")
+        if motion.duration < config.min_clip_s:
+            skipped.append(motion.name or "?")
+            continue
         part = clip_poses(motion, config)
         if skeleton is None:
             skeleton = part[0]
@@ -188,11 +187,14 @@ def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfi
                                 f"the first clip's ({len(skeleton)} joints); one database holds one skeleton")
         parts.append(part[1:])
         names.append(motion.name)
+    if not parts:
+        raise DatabaseError(f"every clip is shorter than {config.min_clip_s} s, too short to match a trajectory "
+                            "one second ahead")
     lengths = np.array([len(p[0]) for p in parts])
     stops = np.cumsum(lengths)
     arrays = [np.concatenate([p[i] for p in parts]) for i in range(5)]
     return PoseDatabase(skeleton, *arrays, stops - lengths, stops, tuple(names), config.fps,
-                        tuple(config.height_range), {"config": describe(config)})
+                        tuple(config.height_range), {"config": describe(config), "skipped_short_clips": skipped})
 
 
 def root_transforms(database: PoseDatabase, frames) -> tuple[np.ndarray, np.ndarray]:

@@ -18,8 +18,9 @@ import numpy as np
 # error; a box is pruned only when its bound exceeds the best cost by more than this margin.
 RELATIVE_MARGIN = 1e-9
 ABSOLUTE_MARGIN = 1e-12
-# Large boxes whose frames are evaluated first, to start the pruning from a good best cost.
-SEED_BOXES = 2
+# Large boxes (lowest bounds first) whose frames are evaluated before pruning, to start from a good best cost;
+# on smooth 27-dim data 8 prunes about twice as well as 1 or 2, and more costs more than it saves.
+SEED_BOXES = 8
 
 
 def squared_distances(features: np.ndarray, query: np.ndarray) -> np.ndarray:

@@ -1,0 +1,305 @@
+"""Motion matching for VR (MMVR §5-6): databases, features, inertialization, the solver's guarantees, the CLI."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from core import quat
+from core.bvh import read_bvh
+from core.config import DatabaseConfig, SimulationConfig, SolverConfig
+from core.features import FeatureScale, pose_features
+from core.foot_lock import FootLock
+from core.humanoid import find_mapping
+from core.inertialize import Inertializer
+from core.motion import Motion
+from core.orientation import SHIPPED_MODEL, OrientationModel
+from core.pose_database import DatabaseError, PoseDatabase, build_database
+from core.simulate import simulate_stream
+from core.solver import Solver, solve
+from core.stream import ThreePointStream
+from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
+from test_cli import core
+
+DB_CLIPS = [DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh" for i in (2, 3)] + [
+    DATASET_1 / f"dataset-1_walk-{d}_normal_001.bvh" for d in ("back", "left", "right")]
+RUN = DATASET_2 / "dataset-2_run_normal_001.bvh"
+
+
+@pytest.fixture(scope="module")
+def database():
+    return build_database([read_bvh(p) for p in DB_CLIPS])
+
+
+@pytest.fixture(scope="module")
+def model():
+    return OrientationModel.load(SHIPPED_MODEL)
+
+
+@pytest.fixture(scope="module")
+def walk_stream():
+    """Four seconds of a held-out walk with look-around, as a user's devices would report it."""
+    return simulate_stream(read_bvh(WALK_2)[:120], SimulationConfig(look_around_deg=30.0, seed=3)).stream
+
+
+# -- databases and features -------------------------------------------------------------------------------------------
+
+
+def straight_walk(skeleton, yaw: float, frames: int = 90, fps: float = 60.0) -> Motion:
+    """A hand-made clip: the rest pose turned by `yaw`, gliding forward at 1 m/s."""
+    forward = quat.rotate(quat.from_yaw(np.array(yaw)), np.array([0.0, 0.0, 1.0]))
+    rotations = np.repeat(quat.identity(1, len(skeleton)), frames, axis=0)
+    rotations[:, 0] = quat.from_yaw(np.array(yaw))
+    root = np.array([0.3, 0.9, -0.2]) + np.arange(frames)[:, None] / fps * forward
+    return Motion.from_root(skeleton, rotations, root, fps, "glide")
+
+
+def test_features_of_a_hand_made_clip_match_hand_computed_values(walk2):
+    skeleton = walk2.skeleton
+    for yaw in (0.0, 1.1):
+        database = build_database([straight_walk(skeleton, yaw)])
+        features = pose_features(database)
+        assert features.shape == (90, 27)
+        # The rest pose faces +Z (its thighs lie along x), so character space is the rest pose's frame.
+        mapping = find_mapping(skeleton)
+        rest_positions = Motion.from_root(skeleton, quat.identity(1, len(skeleton)), [[0.0, 0.9, 0.0]],
+                                          60.0).global_positions()[0]
+        hips = rest_positions[mapping["hips"]]
+        expected_feet = rest_positions[[mapping["l_foot"], mapping["r_foot"]]] - hips * np.array([1.0, 0.0, 1.0])
+        frame = 10
+        z = features[frame]
+        np.testing.assert_allclose(z[0:9], np.tile([0.0, 0.0, 1.0], 3), atol=1e-6)  # feet and hips at 1 m/s forward
+        np.testing.assert_allclose(z[9:15], expected_feet.ravel(), atol=1e-6)
+        np.testing.assert_allclose(z[15:21], [0, 1 / 3, 0, 2 / 3, 0, 1.0], atol=1e-6)  # 20, 40, 60 frames at 60 fps
+        np.testing.assert_allclose(z[21:27], [0, 1, 0, 1, 0, 1], atol=1e-6)
+        # Near the end the trajectory stops at the clip's last frame: 89 - 70 = 19 frames ahead at most.
+        np.testing.assert_allclose(features[70, 15:21], [0, 19 / 60, 0, 19 / 60, 0, 19 / 60], atol=1e-6)
+
+
+def test_feature_normalisation_keeps_group_shape_and_applies_weights(database):
+    features = pose_features(database)
+    scale = FeatureScale.fit(features)
+    normalised = scale.normalise(features)
+    np.testing.assert_allclose(normalised.mean(axis=0), 0.0, atol=1e-9)
+    # One deviation per group: the ratio of scales inside a group is 1.
+    assert np.ptp(scale.scale[15:21]) == 0.0 and np.ptp(scale.scale[0:9]) == 0.0
+    heavier = FeatureScale.fit(features, replace(SolverConfig().weights, trajectory_directions=3.0))
+    np.testing.assert_allclose(scale.scale[21:27] / heavier.scale[21:27], 2.0)
+
+
+def test_database_virtual_root_contacts_mirror_and_round_trip(tmp_path, walk1):
+    motion = walk1
+    database = build_database([motion], DatabaseConfig(mirror=True))
+    single = len(motion.resampled(60.0))
+    assert len(database) == 2 * single and list(database.range_stops) == [single, 2 * single]
+    assert database.skeleton.names[0] == "root" and database.skeleton.parents[1] == 0
+    # The virtual root is on the floor and the clip re-assembles to the same global hips.
+    assert np.all(database.positions[:, 0, 1] == 0.0)
+    original = motion.resampled(60.0).global_positions()
+    rebuilt = database.clip_motion(0).global_positions()
+    hips = database.mapping["hips"]
+    np.testing.assert_allclose(rebuilt[:, hips], original[:, find_mapping(motion.skeleton)["hips"]], atol=1e-4)
+    # The mirrored clip walks the mirrored path: x flips, z stays.
+    mirrored = database.clip_motion(1).global_positions()[:, hips]
+    np.testing.assert_allclose(mirrored[:, [0, 2]] * [-1, 1], rebuilt[:, hips][:, [0, 2]], atol=1e-4)
+    # Both feet touch the ground for part of a walk, never for all of it.
+    assert np.all((database.contacts.mean(axis=0) > 0.2) & (database.contacts.mean(axis=0) < 0.8))
+    path = tmp_path / "walk.npz"
+    database.save(path)
+    loaded = PoseDatabase.load(path)
+    np.testing.assert_allclose(loaded.rotations, database.rotations, atol=1e-6)
+    assert loaded.clip_names == database.clip_names and loaded.skeleton == database.skeleton
+    (tmp_path / "bad.npz").write_bytes(b"not a database")
+    with pytest.raises(DatabaseError, match="bad.npz: not a VR Avatar database"):
+        PoseDatabase.load(tmp_path / "bad.npz")
+
+
+def test_database_rejects_what_it_cannot_hold(walk1):
+    with pytest.raises(DatabaseError, match="shorter than 1.0 s"):
+        build_database([walk1[:20]])
+    other = walk1.skeleton
+    renamed = type(other)(tuple(n if n != "Toes_L" else "Toe_L" for n in other.names), other.parents, other.offsets)
+    with pytest.raises(DatabaseError, match="differs from the first clip"):
+        build_database([walk1, Motion(renamed, walk1.rotations, walk1.positions, walk1.fps, "renamed")])
+
+
+# -- inertialization and foot lock --------------------------------------------------------------------------------------
+
+
+def inertialized_switch(dt: float, halflife: float = 0.1, frames: int = 20):
+    """Play a source for `frames` frames, switch to a destination 6 cm and 0.3 rad away with another velocity.
+
+    Returns output positions (2 frames, 3), rotations (2 frames, 4) around the switch and the positions
+    a second later with the destination's own."""
+    src_v, dst_v = np.array([[1.0, 0.0, 0.5]]), np.array([[-0.5, 0.2, 0.0]])
+    src_w, dst_w = np.array([[0.0, 2.0, 0.0]]), np.array([[1.0, 0.0, 0.0]])
+    start_p, start_q = np.array([[0.05, 0.02, -0.03]]), quat.from_yaw(np.array([0.3]))
+
+    def source(t):
+        return quat.from_rotation_vector(src_w * t), src_w, src_v * t, src_v
+
+    def destination(t):
+        return quat.multiply(quat.from_rotation_vector(dst_w * t), start_q), dst_w, start_p + dst_v * t, dst_v
+
+    inertializer = Inertializer.at_rest(1)
+    last = source((frames - 1) * dt)
+    # The solver's order: at the last played frame the search switches, then the next frame plays.
+    inertializer.transition(last, destination(-dt))
+    first = inertializer.update(destination(0.0), halflife, dt)
+    for k in range(1, int(round(1.0 / dt))):
+        late = inertializer.update(destination(k * dt), halflife, dt)
+    return (np.stack([last[2][0], first[2][0]]), np.stack([last[0][0], first[0][0]]),
+            late[2][0] - destination((int(round(1.0 / dt)) - 1) * dt)[2][0])
+
+
+def test_inertialization_is_continuous_in_position_and_velocity_at_a_switch():
+    src_v, src_w = np.array([1.0, 0.0, 0.5]), 2.0
+    jumps, velocity_changes = [], []
+    for dt in (1.0 / 60.0, 1.0 / 600.0):
+        positions, rotations, leftover = inertialized_switch(dt)
+        expected = positions[0] + src_v * dt  # where the source would have gone
+        jumps.append(np.linalg.norm(positions[1] - expected))
+        velocity_changes.append(np.linalg.norm((positions[1] - positions[0]) / dt - src_v))
+        turned = np.degrees(quat.angle_between(rotations[0], rotations[1]))
+        assert turned < np.degrees(src_w * dt) * 1.5 + 0.2  # no visible rotation pop
+        assert np.linalg.norm(leftover) < 1e-3  # a second later the destination plays as it is
+    # A 6 cm jump (and a 1.6 m/s change of velocity) leaves about a centimetre at 60 fps, and it vanishes as dt^2
+    # (C1 continuity):
+    # ten times smaller steps make the position error ~100 times and the velocity change ~10 times smaller.
+    assert jumps[0] < 0.02
+    assert jumps[1] < jumps[0] / 50.0 and velocity_changes[1] < velocity_changes[0] / 5.0
+
+
+def test_a_locked_foot_stays_put_until_released():
+    lock = FootLock(unlock_distance_m=0.2)
+    dt = 1.0 / 60.0
+    feet = np.array([[0.1, 0.0, 0.0], [-0.1, 0.0, 0.3]])
+    first = lock.targets(feet, np.array([True, False]), dt)
+    np.testing.assert_allclose(first[0], feet[0])
+    for k in range(1, 10):  # the pose drags both feet 1 cm a frame: the lock holds the left, the right follows
+        dragged = feet + [0.01 * k, 0, 0]
+        targets = lock.targets(dragged, np.array([True, False]), dt)
+        np.testing.assert_allclose(targets[0], feet[0])
+        np.testing.assert_allclose(targets[1], dragged[1])
+    moved = feet + [0.25, 0, 0]  # past the unlock distance: released, and it does not jump
+    released = lock.targets(moved, np.array([True, False]), dt)
+    assert not lock.locked[0] and np.linalg.norm(released[0] - feet[0]) < 0.25 * 0.2
+
+
+# -- the solver ------------------------------------------------------------------------------------------------------
+
+
+def test_live_stepping_and_offline_solving_give_identical_output(database, model, walk_stream):
+    stream = ThreePointStream(walk_stream.times[:90], walk_stream.positions[:90], walk_stream.rotations[:90],
+                              walk_stream.tracked[:90])
+    solver = Solver([database], SolverConfig(), model, standing_hmd_height_m=1.55)
+    solution = solve(stream, solver)
+    offline, stream = solution.motion, solution.stream  # the live driver gets the samples the offline one solved
+    solver.reset()
+    steps = np.diff(stream.times, prepend=stream.times[0] - 1.0 / 60.0)
+    live = [solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], steps[t]) for t in range(90)]
+    # The same numbers, up to the summation order of the IK's batched products (1e-8 at most).
+    np.testing.assert_allclose(np.concatenate([m.rotations for m in live]), offline.rotations, atol=1e-7)
+    np.testing.assert_allclose(np.concatenate([m.positions for m in live]), offline.positions, atol=1e-7)
+    legs = [database.mapping[f"{s}_{j}"] for s in "lr" for j in ("thigh", "shin", "foot")]
+    assert np.array_equal(np.concatenate([m.rotations for m in live])[:, legs], offline.rotations[:, legs])
+
+
+@pytest.mark.parametrize("alpha", [0.3, 0.1])
+def test_the_root_stays_within_alpha_of_the_target_every_frame(database, model, walk_stream, alpha):
+    solution = solve(walk_stream, Solver([database], SolverConfig(alpha_m=alpha), model))
+    root = solution.motion.positions[:, 0]
+    gap = np.hypot(*(root - solution.targets)[:, [0, 2]].T)
+    assert gap.max() <= alpha + 1e-9
+    assert solution.searches.sum() >= len(root) // 10  # every 10 frames at least
+
+
+def test_locked_feet_do_not_move_while_locked(database, model, walk_stream):
+    solver = Solver([database], SolverConfig(), model, standing_hmd_height_m=1.55)
+    toes, locked, stretched = [], [], []
+    for t in range(len(walk_stream)):
+        frame = solver.step_lower_body(walk_stream.positions[t], walk_stream.rotations[t], walk_stream.tracked[t],
+                                       1.0 / 60.0)
+        legs = solver.leg_transforms(frame.rotations, frame.positions)[1]
+        toes.append(legs[:, 4])
+        locked.append(solver.foot_lock.locked.copy())
+        reach = np.linalg.norm(legs[:, 3] - legs[:, 1], axis=-1)
+        stretched.append(reach > np.linalg.norm(np.diff(legs[:, 1:4], axis=1), axis=-1).sum(axis=-1) - 1e-4)
+    toes, locked, stretched = np.array(toes), np.array(locked), np.array(stretched)
+    held = locked[1:] & locked[:-1]
+    moved = np.linalg.norm(np.diff(toes, axis=0), axis=-1) > 1e-9
+    assert held.sum() > 30
+    # A locked toe moves only where the dragged hips leave the leg too short to reach it (stretched straight),
+    # or as it returns from there.
+    assert np.all((stretched[1:] | stretched[:-1])[held & moved])
+    assert (held & moved).sum() < held.sum() / 4
+
+
+def test_tracking_loss_time_gaps_and_a_teleport_neither_crash_nor_produce_nan(database, model, walk_stream):
+    keep = np.ones(len(walk_stream), bool)
+    keep[100:160] = False  # a one-second gap in time
+    positions, rotations = walk_stream.positions[keep].copy(), walk_stream.rotations[keep].copy()
+    tracked = walk_stream.tracked[keep].copy()
+    tracked[20:50, 1] = False  # left controller lost for half a second
+    tracked[60:70, 0] = False  # HMD lost
+    tracked[:, 2][tracked.shape[0] - 30:] = False  # right controller lost to the end
+    positions[150:, :, 0] += 5.0  # teleport 5 m along x
+    for i in range(3):
+        positions[~tracked[:, i], i] = np.nan
+        rotations[~tracked[:, i], i] = np.nan
+    stream = ThreePointStream(walk_stream.times[keep], positions, rotations, tracked)
+    solver = Solver([database], SolverConfig(), model)
+    solution = solve(stream, solver)
+    assert np.isfinite(solution.motion.rotations).all() and np.isfinite(solution.motion.positions).all()
+    assert len(solution.motion) == len(stream.resampled(60.0))
+    # After the teleport the avatar is where the user is.
+    root = solution.motion.positions[-1, 0]
+    assert np.hypot(*(root - solution.targets[-1])[[0, 2]]) <= 0.3 + 1e-9
+    # Live stepping with NaN for the lost devices works too.
+    solver.reset()
+    for t in range(len(stream)):
+        pose = solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0)
+        assert np.isfinite(pose.positions).all()
+
+
+def test_the_hmd_height_ratio_picks_the_database_and_a_switch_searches(model, walk_stream):
+    upright = build_database([read_bvh(p) for p in DB_CLIPS[:2]], DatabaseConfig(height_range=(0.9, 10.0)))
+    low = build_database([read_bvh(RUN)], DatabaseConfig(height_range=(0.0, 0.9)))
+    positions = walk_stream.positions.copy()
+    positions[120:, :, 1] *= 0.8  # the user crouches two seconds in
+    stream = ThreePointStream(walk_stream.times, positions, walk_stream.rotations, walk_stream.tracked)
+    solution = solve(stream, Solver([upright, low], SolverConfig(), model))
+    assert set(solution.databases[:115]) == {0} and set(solution.databases[125:]) == {1}
+    switch = np.flatnonzero(np.diff(solution.databases))[0] + 1
+    assert solution.searches[switch]
+    with pytest.raises(DatabaseError, match="share one skeleton"):
+        Solver([upright, build_database([read_bvh(WALK_1)], DatabaseConfig(fps=30.0))], SolverConfig(), model)
+
+
+# -- command line ------------------------------------------------------------------------------------------------------
+
+
+def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
+    db = tmp_path / "walk.npz"
+    built = json.loads(core("db", "build", *DB_CLIPS[:2], "-o", db, "--mirror", "--json").stdout)
+    assert built["poses"] == len(PoseDatabase.load(db)) and built["clips"] == 4
+    stream = tmp_path / "walk.csv"
+    core("stream", "simulate", WALK_2, "-o", stream, "--look-around", "20")
+    out = tmp_path / "walk.bvh"
+    core("solve", stream, "--db", db, "-o", out, "--alpha", "0.1", "--orientation", "hmd")
+    solved = read_bvh(out, scale=1.0)
+    assert solved.skeleton.names[0] == "root" and len(solved) > 100
+    report = json.loads((tmp_path / "walk.report.json").read_text())
+    assert report["summary"]["root_cm"]["max"] <= 10.0 + 1e-6
+    assert (tmp_path / "walk.report.png").stat().st_size > 10_000
+    figures = json.loads(core("eval", "matching", "--data", WALK_2, "--split", "all", "--db", db,
+                              "--methods", "mm", "alpha_0.1", "--json").stdout)
+    for method in ("mm", "alpha_0.1"):
+        for key in ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm",
+                    "foot_skate_cm_s", "foot_skate_gt_cm_s", "jitter", "poses_used", "ms_per_frame"):
+            assert np.isfinite(figures[method][key]), (method, key)
+    assert figures["alpha_0.1"]["root_cm"] < figures["mm"]["root_cm"] + 1.0
+    failed = core("solve", stream, "--db", tmp_path / "missing.npz", "-o", tmp_path / "x.bvh", check=False)
+    assert "missing.npz" in failed.stderr and not (tmp_path / "x.bvh").exists()
