@@ -186,7 +186,12 @@ def test_demo_on_a_small_folder(tmp_path):
     assert clip in (WALK.name, SHORT_WALK.name)
     stem = Path(clip).stem
     written = {p.name for p in out.iterdir()}
-    assert written == {f"{stem}.stream.csv", f"{stem}.bvh", f"{stem}.truth.bvh"}
+    assert written == {f"{stem}.stream.csv", f"{stem}.bvh", f"{stem}.truth.bvh", "default.db.npz",
+                       f"{stem}.solved.bvh", f"{stem}.solved.report.json", f"{stem}.solved.report.png"}
+    solved = summary["solved"]
+    assert len(read_bvh(out / f"{stem}.solved.bvh", scale=1.0)) == summary["stream_samples"]
+    assert solved["database_clips"] == 1 and solved["figures"]["root_cm"] < 30.0
+    assert 0.0 < solved["figures"]["hand_cm"] < 10.0  # one walk clip to match against: the body lags, arms stretch
     stream = read_stream(out / f"{stem}.stream.csv")
     assert len(stream) == summary["stream_samples"] and stream.tracked.all()
     assert summary["stream_rate_hz"] == pytest.approx(60.0, abs=0.01)
