@@ -1,4 +1,4 @@
-"""Speed figures (SPEC §4 `bench`): BVH parsing, FK, stream simulation and reading, orientation inference, IK."""
+"""Speed figures (SPEC §4 `bench`): BVH parsing, FK, stream simulation and reading, orientation, IK, search, solver."""
 from __future__ import annotations
 
 import json
@@ -12,13 +12,17 @@ import numpy as np
 
 from .bvh import read_bvh
 from .devices import implied_joint_positions
-from .mocap import default_mocap_dir, find_bvh_files
+from .mocap import default_mocap_dir, find_bvh_files, locomotion_files, split_by_file
 from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, predict_body_orientation
+from .pose_database import build_database
+from .search import FeatureIndex
 from .simulate import simulate_stream
+from .solver import Solver, solve
 from .stream import read_stream, write_stream
 from .upper_body_ik import UpperBodyCalibration, solve_upper_body
 
 IK_FRAMES = 100_000
+LARGE_DATABASE = 100_000
 
 
 def measure(mocap: Path) -> dict:
@@ -57,6 +61,7 @@ def measure(mocap: Path) -> dict:
         live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0)
     live_s = time.perf_counter() - start
     ik_s, ik_one_s = time_upper_body_ik(stream)
+    matching = time_matching(files, simulated.stream, model)
     return {
         "cores": os.cpu_count(),
         "bvh_files": len(files),
@@ -71,6 +76,7 @@ def measure(mocap: Path) -> dict:
         "orientation_live_step_us": round(live_s / len(stream) * 1e6, 2),
         "ik_frames_per_s": round(IK_FRAMES / ik_s),
         "ik_live_frame_us": round(ik_one_s * 1e6, 1),
+        **matching,
         "clip": clip.name,
     }
 
@@ -89,6 +95,65 @@ def time_upper_body_ik(stream) -> tuple[float, float]:
     for t in range(200):
         solve_upper_body(positions[t, 0], rotations[t, 0], implied[t, 1:], rotations[t, 1:], calibration)
     return batch_s, (time.perf_counter() - start) / 200
+
+
+def time_search(index: FeatureIndex, searches: list[tuple]) -> tuple[float, float]:
+    """Mean seconds per search of brute force and of the box layers; they must agree on every search."""
+    timings, answers = [], []
+    for search in (index.nearest_brute, index.nearest):
+        start = time.perf_counter()
+        answers.append([search(*arguments) for arguments in searches])
+        timings.append((time.perf_counter() - start) / len(searches))
+    if answers[0] != answers[1]:
+        raise AssertionError("accelerated search disagrees with brute force")
+    return timings[0], timings[1]
+
+
+def time_matching(files, stream, model) -> dict:
+    """Search at the default database's size and replicated past 100k poses; the solver live and offline.
+
+    The searches timed are those the solver made on the stream: its queries, with the cost of
+    continuing the current clip as the bound to beat.
+    """
+    database = build_database([read_bvh(f) for f in locomotion_files(split_by_file(files)[0]) or files])
+    solver = Solver([database], orientation_model=model)
+    index = solver.databases[0].index
+    searches = []
+    accelerated = index.nearest
+
+    def recorded(*arguments):
+        searches.append(arguments)
+        return accelerated(*arguments)
+
+    index.nearest = recorded
+    start = time.perf_counter()
+    solve(stream, solver)
+    offline_s = time.perf_counter() - start
+    index.nearest = accelerated
+    brute, accelerated_s = time_search(index, searches)
+    copies = -(-LARGE_DATABASE // len(database))
+    large = FeatureIndex(np.tile(index.features, (copies, 1)), np.tile(index.searchable, copies))
+    brute_large, accelerated_large = time_search(large, searches)
+    solver.reset()
+    steps = []
+    for t in range(len(stream)):
+        start = time.perf_counter()
+        solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0)
+        steps.append(time.perf_counter() - start)
+    steps = np.array(steps) * 1000.0
+    return {
+        "poses": len(database),
+        "searches": len(searches),
+        "search_brute_us": round(brute * 1e6, 1),
+        "search_accel_us": round(accelerated_s * 1e6, 1),
+        "search_large_poses": len(large.features),
+        "search_brute_100k_us": round(brute_large * 1e6, 1),
+        "search_accel_100k_us": round(accelerated_large * 1e6, 1),
+        "search_speedup_100k": round(brute_large / accelerated_large, 1),
+        "pipeline_ms_mean": round(float(steps.mean()), 3),
+        "pipeline_ms_p99": round(float(np.percentile(steps, 99)), 3),
+        "offline_frames_per_s": round(len(stream) / offline_s, 1),
+    }
 
 
 def run(args) -> int:
