@@ -27,7 +27,7 @@ from .foot_lock import FootLock
 from .inertialize import Inertializer
 from .leg_ik import two_bone_ik
 from .motion import Motion
-from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, facing_yaw
+from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, facing_yaw, heading_rotations
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
 from .simulate import simulate_stream
@@ -241,7 +241,7 @@ class Solver:
             raise ValueError("the HMD has not been tracked yet: the solver needs its pose to place the avatar")
         positions, rotations = positions.copy(), rotations.copy()
         positions[0], rotations[0] = state.hmd
-        heading = quat.from_yaw(quat.yaw_of_direction(-hmd_forward(rotations[0])))
+        heading = heading_rotations(rotations[0])
         local_positions = quat.inverse_rotate(heading, positions[1:] - positions[0])
         local_rotations = quat.inverse_multiply(heading, rotations[1:])
         if state.hands_in_heading is None:
@@ -258,7 +258,7 @@ class Solver:
 
     def predict_body_yaw(self, positions, rotations, dt: float, teleported: bool) -> float:
         """The body's facing (radians): the orientation network's prediction (§4) or the HMD's forward."""
-        hmd_yaw = float(quat.yaw_of_direction(-hmd_forward(rotations[0])))
+        hmd_yaw = float(quat.yaw_of_direction(hmd_forward(rotations[0])))
         if self.predictor is None or self.config.orientation == "hmd":
             return hmd_yaw
         if teleported:
