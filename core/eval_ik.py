@@ -24,7 +24,7 @@ from .config import SimulationConfig, UpperBodyIKConfig
 from .devices import implied_joint_positions
 from .fabrik import FabrikConfig, solve_chain
 from .humanoid import HumanoidMapping
-from .mocap import activity, add_data_arguments, evaluation_files
+from .mocap import activity, add_data_arguments, evaluation_files, print_progress
 from .motion import Motion, forward_kinematics
 from .simulate import simulate_stream
 from .upper_body_ik import solve_upper_body
@@ -184,10 +184,7 @@ def run(args) -> int:
         files = files[: args.limit]
     print(f"eval ik: {len(files)} files", file=sys.stderr)
 
-    def progress(done, total, name):
-        print(f"\r  {done}/{total} {name[:50]:50s}", end="" if done < total else "\n", file=sys.stderr)
-
-    summary = evaluate(files, SimulationConfig(look_around_deg=args.look_around), progress=progress)
+    summary = evaluate(files, SimulationConfig(look_around_deg=args.look_around), progress=print_progress)
     print(table(summary), file=sys.stderr)
     if args.json:
         print(json.dumps(summary, indent=2))

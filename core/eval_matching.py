@@ -19,7 +19,7 @@ from .bvh import read_bvh
 from .config import SimulationConfig, SolverConfig
 from .devices import implied_joint_positions
 from .metrics import score_motion
-from .mocap import activity, add_data_arguments, evaluation_files
+from .mocap import activity, add_data_arguments, evaluation_files, print_progress
 from .orientation import SHIPPED_MODEL, OrientationModel
 from .pose_database import PoseDatabase
 from .simulate import simulate_stream
@@ -111,12 +111,9 @@ def run(args) -> int:
     config = SolverConfig(alpha_m=args.alpha)
     print(f"eval matching: {len(files)} clips, database {args.db} ({len(database)} poses)", file=sys.stderr)
 
-    def progress(done, total, name):
-        print(f"\r  {done}/{total} {name[:50]:50s}", end="" if done < total else "\n", file=sys.stderr)
-
     model = OrientationModel.load(args.orientation) if args.orientation else None
     result = evaluate(files, database, config, args.methods, SimulationConfig(look_around_deg=args.look_around),
-                      model, progress)
+                      model, print_progress)
     for method in args.methods:
         figures = result[method]
         print(f"{method:12s} " + " ".join(f"{k}={figures[k]}" for k in METRICS + (

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import zlib
 from pathlib import Path
 
@@ -54,6 +55,11 @@ def add_data_arguments(parser) -> None:
     parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders")
     parser.add_argument("--split", choices=("validation", "all"), default="validation",
                         help="evaluate the validation files of the data (default) or all of them")
+
+
+def print_progress(done: int, total: int, name: str) -> None:
+    """One overwritten line on stderr per file an evaluation has finished."""
+    print(f"\r  {done}/{total} {name[:50]:50s}", end="" if done < total else "\n", file=sys.stderr)
 
 
 def evaluation_files(args) -> list[Path]:

@@ -34,7 +34,7 @@ from .simulate import simulate_stream
 from .spring import rotation_spring_toward, spring_toward
 from .stream import ThreePointStream
 from .upper_body_ik import UpperBodyCalibration
-from .upper_body_pose import calibrate_upper_body, pose_upper_body
+from .upper_body_pose import DeviceAttachments, calibrate_upper_body, pose_upper_body
 
 TRAJECTORY_TIMES_S = np.array([1.0, 2.0, 3.0]) / 3.0
 """Eq. 7-8: the query's trajectory 0.33, 0.66 and 1 s ahead."""
@@ -69,7 +69,7 @@ class AvatarRig:
     """How the avatar (the database skeleton) carries the devices: the upper-body IK's calibration."""
 
     calibration: UpperBodyCalibration
-    attachments: object
+    attachments: DeviceAttachments
     frame_in_chest: np.ndarray
 
     @classmethod
@@ -164,6 +164,7 @@ class Solver:
         self.inertializer = Inertializer.at_rest(len(self.skeleton))
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
         self.predictor = OrientationPredictor(self.model) if self.model is not None else None
+        self.root_speed = 0.0
 
     # -- calibration ------------------------------------------------------------------------------------------
 
