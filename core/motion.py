@@ -11,8 +11,15 @@ from .humanoid import mirror_pairs
 from .skeleton import Skeleton
 
 
+SMALL_BATCH = 16
+"""Up to this many frames, forward kinematics chains 3x3 matrices: numpy's per-call overhead dominates
+there, and a matrix product is one call where a quaternion product is a dozen."""
+
+
 def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray):
     """Global rotations (..., J, 4) and positions (..., J, 3) from local ones; vectorised over leading axes."""
+    if rotations[..., 0, 0].size <= SMALL_BATCH:
+        return _forward_kinematics_matrices(parents, rotations, positions)
     global_rotations = np.empty_like(rotations)
     global_positions = np.empty_like(positions)
     for j, p in enumerate(parents):
@@ -24,6 +31,23 @@ def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np
             global_positions[..., j, :] = (quat.rotate(global_rotations[..., p, :], positions[..., j, :])
                                            + global_positions[..., p, :])
     return global_rotations, global_positions
+
+
+def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray):
+    """forward_kinematics for a few frames, through rotation matrices: the same rotations to 1e-15, though a
+    quaternion may come out negated (from_matrix picks w >= 0)."""
+    local = quat.to_matrix(rotations)
+    matrices = np.empty_like(local)
+    global_positions = np.empty(positions.shape)
+    for j, p in enumerate(parents):
+        if p < 0:
+            matrices[..., j, :, :] = local[..., j, :, :]
+            global_positions[..., j, :] = positions[..., j, :]
+        else:
+            matrices[..., j, :, :] = matrices[..., p, :, :] @ local[..., j, :, :]
+            global_positions[..., j, :] = ((matrices[..., p, :, :] @ positions[..., j, :, None])[..., 0]
+                                           + global_positions[..., p, :])
+    return quat.from_matrix(matrices), global_positions
 
 
 def local_from_global(parents: np.ndarray, global_rotations: np.ndarray) -> np.ndarray:

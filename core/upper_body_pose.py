@@ -117,5 +117,8 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
 
     local = motion.rotations.copy()
     for joint in solved_joints(mapping):
-        local[:, joint] = quat.inverse_multiply(rotations[:, parents[joint]], rotations[:, joint])
+        solved = quat.inverse_multiply(rotations[:, parents[joint]], rotations[:, joint])
+        # Of q and -q (the same rotation), keep the one nearer the input, so the output is one curve.
+        nearer = np.sum(solved * motion.rotations[:, joint], axis=-1, keepdims=True) >= 0.0
+        local[:, joint] = np.where(nearer, solved, -solved)
     return Motion(skeleton, local, offsets, motion.fps, motion.name)
