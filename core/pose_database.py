@@ -197,11 +197,6 @@ def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfi
                         tuple(config.height_range), {"config": describe(config), "skipped_short_clips": skipped})
 
 
-def root_transforms(database: PoseDatabase, frames) -> tuple[np.ndarray, np.ndarray]:
-    """World rotation and position of the virtual root at the given frames."""
-    return database.rotations[frames, 0].astype(float), database.positions[frames, 0].astype(float)
-
-
 def global_transforms(database: PoseDatabase) -> tuple[np.ndarray, np.ndarray]:
     """Global rotations and positions (N, J, ...) of every pose, with each clip where it was captured."""
     return forward_kinematics(database.skeleton.parents, database.rotations.astype(float),
