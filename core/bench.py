@@ -12,7 +12,7 @@ import numpy as np
 
 from .bvh import read_bvh
 from .devices import implied_joint_positions
-from .mocap import default_mocap_dir, find_bvh_files, locomotion_files, split_by_file
+from .mocap import default_database_files, default_mocap_dir, find_bvh_files
 from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, predict_body_orientation
 from .pose_database import build_database
 from .search import FeatureIndex
@@ -115,7 +115,7 @@ def time_matching(files, stream, model) -> dict:
     The searches timed are those the solver made on the stream: its queries, with the cost of
     continuing the current clip as the bound to beat.
     """
-    database = build_database([read_bvh(f) for f in locomotion_files(split_by_file(files)[0]) or files])
+    database = build_database([read_bvh(f) for f in default_database_files(files)])
     solver = Solver([database], orientation_model=model)
     index = solver.databases[0].index
     searches = []

@@ -18,6 +18,7 @@ from .report import quality_series, write_report
 from .simulate import simulate_stream
 from .solver import load_solver, solve
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
+from .upper_body_ik import arm_length_from_span
 
 USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, FileNotFoundError,
                ValueError)
@@ -133,8 +134,8 @@ def solve_stream(args) -> int:
     config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock)
     solver = load_solver(args.db, config, args.orientation, args.height)
     if args.arm_span:
-        solver.rig.calibration = replace(solver.rig.calibration,
-                                         **arm_lengths(args.arm_span, solver.rig.calibration.shoulder_from_neck[0]))
+        arm = arm_length_from_span(args.arm_span, solver.rig.calibration.shoulder_from_neck[0])
+        solver.rig.calibration = replace(solver.rig.calibration, upper_arm_m=arm, forearm_m=arm)
     solution = solve(stream, solver)
     write_bvh(args.output, solution.motion)
     series = quality_series(solution.motion, implied_joint_positions(solution.stream)[:, 1:],
@@ -147,14 +148,6 @@ def solve_stream(args) -> int:
     print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "
           f"{report['json']}" + (f" and {report['plot']}" if "plot" in report else ""), file=sys.stderr)
     return 0
-
-
-def arm_lengths(span_m: float, shoulder_half_width_m: float) -> dict:
-    """Upper arm and forearm from a T-pose arm span (Parger et al. eq. 1)."""
-    arm = (span_m - 2.0 * shoulder_half_width_m) / 4.0
-    if arm <= 0.0:
-        raise ValueError(f"--arm-span {span_m} m is not wider than the shoulders ({2 * shoulder_half_width_m:.2f} m)")
-    return {"upper_arm_m": arm, "forearm_m": arm}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@ from .bvh import read_bvh, write_bvh
 from .config import SimulationConfig, describe
 from .humanoid import find_mapping
 from .metrics import score_motion
-from .mocap import default_mocap_dir, find_bvh_files, locomotion_files, split_by_file
+from .mocap import default_database_files, default_mocap_dir, find_bvh_files, split_by_file
 from .devices import implied_joint_positions
 from .simulate import simulate_stream
 from .orientation import SHIPPED_MODEL, OrientationModel
@@ -68,15 +68,9 @@ def run_demo(mocap: Path, out: Path) -> dict:
     return summary
 
 
-def database_files(files, clip: Path) -> list[Path]:
-    """The default database's clips: locomotion of the training split; failing that, any other clip, or the clip."""
-    training = [f for f in split_by_file(files)[0] if f != clip]
-    return locomotion_files(training) or [f for f in files if f != clip] or [clip]
-
-
 def solve_demo(files, clip: Path, stream, truth, out: Path) -> dict:
     """Build the default database, solve the written stream, write the solved BVH and its report."""
-    chosen = database_files(files, clip)
+    chosen = default_database_files(files, clip)
     print(f"demo: building the database from {len(chosen)} clips ...", file=sys.stderr)
     database = build_database([read_bvh(f) for f in chosen])
     database_path = out / "default.db.npz"

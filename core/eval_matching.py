@@ -23,7 +23,7 @@ from .mocap import activity, add_data_arguments, evaluation_files, print_progres
 from .orientation import SHIPPED_MODEL, OrientationModel
 from .pose_database import PoseDatabase
 from .simulate import simulate_stream
-from .solver import Solver, solve
+from .solver import MatchingDatabase, Solver, solve
 
 METHODS = ("mm", "hmd_forward", "db10", "db25", "alpha_0.1")
 LOOK_AROUND_DEG = 30.0
@@ -35,17 +35,18 @@ METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower
 
 
 def solvers(database: PoseDatabase, config: SolverConfig, model: OrientationModel, methods) -> dict[str, Solver]:
-    """One solver per method."""
+    """One solver per method; those over the whole database share its features and index."""
     made = {}
+    whole = MatchingDatabase.prepare(database, config)
     for method in methods:
         if method == "mm":
-            made[method] = Solver([database], config, model)
+            made[method] = Solver([whole], config, model)
         elif method == "hmd_forward":
-            made[method] = Solver([database], replace(config, orientation="hmd"))
+            made[method] = Solver([whole], replace(config, orientation="hmd"))
         elif method in ("db10", "db25"):
             made[method] = Solver([database.subset(int(method[2:]) / 100.0)], config, model)
         elif method == "alpha_0.1":
-            made[method] = Solver([database], replace(config, alpha_m=0.1), model)
+            made[method] = Solver([whole], replace(config, alpha_m=0.1), model)
         else:
             raise ValueError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")
     return made

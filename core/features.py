@@ -29,6 +29,7 @@ GROUPS = {
 }
 FEATURE_SIZE = 27
 FORWARD = np.array([0.0, 0.0, 1.0])
+"""The character faces +Z in its own space."""
 
 
 def trajectory_offsets(fps: float) -> np.ndarray:

@@ -81,3 +81,10 @@ LOCOMOTION = ("walk", "walk-back", "walk-left", "walk-right", "walk-turn-left", 
 def locomotion_files(files) -> list[Path]:
     """The files whose activity is locomotion."""
     return [f for f in files if activity(Path(f).stem) in LOCOMOTION]
+
+
+def default_database_files(files, held_out: Path | None = None) -> list[Path]:
+    """The default motion-matching database's clips: the training split's locomotion; failing that, any
+    clip but `held_out`, or `held_out` itself."""
+    training = [f for f in split_by_file(files)[0] if f != held_out]
+    return locomotion_files(training) or [f for f in files if f != held_out] or [held_out]

@@ -22,7 +22,7 @@ import numpy as np
 from . import quat
 from .config import DeviceOffsets, SimulationConfig, SolverConfig
 from .devices import device_offsets, hmd_forward
-from .features import GROUPS, FeatureScale, pose_features, searchable_frames
+from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .foot_lock import FootLock
 from .inertialize import Inertializer
 from .leg_ik import two_bone_ik
@@ -38,7 +38,6 @@ from .upper_body_pose import DeviceAttachments, calibrate_upper_body, pose_upper
 
 TRAJECTORY_TIMES_S = np.array([1.0, 2.0, 3.0]) / 3.0
 """Eq. 7-8: the query's trajectory 0.33, 0.66 and 1 s ahead."""
-FORWARD = np.array([0.0, 0.0, 1.0])
 POSE_FEATURES = slice(0, GROUPS["foot_positions"].stop)
 """z^v and z^l: the part of the query copied from the current pose (eq. 5-6)."""
 
@@ -109,6 +108,8 @@ class SolverState:
     started: bool = False
     database: int = 0
     frame: int = 0
+    clip_stop: int = 0
+    """End (exclusive) of the clip the current frame belongs to."""
     since_search: int = 0
     root_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
     root_rotation: np.ndarray = field(default_factory=lambda: quat.identity())
@@ -119,6 +120,8 @@ class SolverState:
     previous_target: np.ndarray | None = None
     hmd: tuple | None = None
     hands_in_heading: tuple | None = None
+    standing_height_m: float | None = None
+    """The calibrated standing HMD height; None while it is being measured."""
     height_samples: list = field(default_factory=list)
     elapsed_s: float = 0.0
 
@@ -126,13 +129,16 @@ class SolverState:
 class Solver:
     """Motion matching over one or more databases, then foot lock and upper-body IK (live driver: `step`)."""
 
-    def __init__(self, databases: list[PoseDatabase], config: SolverConfig = SolverConfig(),
+    def __init__(self, databases: list[PoseDatabase | MatchingDatabase], config: SolverConfig = SolverConfig(),
                  orientation_model: OrientationModel | None = None, standing_hmd_height_m: float | None = None,
                  devices: DeviceOffsets = DeviceOffsets()):
+        """`databases` may come prepared (MatchingDatabase.prepare with the same feature weights and margins),
+        so that solvers differing in other settings share one feature database and index."""
         if not databases:
             raise DatabaseError("the solver needs at least one database")
-        first = databases[0]
-        for other in databases[1:]:
+        prepared = [d if isinstance(d, MatchingDatabase) else MatchingDatabase.prepare(d, config) for d in databases]
+        first = prepared[0].poses
+        for other in (p.poses for p in prepared[1:]):
             if other.skeleton.names != first.skeleton.names or abs(other.fps - first.fps) > 1e-9:
                 raise DatabaseError("all databases must share one skeleton and frame rate "
                                     f"({len(first.skeleton)} joints at {first.fps:g} fps first)")
@@ -142,7 +148,7 @@ class Solver:
             raise ValueError(f"orientation must be 'network' or 'hmd', not {config.orientation!r}")
         self.config = config
         self.devices = devices
-        self.databases = [MatchingDatabase.prepare(db, config) for db in databases]
+        self.databases = prepared
         self.skeleton = first.skeleton
         self.mapping = first.mapping
         self.fps = first.fps
@@ -156,11 +162,18 @@ class Solver:
                               for s in "lr"])
         if np.any(self.skeleton.parents[self.legs[:, 1:]] != self.legs[:, :-1]):
             raise DatabaseError("the foot lock needs each leg as a chain: hips > thigh > shin > foot > toes")
+        self.hips_chain = [m["hips"]]
+        """The joints from the skeleton's root down to the hips, root first."""
+        while self.skeleton.parents[self.hips_chain[0]] >= 0:
+            self.hips_chain.insert(0, int(self.skeleton.parents[self.hips_chain[0]]))
         self.reset()
 
-    def reset(self) -> None:
-        """Forget the user: the next step starts a new avatar where the devices are."""
-        self.state = SolverState()
+    def reset(self, standing_hmd_height_m: float | None = None) -> None:
+        """Forget the user: the next step starts a new avatar where the devices are.
+
+        The standing HMD height is the one given here, else the solver's, else measured live.
+        """
+        self.state = SolverState(standing_height_m=standing_hmd_height_m or self.fixed_height)
         self.inertializer = Inertializer.at_rest(len(self.skeleton))
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
         self.predictor = OrientationPredictor(self.model) if self.model is not None else None
@@ -170,9 +183,9 @@ class Solver:
 
     def standing_height(self, hmd_height: float) -> float:
         """The calibrated standing HMD height: given, or the mean over the first `calibration_s` seconds."""
-        if self.fixed_height is not None:
-            return self.fixed_height
         state = self.state
+        if state.standing_height_m is not None:
+            return state.standing_height_m
         if state.elapsed_s < self.config.calibration_s or not state.height_samples:
             state.height_samples.append(hmd_height)
         return float(np.mean(state.height_samples))
@@ -213,8 +226,7 @@ class Solver:
         state.previous_target = target
 
         database = self.choose_database(hmd_position[1] / standing)
-        at_end = state.frame + 1 >= self.databases[state.database].poses.range_stops[
-            self.databases[state.database].poses.clip_of(state.frame)] - 1
+        at_end = state.frame + 1 >= state.clip_stop - 1
         searched = (not state.started or teleported or database != state.database or at_end
                     or state.since_search >= config.search_interval)
         if searched:
@@ -222,8 +234,7 @@ class Solver:
             state.since_search = 0
         state.started = True
         state.since_search += 1
-        state.frame += 1
-        self.keep_in_clip()
+        state.frame = min(state.frame + 1, state.clip_stop - 1)  # never past the clip (a search is forced there)
 
         rotations_out, positions_out = self.play(dt)
         self.follow_target(target, dt)
@@ -295,7 +306,7 @@ class Solver:
         directions = quat.inverse_rotate(state.root_rotation, quat.rotate(facings, FORWARD))
         return np.concatenate([pose_part, future[:, [0, 2]].ravel(), directions[:, [0, 2]].ravel()])
 
-    def search(self, database: int, target: np.ndarray, goal_facing: np.ndarray) -> bool:
+    def search(self, database: int, target: np.ndarray, goal_facing: np.ndarray) -> None:
         """Search `database` for the best match; switch to it (with inertialization) if it is not the current pose."""
         state = self.state
         matching = self.databases[database]
@@ -306,12 +317,13 @@ class Solver:
             cost = float(squared_distances(matching.index.features[state.frame:state.frame + 1], query)[0])
         found, _ = matching.index.nearest(query, best, cost)
         if state.started and found == state.frame and database == state.database:
-            return False
+            return
         if state.started:
             self.inertializer.transition(self.database_pose(state.database, state.frame),
                                          self.database_pose(database, found))
+        poses = matching.poses
         state.database, state.frame = database, found
-        return state.started
+        state.clip_stop = int(poses.range_stops[poses.clip_of(found)])
 
     def database_pose(self, database: int, frame: int):
         """(rotations, angular velocities, positions, velocities) of one pose; joint 0 carries the root's rates."""
@@ -321,12 +333,6 @@ class Solver:
         rotations[0], positions[0] = quat.identity(), 0.0
         return (rotations, poses.angular_velocities[frame].astype(float), positions,
                 poses.velocities[frame].astype(float))
-
-    def keep_in_clip(self) -> None:
-        """Never play past a clip's last frame (a search is forced there)."""
-        poses = self.databases[self.state.database].poses
-        stop = poses.range_stops[poses.clip_of(self.state.frame - 1)]
-        self.state.frame = min(self.state.frame, stop - 1)
 
     def play(self, dt: float):
         """The current pose with the transition offsets applied; the root integrated from its velocity."""
@@ -374,14 +380,9 @@ class Solver:
 
     def leg_transforms(self, rotations: np.ndarray, positions: np.ndarray):
         """Global rotations and positions (2, 5, ...) of hips, thigh, shin, foot and toes for both legs."""
-        parents = self.skeleton.parents
         chain = self.legs
-        hips = chain[0, 0]
-        path = [hips]
-        while parents[path[-1]] >= 0:
-            path.append(int(parents[path[-1]]))
         rotation, position = quat.identity(), np.zeros(3)
-        for joint in reversed(path):
+        for joint in self.hips_chain:
             position = position + quat.rotate(rotation, positions[joint])
             rotation = quat.multiply(rotation, rotations[joint])
         global_rotations = np.empty((2, 5, 4))
@@ -433,25 +434,19 @@ def standing_height(stream: ThreePointStream, seconds: float) -> float:
 def solve(stream: ThreePointStream, solver: Solver) -> Solution:
     """The offline driver: resample to the solver's rate, calibrate on the first half second, step every frame."""
     stream = stream.resampled(solver.fps)
-    first_hmd = np.flatnonzero(stream.tracked[:, 0])
-    if not len(first_hmd):
-        raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
-    fixed, solver.fixed_height = solver.fixed_height, height
-    solver.reset()
-    try:
-        frames = []
-        for t in range(first_hmd[0], len(stream)):
-            dt = stream.times[t] - stream.times[t - 1] if t > first_hmd[0] else 1.0 / solver.fps
-            frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
-        motion = solver.pose_upper_body(frames, solver.upper_body_calibration(height))
-    finally:
-        solver.fixed_height = fixed
-    if first_hmd[0] > 0:  # before the HMD is first seen the avatar waits in its first pose
-        motion = Motion(motion.skeleton, np.concatenate([np.repeat(motion.rotations[:1], first_hmd[0], 0), motion.rotations]),
-                        np.concatenate([np.repeat(motion.positions[:1], first_hmd[0], 0), motion.positions]),
+    first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
+    solver.reset(height)
+    frames = []
+    for t in range(first, len(stream)):
+        dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
+        frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+    motion = solver.pose_upper_body(frames, solver.upper_body_calibration(height))
+    if first > 0:  # before the HMD is first seen the avatar waits in its first pose
+        motion = Motion(motion.skeleton, np.concatenate([np.repeat(motion.rotations[:1], first, 0), motion.rotations]),
+                        np.concatenate([np.repeat(motion.positions[:1], first, 0), motion.positions]),
                         motion.fps, motion.name)
-        frames = [frames[0]] * first_hmd[0] + frames
+        frames = [frames[0]] * first + frames
     return Solution(motion, stream, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
                     np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height)
 

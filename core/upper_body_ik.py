@@ -31,6 +31,15 @@ UP = np.array([0.0, 1.0, 0.0])
 _X, _Y, _Z = np.eye(3)
 
 
+def arm_length_from_span(span_m: float, shoulder_half_width_m: float) -> float:
+    """Eq. 1: l_l = l_u = (span - 2 l_s) / 4 from the wrists' distance in a T-pose."""
+    arm = (span_m - 2.0 * shoulder_half_width_m) / 4.0
+    if arm <= 0.0:
+        raise ValueError(f"T-pose calibration: wrists {span_m:.3f} m apart, not wider than the shoulders "
+                         f"({2 * shoulder_half_width_m:.3f} m); hold the arms straight out to the sides")
+    return arm
+
+
 @dataclass(frozen=True)
 class UpperBodyCalibration:
     """The user's (or avatar's) proportions that the IK needs (§3)."""
@@ -51,10 +60,7 @@ class UpperBodyCalibration:
     def from_t_pose(cls, hmd_position, left_wrist, right_wrist, shoulder_half_width_m: float = 0.155):
         """Eq. 1: both arms' lengths from the wrists' distance in a T-pose, l_l = l_u = (span - 2 l_s) / 4."""
         span = float(length(np.asarray(left_wrist, float) - np.asarray(right_wrist, float)))
-        arm = (span - 2.0 * shoulder_half_width_m) / 4.0
-        if arm <= 0.0:
-            raise ValueError(f"T-pose calibration: wrists {span:.3f} m apart, not wider than the shoulders "
-                             f"({2 * shoulder_half_width_m:.3f} m); hold the arms straight out to the sides")
+        arm = arm_length_from_span(span, shoulder_half_width_m)
         return cls(float(np.asarray(hmd_position)[1]), arm, arm,
                    shoulder_from_neck=(shoulder_half_width_m, 0.0, 0.0))
 
