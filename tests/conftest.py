@@ -1,6 +1,8 @@
 """Shared fixtures: the real motion capture beside the repository (../shared/data/bandai)."""
 import os
+import sys
 import tempfile
+from importlib import util
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="vr_avat
 
 from core.bvh import read_bvh
 
+ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
 DATASET_1 = DATA / "Bandai-Namco-Research-Motiondataset-1"
 DATASET_2 = DATA / "Bandai-Namco-Research-Motiondataset-2"
@@ -37,3 +40,54 @@ def walk1():
 @pytest.fixture(scope="session")
 def walk2():
     return read_bvh(WALK_2)
+
+
+# --- Blender: the extension zip installed into the real bpy module, once per test session ---------
+
+REPO_MODULE = "vr_avatar_test"  # the temporary user repository the tests install into
+ADDON_MODULE = f"bl_ext.{REPO_MODULE}.vr_avatar"
+
+
+def load_by_path(name: str, path: Path):
+    """A module loaded by file path, the way build.py loads packaging.py (no bpy needed)."""
+    spec = util.spec_from_file_location(name, path)
+    module = util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+packaging = load_by_path("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
+
+
+@pytest.fixture(scope="session")
+def extension_zip(tmp_path_factory) -> Path:
+    return packaging.build_extension(ROOT, tmp_path_factory.mktemp("dist"))
+
+
+@pytest.fixture(scope="session")
+def bpy():
+    """The real bpy module (Blender's user folders already point at a temporary place, above)."""
+    module = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
+    module.context.preferences.use_preferences_save = False
+    return module
+
+
+@pytest.fixture(scope="session")
+def installed(bpy, extension_zip, tmp_path_factory):
+    """The extension zip installed and enabled through Blender's extensions API, in a temporary user repository."""
+    repos = bpy.context.preferences.extensions.repos
+    repo = repos.new(name="VR Avatar test", module=REPO_MODULE, source='USER',
+                     custom_directory=str(tmp_path_factory.mktemp("extensions_repo")))
+    result = bpy.ops.extensions.package_install_files(filepath=str(extension_zip), repo=REPO_MODULE,
+                                                      enable_on_install=True)
+    assert result == {'FINISHED'}
+    yield sys.modules[ADDON_MODULE]
+    bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
+    repos.remove(repo)
+
+
+@pytest.fixture
+def empty_scene(bpy, installed):
+    """A fresh, empty scene file with the add-on enabled."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    return bpy.context.scene

@@ -13,27 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
-WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
-REPO_MODULE = "vr_avatar_test"  # the temporary user repository the tests install into
-ADDON_MODULE = f"bl_ext.{REPO_MODULE}.vr_avatar"
+from conftest import ADDON_MODULE, ROOT, WALK_1 as WALK, load_by_path as _load, packaging
 
 
-def _load(name: str, path: Path):
-    """A module loaded by file path, the way build.py loads packaging.py (no bpy needed)."""
-    spec = util.spec_from_file_location(name, path)
-    module = util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-packaging = _load("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
-
-
-@pytest.fixture(scope="module")
-def extension_zip(tmp_path_factory) -> Path:
-    return packaging.build_extension(ROOT, tmp_path_factory.mktemp("dist"))
 
 
 # --- packaging -------------------------------------------------------------------------------
@@ -43,7 +25,7 @@ def test_zip_holds_manifest_addon_and_core_at_its_root(extension_zip):
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert extension_zip.name == f"vr_avatar-{version}.zip"
     names = zipfile.ZipFile(extension_zip).namelist()
-    for required in ("blender_manifest.toml", "__init__.py", "operators.py", "axes.py", "core/__init__.py",
+    for required in ("blender_manifest.toml", "__init__.py", "operators_library.py", "axes.py", "core/__init__.py",
                      "core/bvh.py"):
         assert required in names
     assert "packaging.py" not in names
@@ -95,39 +77,6 @@ def test_zip_passes_blenders_own_validator(extension_zip):
 
 
 # --- the add-on inside Blender ---------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def bpy(tmp_path_factory):
-    """The real bpy module, with Blender's user folders (config, extensions cache) in a temporary place.
-
-    BLENDER_USER_RESOURCES only takes effect if this is the process's first `import bpy`.
-    """
-    saved = os.environ.get("BLENDER_USER_RESOURCES")
-    os.environ["BLENDER_USER_RESOURCES"] = str(tmp_path_factory.mktemp("blender_user"))
-    try:
-        module = pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
-        module.context.preferences.use_preferences_save = False
-        yield module
-    finally:
-        if saved is None:
-            os.environ.pop("BLENDER_USER_RESOURCES", None)
-        else:
-            os.environ["BLENDER_USER_RESOURCES"] = saved
-
-
-@pytest.fixture(scope="module")
-def installed(bpy, extension_zip, tmp_path_factory):
-    """The extension zip installed and enabled through Blender's extensions API, in a temporary user repository."""
-    repos = bpy.context.preferences.extensions.repos
-    repo = repos.new(name="VR Avatar test", module=REPO_MODULE, source='USER',
-                     custom_directory=str(tmp_path_factory.mktemp("extensions_repo")))
-    result = bpy.ops.extensions.package_install_files(filepath=str(extension_zip), repo=REPO_MODULE,
-                                                      enable_on_install=True)
-    assert result == {'FINISHED'}
-    yield sys.modules[ADDON_MODULE]
-    bpy.ops.preferences.addon_disable(module=ADDON_MODULE)
-    repos.remove(repo)
 
 
 def test_installed_extension_registers_operator_and_panel(bpy, installed):

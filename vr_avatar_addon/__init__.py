@@ -1,4 +1,4 @@
-"""VR Avatar add-on: registers the thin Blender layer (properties, operators, panels) over `core`."""
+"""VR Avatar add-on: registers the thin Blender layer (properties, operators, panels, handlers) over `core`."""
 import importlib
 import importlib.util
 
@@ -8,12 +8,12 @@ import importlib.util
 # which returns the module bound below. The submodules the add-on uses are imported here too,
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
-for _submodule in ("bvh", "motion", "quat"):
+for _submodule in ("bvh", "config", "humanoid", "motion", "quat", "stream"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import operators, panels, properties  # noqa: E402  (they need `core` bound first)
+from . import operators_library, panels, properties  # noqa: E402  (they need `core` bound first)
 
-_modules = (properties, operators, panels)
+_modules = (properties, operators_library, panels)
 
 
 def register():

@@ -1,24 +1,61 @@
-"""Panels: the VR Avatar tab in the 3D view's sidebar."""
+"""Panels: the VR Avatar tab in the 3D view's sidebar, one panel per stage of the work."""
 import bpy
 
-from .operators import VR_AVATAR_OT_import_bvh
 
-
-class VIEW3D_PT_vr_avatar(bpy.types.Panel):
+class VRAvatarPanel:
     bl_space_type = 'VIEW_3D'
     bl_region_type = 'UI'
     bl_category = "VR Avatar"
-    bl_label = "VR Avatar"
+
+
+class VIEW3D_PT_vr_avatar(VRAvatarPanel, bpy.types.Panel):
+    """Avatar: the target armature and its humanoid bone mapping."""
+    bl_label = "Avatar"
 
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
         layout.prop(context.scene.vr_avatar, "target_armature")
-        layout.operator(VR_AVATAR_OT_import_bvh.bl_idname, icon='IMPORT')
 
 
-classes = (VIEW3D_PT_vr_avatar,)
+class VIEW3D_PT_vr_avatar_library(VRAvatarPanel, bpy.types.Panel):
+    """Motion library: import motion capture and build the motion database."""
+    bl_label = "Motion Library"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        layout.operator("vr_avatar.import_bvh", icon='IMPORT')
+
+
+class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
+    """Stream: the three-point stream as empties, and recording from a VR session."""
+    bl_label = "Stream"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        layout.prop(context.scene.vr_avatar.stream, "stream_path")
+
+
+class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
+    """Solve, scrub and bake: the solver's settings, the cached solve and its quality report."""
+    bl_label = "Solve and Bake"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        solve = context.scene.vr_avatar.solve
+        for name in ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "orientation",
+                     "calibration"):
+            layout.prop(solve, name)
+
+
+classes = (VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

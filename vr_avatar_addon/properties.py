@@ -1,27 +1,118 @@
-"""Properties: the add-on's settings, stored on the scene as `scene.vr_avatar`."""
+"""Properties: the add-on's settings, stored on the scene as `scene.vr_avatar`, grouped by panel section.
+
+Defaults come from core's configuration dataclasses (core/config.py), so the add-on and the
+command line start from the same values, taken from the papers.
+"""
 import bpy
-from bpy.props import PointerProperty, StringProperty
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty,
+                       PointerProperty, StringProperty)
+
+from . import core
+
+SOLVER = core.config.SolverConfig()
 
 
 def _is_armature(_settings, obj):
     return obj.type == 'ARMATURE'
 
 
+def _mark_stale(settings, context):
+    """A setting that changes the solve marks the cached solve stale."""
+    scene_settings = context.scene.vr_avatar
+    if scene_settings.solve.has_cache:
+        scene_settings.solve.cache_stale = True
+
+
+class VRAvatarBoneMapItem(bpy.types.PropertyGroup):
+    """One canonical humanoid joint (SPEC §6) and the target armature's bone that plays it."""
+    joint: StringProperty(name="Joint", description="Canonical humanoid joint")
+    bone: StringProperty(name="Bone", description="Bone of the target armature that plays this joint",
+                         update=_mark_stale)
+
+
+class VRAvatarLibrarySettings(bpy.types.PropertyGroup):
+    """Motion library: mocap imports and the motion database."""
+    mocap_path: StringProperty(
+        name="Motion Capture", description="Motion capture file or folder to build the motion database from",
+        subtype='FILE_PATH')
+    database_path: StringProperty(
+        name="Database", description="Motion database file (.npz), saved beside the .blend with a relative path",
+        subtype='FILE_PATH', update=_mark_stale)
+    height_min: FloatProperty(
+        name="Height Ratio Min", description="Lowest ratio of HMD height to standing height this database serves",
+        default=0.0, min=0.0, max=2.0)
+    height_max: FloatProperty(
+        name="Height Ratio Max", description="Highest ratio of HMD height to standing height this database serves "
+        "(2 means no upper bound)",
+        default=2.0, min=0.0, max=2.0)
+    mirror: BoolProperty(name="Mirror", description="Add a left-right mirrored copy of every clip", default=False)
+    locomotion_only: BoolProperty(
+        name="Locomotion Only", description="Keep only walking, running and turning clips from a folder",
+        default=True)
+
+
+class VRAvatarStreamSettings(bpy.types.PropertyGroup):
+    """Three-point stream: the loaded CSV and its empties, and recording."""
+    stream_path: StringProperty(name="Stream", description="Three-point stream CSV (SPEC §3)", subtype='FILE_PATH',
+                                update=_mark_stale)
+    head: PointerProperty(name="HMD", description="Empty that carries the headset pose", type=bpy.types.Object)
+    left: PointerProperty(name="Left", description="Empty that carries the left controller's grip",
+                          type=bpy.types.Object)
+    right: PointerProperty(name="Right", description="Empty that carries the right controller's grip",
+                           type=bpy.types.Object)
+    record_path: StringProperty(name="Record To", description="CSV file a VR session is recorded to",
+                                subtype='FILE_PATH', default="//vr_stream.csv")
+
+
+class VRAvatarSolveSettings(bpy.types.PropertyGroup):
+    """Solver settings (core SolverConfig) and the cached solve."""
+    alpha_m: FloatProperty(
+        name="Position Accuracy α", description="The avatar's root stays within this distance of the headset "
+        "(MMVR §5.4: 0.3 m, 0.1 m for self-avatars)", default=SOLVER.alpha_m, min=0.01, max=2.0, unit='LENGTH',
+        update=_mark_stale)
+    search_interval: IntProperty(
+        name="Search Interval", description="Frames between motion-matching searches (MMVR §5.3)",
+        default=SOLVER.search_interval, min=1, max=120, update=_mark_stale)
+    responsiveness_s: FloatProperty(
+        name="Transition Half-life", description="Inertialization half-life: smaller answers faster, "
+        "larger blends more smoothly", default=SOLVER.inertialization_halflife_s, min=0.01, max=1.0,
+        unit='TIME_ABSOLUTE', update=_mark_stale)
+    foot_lock: BoolProperty(name="Foot Lock", description="Hold a foot where it touched down (MMVR §6.2)",
+                            default=SOLVER.foot_lock, update=_mark_stale)
+    arm_ik: BoolProperty(name="Arm IK", description="Pose neck, shoulders and arms from the headset and "
+                         "controllers (Parger et al.); off keeps the matched upper body", default=True,
+                         update=_mark_stale)
+    orientation: EnumProperty(
+        name="Body Orientation", description="How the body's facing is found",
+        items=[('NETWORK', "Network", "The orientation network (MMVR §4)"),
+               ('HMD', "HMD Forward", "The body faces where the headset faces")],
+        default='NETWORK', update=_mark_stale)
+    calibration: EnumProperty(
+        name="Calibration", description="Where the user's standing height and arm span come from",
+        items=[('STREAM', "From Stream", "Standing pose in the stream's first half second"),
+               ('EXPLICIT', "Explicit", "The height and arm span below")],
+        default='STREAM', update=_mark_stale)
+    user_height: FloatProperty(name="Standing HMD Height", description="The headset's height when the user stands",
+                               default=1.6, min=0.5, max=2.5, unit='LENGTH', update=_mark_stale)
+    arm_span: FloatProperty(name="Arm Span", description="Controller to controller distance in a T-pose",
+                            default=1.5, min=0.5, max=2.5, unit='LENGTH', update=_mark_stale)
+    has_cache: BoolProperty(name="Solved", description="A solve is cached in this .blend", default=False)
+    cache_stale: BoolProperty(name="Stale", description="A setting changed since the cached solve", default=False)
+
+
 class VRAvatarSettings(bpy.types.PropertyGroup):
     target_armature: PointerProperty(
-        name="Target Armature",
-        description="Armature that the avatar's motion drives",
-        type=bpy.types.Object,
-        poll=_is_armature,
-    )
-    mocap_path: StringProperty(
-        name="Motion Capture",
-        description="Motion capture file or folder to use as the motion database",
-        subtype='FILE_PATH',
-    )
+        name="Target Armature", description="Armature that the avatar's motion drives", type=bpy.types.Object,
+        poll=_is_armature, update=_mark_stale)
+    bone_map: CollectionProperty(type=VRAvatarBoneMapItem)
+    bone_map_index: IntProperty(name="Active Joint", default=0)
+    library: PointerProperty(type=VRAvatarLibrarySettings)
+    stream: PointerProperty(type=VRAvatarStreamSettings)
+    solve: PointerProperty(type=VRAvatarSolveSettings)
 
 
-classes = (VRAvatarSettings,)
+classes = (VRAvatarBoneMapItem, VRAvatarLibrarySettings, VRAvatarStreamSettings, VRAvatarSolveSettings,
+           VRAvatarSettings)
 
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)

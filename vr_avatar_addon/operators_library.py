@@ -1,4 +1,4 @@
-"""Operators: importing motion capture into Blender through `core`."""
+"""Motion library operators: importing motion capture into Blender through `core`."""
 from pathlib import Path
 
 import bpy

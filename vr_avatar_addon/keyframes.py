@@ -1,0 +1,55 @@
+"""Keyframes: new actions written in bulk (one `foreach_set` per f-curve), never editing an existing one.
+
+Blender 4.4+ stores f-curves in layered actions: action → slot (which ID it animates) → layer →
+keyframe strip → channelbag → f-curves. Everything the add-on animates (baked armatures, stream
+empties) goes through `new_action`, so existing actions are never touched.
+"""
+import bpy
+import numpy as np
+
+LINEAR = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
+
+
+def new_action(name: str, owner, channels, frame_start: int):
+    """A new action on `owner` (an object) holding `channels`, keyed at frame_start, frame_start + 1, ...
+
+    channels: iterable of (data_path, values (F, N), group): one f-curve per column of values.
+    The owner's previous action, if any, is kept with a fake user (it is not lost when saving) and
+    returned beside the new one so the caller can report it.
+    """
+    action = bpy.data.actions.new(name)
+    slot = action.slots.new(id_type='OBJECT', name=owner.name)
+    strip = action.layers.new("Layer").strips.new(type='KEYFRAME')
+    channelbag = strip.channelbag(slot, ensure=True)
+    for data_path, values, group in channels:
+        values = np.asarray(values, dtype=np.float32).reshape(len(values), -1)
+        frames = np.arange(frame_start, frame_start + len(values), dtype=np.float32)
+        for index in range(values.shape[1]):
+            curve = channelbag.fcurves.new(data_path, index=index, group_name=group)
+            points = curve.keyframe_points
+            points.add(len(frames))
+            points.foreach_set("co", np.column_stack([frames, values[:, index]]).ravel())
+            points.foreach_set("interpolation", np.full(len(frames), LINEAR, dtype=np.int32))
+            curve.update()
+    animation = owner.animation_data or owner.animation_data_create()
+    previous = animation.action
+    if previous is not None:
+        previous.use_fake_user = True
+    animation.action = action
+    animation.action_slot = slot
+    return action, previous
+
+
+def fcurve_values(action, owner, data_path: str, length: int) -> np.ndarray:
+    """(F, length) keyed values of one channel of `owner`'s slot in `action` (for reading back)."""
+    slot = next(s for s in action.slots if s.identifier.endswith(owner.name) or len(action.slots) == 1)
+    channelbag = action.layers[0].strips[0].channelbag(slot)
+    curves = [channelbag.fcurves.find(data_path, index=i) for i in range(length)]
+    if any(c is None for c in curves):
+        raise KeyError(f"action '{action.name}' has no channel {data_path!r} for '{owner.name}'")
+    columns = []
+    for curve in curves:
+        co = np.empty(2 * len(curve.keyframe_points), dtype=np.float32)
+        curve.keyframe_points.foreach_get("co", co)
+        columns.append(co[1::2])
+    return np.stack(columns, axis=-1)
