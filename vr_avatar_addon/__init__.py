@@ -11,9 +11,9 @@ core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"
 for _submodule in ("bvh", "config", "humanoid", "motion", "quat", "stream"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import operators_library, panels, properties  # noqa: E402  (they need `core` bound first)
+from . import operators_library, operators_solve, operators_stream, panels, properties  # noqa: E402  (need `core`)
 
-_modules = (properties, operators_library, panels)
+_modules = (properties, operators_library, operators_stream, operators_solve, panels)
 
 
 def register():
