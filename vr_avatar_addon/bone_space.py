@@ -1,0 +1,101 @@
+"""Bone space: conversion between core's global joint rotations and Blender pose-bone basis values.
+
+A bone's orientation here is its own rest axes carried into the world, in core's frame (+Y up):
+world = delta · rest, where rest includes the armature object's world rotation. Blender composes
+a pose bone as world_j = world_p · rest_p⁻¹ · rest_j · basis_j, so the basis that gives the
+wanted world orientations G is basis_j = rest_j⁻¹ · rest_p · G_p⁻¹ · G_j (root: rest_j⁻¹ · G_j).
+"""
+import numpy as np
+
+from . import core
+from .axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up
+
+quat = core.quat
+
+
+def _matrices(collection, name: str) -> np.ndarray:
+    """(N, 4, 4) matrix property of every item of a bpy collection, rows first (foreach_get is column-major)."""
+    flat = np.empty(len(collection) * 16, dtype=np.float32)
+    collection.foreach_get(name, flat)
+    return flat.reshape(-1, 4, 4).transpose(0, 2, 1).astype(float)
+
+
+def _world(obj) -> np.ndarray:
+    """(4, 4) the object's world matrix."""
+    return np.array(obj.matrix_world, dtype=float)
+
+
+def _rotation(matrices: np.ndarray) -> np.ndarray:
+    """(..., 4) quaternions of the rotation part of (..., 3+, 3+) matrices, scale removed."""
+    basis = matrices[..., :3, :3]
+    return quat.from_matrix(basis / np.linalg.norm(basis, axis=-2, keepdims=True))
+
+
+def parents(obj) -> np.ndarray:
+    """(J,) parent index of each bone of obj.data.bones (-1 for a root)."""
+    bones = obj.data.bones
+    index = {bone.name: j for j, bone in enumerate(bones)}
+    return np.array([index[bone.parent.name] if bone.parent else -1 for bone in bones])
+
+
+def rest_rotations(obj) -> np.ndarray:
+    """(J, 4) each bone's rest orientation in the world, core's frame, obj.data.bones order."""
+    world = quat.from_matrix(np.array(obj.matrix_world.to_3x3().normalized(), dtype=float))
+    local = _rotation(_matrices(obj.data.bones, "matrix_local"))
+    return y_up_rotation_from_z_up(quat.multiply(world, local))
+
+
+def rest_positions(obj) -> np.ndarray:
+    """(J, 3) bone heads in the world at rest, core's frame (metres when the object is unscaled)."""
+    heads = np.empty(len(obj.data.bones) * 3, dtype=np.float32)
+    obj.data.bones.foreach_get("head_local", heads)
+    world = _world(obj)
+    return y_up_from_z_up(heads.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3])
+
+
+def basis_rotations(global_rotations, rest, parents) -> np.ndarray:
+    """(F, J, 4) pose-bone rotation_quaternion values that give each bone the world orientation global_rotations."""
+    global_rotations = np.asarray(global_rotations, dtype=float)
+    rest = np.asarray(rest, dtype=float)
+    parents = np.asarray(parents)
+    basis = quat.inverse_multiply(rest, global_rotations)
+    child = parents >= 0
+    if child.any():
+        p = parents[child]
+        parent_delta = quat.multiply_inverse(rest[p], global_rotations[..., p, :])  # rest_p · G_p⁻¹
+        basis[..., child, :] = quat.inverse_multiply(
+            rest[child], quat.multiply(parent_delta, global_rotations[..., child, :]))
+    return continuous(basis)
+
+
+def continuous(rotations: np.ndarray) -> np.ndarray:
+    """(F, J, 4) the same rotations with each frame in the previous frame's hemisphere (f-curves interpolate
+    the components, so q and -q on neighbouring frames would swing through a full turn)."""
+    if rotations.ndim < 3 or len(rotations) < 2:
+        return rotations
+    steps = np.where(np.sum(rotations[1:] * rotations[:-1], axis=-1) < 0.0, -1.0, 1.0)
+    signs = np.concatenate([np.ones((1,) + steps.shape[1:]), np.cumprod(steps, axis=0)])
+    return rotations * signs[..., None]
+
+
+def basis_root_location(root_positions, obj, bone) -> np.ndarray:
+    """(F, 3) the root pose bone's `location` (its rest frame, armature units) putting its head at root_positions.
+
+    root_positions: (F, 3) world positions in core's frame; bone: the parentless bone (a `bpy.types.Bone`).
+    """
+    world = np.linalg.inv(_world(obj))
+    armature_space = z_up_from_y_up(root_positions) @ world[:3, :3].T + world[:3, 3]
+    rest = np.array(bone.matrix_local, dtype=float)
+    return (armature_space - rest[:3, 3]) @ rest[:3, :3]
+
+
+def pose_from_basis(obj, rotations, root_location) -> None:
+    """Set every pose bone's rotation_quaternion ((J, 4), obj.data.bones order) and the root bone's location."""
+    pose_bones = obj.pose.bones
+    for pose_bone in pose_bones:
+        pose_bone.rotation_mode = 'QUATERNION'
+    rotations = np.asarray(rotations, dtype=np.float32)
+    order = [obj.data.bones.find(pose_bone.name) for pose_bone in pose_bones]
+    pose_bones.foreach_set("rotation_quaternion", rotations[order].ravel())
+    root = next(pose_bone for pose_bone in pose_bones if pose_bone.parent is None)
+    root.location = tuple(float(v) for v in root_location)
