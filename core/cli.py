@@ -4,21 +4,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from . import bench, demo, eval_ik, eval_matching, eval_orientation, train_orientation
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DatabaseConfig, DeviceOffsets, SimulationConfig, SolverConfig, describe
-from .devices import implied_joint_positions
 from .humanoid import HumanoidMappingError, find_mapping
 from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from .pose_database import DatabaseError, build_database
-from .report import quality_series, write_report
+from .report import write_solution_report
 from .simulate import simulate_stream
-from .solver import load_solver, solve
+from .solver import solve_calibrated
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
-from .upper_body_ik import arm_length_from_span
 
 USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, FileNotFoundError,
                ValueError)
@@ -132,19 +129,9 @@ def solve_stream(args) -> int:
     """Solve a three-point stream into a full-body motion on the database skeleton (BVH, metres)."""
     stream = read_stream(args.stream)
     config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock)
-    solver = load_solver(args.db, config, args.orientation, args.height)
-    if args.arm_span:
-        arm = arm_length_from_span(args.arm_span, solver.rig.calibration.shoulder_from_neck[0])
-        solver.rig.calibration = replace(solver.rig.calibration, upper_arm_m=arm, forearm_m=arm)
-    solution = solve(stream, solver)
+    solution = solve_calibrated(stream, args.db, config, args.orientation, args.height, args.arm_span)
     write_bvh(args.output, solution.motion)
-    series = quality_series(solution.motion, implied_joint_positions(solution.stream)[:, 1:],
-                            solution.stream.tracked[:, 1:], solution.targets)
-    figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
-               "standing_hmd_height_m": round(solution.standing_height_m, 4),
-               "searches": int(solution.searches.sum()),
-               "poses_used": len(set(zip(solution.databases.tolist(), solution.frames.tolist())))}
-    report = write_report(Path(args.output).with_suffix(""), series, figures, f"solve {Path(args.stream).name}")
+    report = write_solution_report(Path(args.output).with_suffix(""), solution, f"solve {Path(args.stream).name}")
     print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "
           f"{report['json']}" + (f" and {report['plot']}" if "plot" in report else ""), file=sys.stderr)
     return 0

@@ -146,6 +146,8 @@ class SolverConfig:
     """'network' (MMVR §4, the shipped model) or 'hmd' (the HMD's forward direction)."""
     foot_lock: bool = True
     """§6.2: hold a foot in contact where it touched down."""
+    arm_ik: bool = True
+    """§6.1: pose neck, shoulders and arms from the devices (Parger IK); off keeps the matched upper body."""
     foot_unlock_distance_m: float = 0.2
     """Release a lock when the matched pose's foot is this far from it (§6.2's maximum distance)."""
     foot_unlock_halflife_s: float = 0.1

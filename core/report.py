@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .devices import implied_joint_positions
 from .humanoid import find_mapping
 from .metrics import floor_height, foot_skate_per_frame
 from .motion import Motion
@@ -101,3 +102,14 @@ def plot_series(path: Path, series: dict[str, np.ndarray], title: str) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=100)
     pyplot.close(figure)
+
+
+def write_solution_report(stem: str | Path, solution, title: str = "") -> dict:
+    """The quality report of an offline solve (a solver.Solution): root and hand errors, foot skating."""
+    series = quality_series(solution.motion, implied_joint_positions(solution.stream)[:, 1:],
+                            solution.stream.tracked[:, 1:], solution.targets)
+    figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
+               "standing_hmd_height_m": round(solution.standing_height_m, 4),
+               "searches": int(solution.searches.sum()),
+               "poses_used": len(set(zip(solution.databases.tolist(), solution.frames.tolist())))}
+    return write_report(stem, series, figures, title)

@@ -33,7 +33,7 @@ from .search import FeatureIndex, squared_distances
 from .simulate import simulate_stream
 from .spring import rotation_spring_toward, spring_toward
 from .stream import ThreePointStream
-from .upper_body_ik import UpperBodyCalibration
+from .upper_body_ik import UpperBodyCalibration, arm_length_from_span
 from .upper_body_pose import DeviceAttachments, calibrate_upper_body, pose_upper_body
 
 TRAJECTORY_TIMES_S = np.array([1.0, 2.0, 3.0]) / 3.0
@@ -403,6 +403,8 @@ class Solver:
         devices_r = np.stack([f.device_rotations for f in frames])
         joints = devices_p - quat.rotate(devices_r, self.offsets)
         motion = Motion(self.skeleton, rotations, positions, self.fps)
+        if not self.config.arm_ik:
+            return motion
         return pose_upper_body(motion, self.mapping, joints[:, 0], devices_r[:, 0], joints[:, 1:], devices_r[:, 1:],
                                self.rig.attachments, self.rig.frame_in_chest, calibration)
 
@@ -449,6 +451,20 @@ def solve(stream: ThreePointStream, solver: Solver) -> Solution:
         frames = [frames[0]] * first + frames
     return Solution(motion, stream, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
                     np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height)
+
+
+def solve_calibrated(stream: ThreePointStream, database_paths, config: SolverConfig = SolverConfig(),
+                     orientation: str | None = None, standing_hmd_height_m: float | None = None,
+                     arm_span_m: float | None = None) -> Solution:
+    """One offline solve with the user's calibration: the command line's and the add-on's shared path.
+
+    `arm_span_m` (wrist to wrist in a T-pose, Parger eq. 1) replaces the avatar's arm lengths.
+    """
+    solver = load_solver(database_paths, config, orientation, standing_hmd_height_m)
+    if arm_span_m:
+        arm = arm_length_from_span(arm_span_m, solver.rig.calibration.shoulder_from_neck[0])
+        solver.rig.calibration = replace(solver.rig.calibration, upper_arm_m=arm, forearm_m=arm)
+    return solve(stream, solver)
 
 
 def load_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
