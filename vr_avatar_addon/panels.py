@@ -1,6 +1,8 @@
 """Panels: the VR Avatar tab in the 3D view's sidebar, one panel per stage of the work."""
 import bpy
 
+from .operators_stream import VR_AVATAR_OT_record_stream
+
 
 class VRAvatarPanel:
     bl_space_type = 'VIEW_3D'
@@ -38,7 +40,19 @@ class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
-        layout.prop(context.scene.vr_avatar.stream, "stream_path")
+        stream = context.scene.vr_avatar.stream
+        row = layout.row(align=True)
+        row.operator("vr_avatar.load_stream", icon='IMPORT')
+        row.operator("vr_avatar.export_stream", icon='EXPORT')
+        layout.prop(stream, "stream_path")
+        column = layout.column(align=True)
+        for name in ("head", "left", "right"):
+            column.prop(stream, name)
+        layout.separator()
+        layout.prop(stream, "record_path")
+        recording = VR_AVATAR_OT_record_stream.is_recording()
+        layout.operator("vr_avatar.record_stream", text="Stop Recording" if recording else "Record VR Session",
+                        icon='PAUSE' if recording else 'REC', depress=recording)
 
 
 class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):

@@ -1,0 +1,149 @@
+"""Stream objects: a three-point stream as three animated empties and back, and VR session poses as a stream.
+
+The empties carry the poses in Blender's frame (+Z up); the conversion to and from core's frame
+goes through `axes`. Every object, action and collection made here carries the custom property
+TAG, so replacing a stream removes exactly what the add-on made and nothing else.
+"""
+import bpy
+import numpy as np
+
+from . import core
+from .axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up, z_up_rotation_from_y_up
+from .keyframes import new_action
+
+TAG = "vr_avatar_stream"
+TRACKED = "tracked"
+TIME_START = "vr_avatar_time_start"
+COLLECTION_NAME = "VR Stream"
+# Per device in core.stream.DEVICES order: object name, empty display type, display size (metres).
+EMPTIES = (("VR HMD", 'ARROWS', 0.15), ("VR Left Controller", 'ARROWS', 0.1), ("VR Right Controller", 'ARROWS', 0.1))
+CONSTANT = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["CONSTANT"].value
+
+
+def held_poses(positions, rotations, tracked):
+    """(F, 3) positions and (F, 4) rotations with each untracked frame holding the last tracked pose.
+
+    Frames before the first tracked one take the first tracked pose; a device never tracked sits at
+    the origin with the identity rotation.
+    """
+    frames = np.arange(len(tracked))
+    if not tracked.any():
+        return np.zeros((len(tracked), 3)), np.tile([1.0, 0.0, 0.0, 0.0], (len(tracked), 1))
+    last = np.maximum.accumulate(np.where(tracked, frames, -1))
+    source = np.where(last >= 0, last, np.flatnonzero(tracked)[0])
+    return positions[source], rotations[source]
+
+
+def _stream_collection(scene):
+    """The add-on's stream collection linked to the scene, made if there is none."""
+    collection = next((c for c in bpy.data.collections if c.get(TAG)), None)
+    if collection is None:
+        collection = bpy.data.collections.new(COLLECTION_NAME)
+        collection[TAG] = 1
+    if collection.name not in scene.collection.children:
+        scene.collection.children.link(collection)
+    return collection
+
+
+def remove_stream_empties(scene) -> int:
+    """Remove the scene's stream empties made by the add-on and their actions; returns how many empties."""
+    empties = [obj for obj in scene.objects if obj.get(TAG)]
+    for obj in empties:
+        action = obj.animation_data.action if obj.animation_data else None
+        bpy.data.objects.remove(obj)
+        if action is not None and action.get(TAG) and action.users == 0:
+            bpy.data.actions.remove(action)
+    return len(empties)
+
+
+def empties_from_stream(scene, stream, frame_start: int):
+    """Three new empties (HMD, left, right) in the "VR Stream" collection animated by `stream`, one frame per sample.
+
+    stream: a core ThreePointStream at the scene's rate (core's frame). Each empty is keyed with
+    location, rotation_quaternion and a 0/1 "tracked" custom property; untracked frames hold the
+    last tracked pose. Returns the three objects.
+    """
+    collection = _stream_collection(scene)
+    positions = z_up_from_y_up(stream.positions)
+    rotations = z_up_rotation_from_y_up(stream.rotations)
+    empties = []
+    for device, (name, display_type, size) in enumerate(EMPTIES):
+        tracked = stream.tracked[:, device]
+        location, rotation = held_poses(positions[:, device], rotations[:, device], tracked)
+        rotation = core.quat.unroll(core.quat.normalize(rotation))
+        obj = bpy.data.objects.new(name, None)
+        obj.empty_display_type, obj.empty_display_size = display_type, size
+        obj.rotation_mode = 'QUATERNION'
+        obj[TAG] = 1
+        obj[TRACKED] = 1
+        obj[TIME_START] = float(stream.times[0]) if len(stream) else 0.0
+        collection.objects.link(obj)
+        action, _ = new_action(f"{name} Stream", obj, [
+            ("location", location, "Transform"),
+            ("rotation_quaternion", rotation, "Transform"),
+            (f'["{TRACKED}"]', tracked.astype(float), "Tracking"),
+        ], frame_start)
+        action[TAG] = 1
+        tracked_curve = action.layers[0].strips[0].channelbag(action.slots[0]).fcurves.find(f'["{TRACKED}"]')
+        tracked_curve.keyframe_points.foreach_set("interpolation", np.full(len(stream), CONSTANT, dtype=np.int32))
+        empties.append(obj)
+    return empties
+
+
+def stream_from_empties(head, left, right, frames, fps: float, time_start: float = 0.0):
+    """A core ThreePointStream sampled from the three objects' world matrices at `frames` (core's frame).
+
+    Times are time_start + (frame - frames[0]) / fps. A frame is untracked where the object's
+    "tracked" custom property reads 0 (objects without it are always tracked). The scene's current
+    frame is restored afterwards.
+    """
+    scene = bpy.context.scene
+    frames = np.asarray(frames, dtype=int)
+    devices = (head, left, right)
+    positions = np.empty((len(frames), 3, 3))
+    rotations = np.empty((len(frames), 3, 4))
+    tracked = np.ones((len(frames), 3), dtype=bool)
+    current = scene.frame_current, scene.frame_subframe
+    try:
+        for i, frame in enumerate(frames):
+            scene.frame_set(int(frame))
+            for device, obj in enumerate(devices):
+                location, rotation, _ = obj.matrix_world.decompose()
+                positions[i, device] = location
+                rotations[i, device] = rotation
+                tracked[i, device] = bool(obj.get(TRACKED, 1))
+    finally:
+        scene.frame_set(current[0], subframe=current[1])
+    return stream_from_blender_poses(time_start + (frames - frames[0]) / fps, positions, rotations, tracked)
+
+
+def stream_from_blender_poses(times, positions, rotations, tracked=None):
+    """A core ThreePointStream from poses in Blender's frame: times (N,), positions (N, 3, 3), rotations (N, 3, 4).
+
+    A device is untracked where `tracked` is False or its pose is not finite or its quaternion is
+    zero (what the VR session reports before a controller was seen); its pose is NaN there.
+    """
+    positions = np.asarray(positions, dtype=float)
+    rotations = np.asarray(rotations, dtype=float)
+    norms = np.linalg.norm(rotations, axis=-1)
+    valid = np.isfinite(positions).all(axis=-1) & np.isfinite(norms) & (norms > 1e-6)
+    if tracked is not None:
+        valid &= np.asarray(tracked, dtype=bool)
+    core_positions = y_up_from_z_up(positions)
+    core_rotations = y_up_rotation_from_z_up(rotations / np.where(valid, norms, 1.0)[..., None])
+    core_positions[~valid] = np.nan
+    core_rotations[~valid] = np.nan
+    return core.stream.ThreePointStream(np.asarray(times, dtype=float), core_positions, core_rotations, valid)
+
+
+def xr_poses(context, session_state):
+    """The viewer pose and both controllers' grip poses now, Blender's frame: positions (3, 3), rotations (3, 4).
+
+    Controller 0 is the left hand and 1 the right, the order of the user paths of the grip pose
+    action in the VR Scene Inspection add-on's default action map.
+    """
+    positions = [session_state.viewer_pose_location] + [
+        session_state.controller_grip_location_get(context, index) for index in (0, 1)]
+    rotations = [session_state.viewer_pose_rotation] + [
+        session_state.controller_grip_rotation_get(context, index) for index in (0, 1)]
+    return np.array(positions, dtype=float), np.array(rotations, dtype=float)
