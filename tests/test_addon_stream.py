@@ -200,13 +200,16 @@ def test_vr_session_poses_convert_to_stream_rows(installed):
     """Poses as Blender's VR session gives them (Blender's frame) become CSV v1 rows in core's frame."""
     level_facing_minus_y = quat.multiply(quat.from_axis_rotation("z", np.pi), Y_UP_TO_Z_UP)
     positions = [[[0.0, 0.0, 1.7], [0.3, -0.2, 1.0], [-0.3, -0.2, 1.0]],
-                 [[1.0, 2.0, 1.6], [0.0, 0.0, 0.0], [0.5, 0.5, 0.5]]]
+                 [[1.0, 2.0, 1.6], [0.0, 0.0, 0.0], [0.5, 0.5, 0.5]],
+                 [[1.0, 2.0, 1.6], [0.1, 0.1, 0.1], [0.0, 0.0, 0.0]]]
     rotations = [[[1.0, 0.0, 0.0, 0.0], level_facing_minus_y, Y_UP_TO_Z_UP],
-                 [level_facing_minus_y, [0.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0]]]
-    stream = installed.stream_objects.stream_from_blender_poses([0.0, 0.011], positions, rotations)
+                 [level_facing_minus_y, [0.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0]],
+                 [level_facing_minus_y, [1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]]
+    stream = installed.stream_objects.stream_from_blender_poses([0.0, 0.011, 0.022], positions, rotations)
 
-    np.testing.assert_allclose(stream.times, [0.0, 0.011])
-    np.testing.assert_array_equal(stream.tracked, [[True, True, True], [True, False, True]])
+    np.testing.assert_allclose(stream.times, [0.0, 0.011, 0.022])
+    # A zero quaternion, or the origin with the identity (a controller the session has not seen), is untracked.
+    np.testing.assert_array_equal(stream.tracked, [[True, True, True], [True, False, True], [True, True, False]])
     np.testing.assert_allclose(stream.positions[0], [[0.0, 1.7, 0.0], [0.3, 1.0, 0.2], [-0.3, 1.0, 0.2]], atol=1e-12)
     np.testing.assert_allclose(stream.positions[1, [0, 2]], [[1.0, 1.6, -2.0], [0.5, 0.5, -0.5]], atol=1e-12)
     assert np.isnan(stream.positions[1, 1]).all() and np.isnan(stream.rotations[1, 1]).all()
@@ -220,6 +223,19 @@ def test_vr_session_poses_convert_to_stream_rows(installed):
     assert_same_rotations(stream.rotations[0, 2], [1.0, 0.0, 0.0, 0.0])
     # A non-unit quaternion is normalised.
     assert_same_rotations(stream.rotations[1, 2], [np.sqrt(0.5), -np.sqrt(0.5), 0.0, 0.0])
+
+
+def test_recording_warns_about_session_settings_that_lose_the_room(bpy, installed):
+    settings = bpy.context.window_manager.xr_session_settings
+    saved = settings.use_positional_tracking, settings.use_absolute_tracking
+    try:
+        settings.use_positional_tracking, settings.use_absolute_tracking = True, True
+        assert installed.operators_stream.recording_warnings(settings) == []
+        settings.use_positional_tracking, settings.use_absolute_tracking = False, False
+        warnings = installed.operators_stream.recording_warnings(settings)
+        assert [w.split(" is off")[0] for w in warnings] == ["Positional Tracking", "Absolute Tracking"]
+    finally:
+        settings.use_positional_tracking, settings.use_absolute_tracking = saved
 
 
 def test_vr_poses_round_trip_through_the_stream(installed):

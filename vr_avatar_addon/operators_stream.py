@@ -36,8 +36,19 @@ def vr_session_running(context) -> bool:
             and session_type.is_running(context))
 
 
+def recording_warnings(session_settings) -> list[str]:
+    """What in Blender's VR session settings keeps a recording from measuring the body in the room."""
+    warnings = []
+    if not session_settings.use_positional_tracking:
+        warnings.append("Positional Tracking is off: the headset's movement is not recorded")
+    if not session_settings.use_absolute_tracking:
+        warnings.append("Absolute Tracking is off: positions start at the base pose, so heights are not "
+                        "measured from the floor")
+    return warnings
+
+
 class VR_AVATAR_OT_load_stream(bpy.types.Operator, ImportHelper):
-    """Load a three-point stream CSV as three animated empties (HMD, left and right controller), replacing the previous ones"""
+    """Load a three-point stream CSV as animated HMD, left and right controller empties, replacing the previous ones"""
     bl_idname = "vr_avatar.load_stream"
     bl_label = "Load Stream"
     bl_options = {'REGISTER', 'UNDO'}
@@ -102,7 +113,7 @@ class VR_AVATAR_OT_export_stream(bpy.types.Operator, ExportHelper):
 
 
 class VR_AVATAR_OT_record_stream(bpy.types.Operator):
-    """Record the headset and controller poses of the running VR session to the Record To file; run again or press Esc to stop"""
+    """Record the running VR session's headset and controller poses to the Record To file; Esc or run again to stop"""
     bl_idname = "vr_avatar.record_stream"
     bl_label = "Record Stream"
     bl_options = {'REGISTER'}
@@ -141,6 +152,8 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         self.timer = context.window_manager.event_timer_add(RECORD_INTERVAL_S, window=context.window)
         context.window_manager.modal_handler_add(self)
         type(self)._recording = self
+        for warning in recording_warnings(context.window_manager.xr_session_settings):
+            self.report({'WARNING'}, warning)
         self.report({'INFO'}, "Recording the VR session: press Esc or Record again to stop")
         return {'RUNNING_MODAL'}
 

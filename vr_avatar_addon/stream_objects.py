@@ -120,13 +120,15 @@ def stream_from_empties(head, left, right, frames, fps: float, time_start: float
 def stream_from_blender_poses(times, positions, rotations, tracked=None):
     """A core ThreePointStream from poses in Blender's frame: times (N,), positions (N, 3, 3), rotations (N, 3, 4).
 
-    A device is untracked where `tracked` is False or its pose is not finite or its quaternion is
-    zero (what the VR session reports before a controller was seen); its pose is NaN there.
+    A device is untracked where `tracked` is False, its pose is not finite, its quaternion is zero,
+    or it is exactly the origin with the identity rotation (what Blender's VR session reports for a
+    controller it has not seen); its pose is NaN there.
     """
     positions = np.asarray(positions, dtype=float)
     rotations = np.asarray(rotations, dtype=float)
     norms = np.linalg.norm(rotations, axis=-1)
-    valid = np.isfinite(positions).all(axis=-1) & np.isfinite(norms) & (norms > 1e-6)
+    unseen = (positions == 0.0).all(axis=-1) & (rotations == [1.0, 0.0, 0.0, 0.0]).all(axis=-1)
+    valid = np.isfinite(positions).all(axis=-1) & np.isfinite(norms) & (norms > 1e-6) & ~unseen
     if tracked is not None:
         valid &= np.asarray(tracked, dtype=bool)
     core_positions = y_up_from_z_up(positions)
