@@ -8,12 +8,13 @@ import importlib.util
 # which returns the module bound below. The submodules the add-on uses are imported here too,
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
-for _submodule in ("bvh", "config", "humanoid", "motion", "quat", "stream"):
+for _submodule in ("bvh", "config", "devices", "humanoid", "mocap", "motion", "pose_database", "quat", "report",
+                   "retarget", "skeleton", "solver", "stream"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import operators_library, operators_solve, operators_stream, panels, properties  # noqa: E402  (need `core`)
+from . import handlers, operators_library, operators_solve, operators_stream, panels, properties  # noqa: E402
 
-_modules = (properties, operators_library, operators_stream, operators_solve, panels)
+_modules = (properties, operators_library, operators_stream, operators_solve, panels, handlers)
 
 
 def register():

@@ -25,7 +25,7 @@ def _world(obj) -> np.ndarray:
     return np.array(obj.matrix_world, dtype=float)
 
 
-def _rotation(matrices: np.ndarray) -> np.ndarray:
+def matrix_rotations(matrices: np.ndarray) -> np.ndarray:
     """(..., 4) quaternions of the rotation part of (..., 3+, 3+) matrices, scale removed."""
     basis = matrices[..., :3, :3]
     return quat.from_matrix(basis / np.linalg.norm(basis, axis=-2, keepdims=True))
@@ -41,7 +41,7 @@ def parents(obj) -> np.ndarray:
 def rest_rotations(obj) -> np.ndarray:
     """(J, 4) each bone's rest orientation in the world, core's frame, obj.data.bones order."""
     world = quat.from_matrix(np.array(obj.matrix_world.to_3x3().normalized(), dtype=float))
-    local = _rotation(_matrices(obj.data.bones, "matrix_local"))
+    local = matrix_rotations(_matrices(obj.data.bones, "matrix_local"))
     return y_up_rotation_from_z_up(quat.multiply(world, local))
 
 
@@ -87,6 +87,13 @@ def basis_root_location(root_positions, obj, bone) -> np.ndarray:
     armature_space = z_up_from_y_up(root_positions) @ world[:3, :3].T + world[:3, 3]
     rest = np.array(bone.matrix_local, dtype=float)
     return (armature_space - rest[:3, 3]) @ rest[:3, :3]
+
+
+def basis_locations(displacements, rest) -> np.ndarray:
+    """(F, J, 3) pose-bone `location` values that move each bone's head by `displacements` (core's frame, metres,
+    object unrotated and unscaled), given in the frame its parent's pose carries the world axes to (core's
+    joint convention: a local offset's change from its rest value)."""
+    return quat.inverse_rotate(np.asarray(rest, dtype=float), np.asarray(displacements, dtype=float))
 
 
 def pose_from_basis(obj, rotations, root_location) -> None:

@@ -30,14 +30,25 @@ class VRAvatarBoneMapItem(bpy.types.PropertyGroup):
                          update=_mark_stale)
 
 
+class VRAvatarDatabaseItem(bpy.types.PropertyGroup):
+    """One motion database of the scene and the HMD-height ratios it serves (MMVR §5.5)."""
+    path: StringProperty(name="Database", description="Motion database file (.npz), relative to the .blend",
+                         subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'}, update=_mark_stale)
+    height_min: FloatProperty(name="Height Ratio Min", description="Lowest HMD-height ratio this database serves",
+                              default=0.0, min=0.0, max=2.0)
+    height_max: FloatProperty(name="Height Ratio Max", description="Highest HMD-height ratio this database serves "
+                              "(2 means no upper bound)", default=2.0, min=0.0, max=2.0)
+    poses: IntProperty(name="Poses", description="Poses in the database", default=0, min=0)
+
+
 class VRAvatarLibrarySettings(bpy.types.PropertyGroup):
-    """Motion library: mocap imports and the motion database."""
+    """Motion library: mocap imports and the motion databases."""
     mocap_path: StringProperty(
         name="Motion Capture", description="Motion capture file or folder to build the motion database from",
-        subtype='FILE_PATH')
-    database_path: StringProperty(
-        name="Database", description="Motion database file (.npz), saved beside the .blend with a relative path",
-        subtype='FILE_PATH', update=_mark_stale)
+        subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'})
+    databases: CollectionProperty(type=VRAvatarDatabaseItem, name="Motion Databases",
+                                  description="Motion databases, each for a range of HMD heights")
+    databases_index: IntProperty(name="Active Database", default=0)
     height_min: FloatProperty(
         name="Height Ratio Min", description="Lowest ratio of HMD height to standing height this database serves",
         default=0.0, min=0.0, max=2.0)
@@ -97,7 +108,14 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     arm_span: FloatProperty(name="Arm Span", description="Controller to controller distance in a T-pose",
                             default=1.5, min=0.5, max=2.5, unit='LENGTH', update=_mark_stale)
     has_cache: BoolProperty(name="Solved", description="A solve is cached in this .blend", default=False)
+    preview: BoolProperty(name="Scrub Preview", description="Pose the target armature from the cached solve "
+                          "when the frame changes", default=True)
+    stride_scaled: BoolProperty(name="Scale Stride", description="Scale the root's horizontal motion by the "
+                                "avatar's leg length too (the avatar then leaves the headset's track)",
+                                default=False, update=_mark_stale)
     cache_stale: BoolProperty(name="Stale", description="A setting changed since the cached solve", default=False)
+    report_path: StringProperty(name="Report", description="The last bake's quality report (plots)",
+                                subtype='FILE_PATH')
 
 
 class VRAvatarSettings(bpy.types.PropertyGroup):
@@ -111,8 +129,8 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
     solve: PointerProperty(type=VRAvatarSolveSettings)
 
 
-classes = (VRAvatarBoneMapItem, VRAvatarLibrarySettings, VRAvatarStreamSettings, VRAvatarSolveSettings,
-           VRAvatarSettings)
+classes = (VRAvatarBoneMapItem, VRAvatarDatabaseItem, VRAvatarLibrarySettings, VRAvatarStreamSettings,
+           VRAvatarSolveSettings, VRAvatarSettings)
 
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)

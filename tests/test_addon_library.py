@@ -1,0 +1,216 @@
+"""Motion library in Blender: mocap imports into armatures and actions, motion databases beside the .blend."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import DATASET_1, WALK_1
+
+from core.bvh import read_bvh
+from core.config import DatabaseConfig
+from core.motion import forward_kinematics
+from core.pose_database import PoseDatabase, build_database, global_transforms
+
+LOCOMOTION = [DATASET_1 / f"dataset-1_{name}_001.bvh" for name in ("walk_normal", "run_normal", "walk-back_normal")]
+
+TRUNCATED_BVH = """HIERARCHY
+ROOT Hips
+{
+  OFFSET 0 90 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT Head
+  {
+    OFFSET 0 60 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {
+      OFFSET 0 10 0
+    }
+  }
+}
+MOTION
+Frames: 3
+Frame Time: 0.0333333
+0 90 0 0 0 0 0 0 0
+"""
+
+
+def _data_counts(bpy):
+    return {name: len(getattr(bpy.data, name)) for name in ("objects", "armatures", "actions", "collections",
+                                                           "meshes", "materials")}
+
+
+def _import_walk(bpy):
+    before = set(bpy.data.objects)
+    assert bpy.ops.vr_avatar.import_bvh(filepath=str(WALK_1)) == {'FINISHED'}
+    (obj,) = set(bpy.data.objects) - before
+    return obj
+
+
+def _save(bpy, path: Path):
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+
+
+def _mocap_folder(tmp_path: Path, files) -> Path:
+    """A folder of links to shared motion capture files (the data is never copied)."""
+    folder = tmp_path / "mocap"
+    folder.mkdir()
+    for file in files:
+        os.symlink(file, folder / file.name)
+    return folder
+
+
+# --- imports ---------------------------------------------------------------------------------
+
+
+def test_imported_bvh_action_follows_core_forward_kinematics(bpy, installed, empty_scene):
+    axes = installed.axes
+    empty_scene.frame_end = 1000  # a longer range than the clip's is kept
+    obj = _import_walk(bpy)
+    motion = read_bvh(WALK_1)
+    action = obj.animation_data.action
+    assert action is not None and obj["vr_avatar_library_motion"]
+    start = empty_scene.frame_start
+    assert tuple(action.frame_range) == (start, start + len(motion) - 1)
+    assert empty_scene.render.fps / empty_scene.render.fps_base == pytest.approx(motion.fps)
+    assert empty_scene.frame_end == 1000
+
+    _, positions = forward_kinematics(motion.skeleton.parents, motion.rotations, motion.positions)
+    names = motion.skeleton.names
+    for frame in (0, 1, 57, 120, len(motion) - 1):
+        empty_scene.frame_set(start + frame)
+        heads = np.array([obj.matrix_world @ obj.pose.bones[name].head for name in names])
+        np.testing.assert_allclose(heads, axes.z_up_from_y_up(positions[frame]), atol=1e-3)
+
+
+def test_import_bvh_keeps_an_existing_longer_range_and_grows_a_shorter_one(bpy, installed, empty_scene):
+    empty_scene.frame_start, empty_scene.frame_end = 10, 20
+    obj = _import_walk(bpy)
+    assert empty_scene.frame_end == 10 + obj["vr_avatar_frames"] - 1
+    assert obj.animation_data.action.frame_range[0] == 10
+
+
+@pytest.mark.parametrize("extension", [".fbx", ".glb"])
+def test_fbx_and_gltf_round_trip_through_blenders_exporters(bpy, installed, empty_scene, tmp_path, extension):
+    obj = _import_walk(bpy)
+    frames = obj["vr_avatar_frames"]
+    empty_scene.frame_end = empty_scene.frame_start + frames - 1  # the exporters bake the scene's range
+    bpy.ops.object.select_all(action='DESELECT')
+    obj.select_set(True)
+    path = tmp_path / f"walk{extension}"
+    if extension == ".fbx":
+        bpy.ops.export_scene.fbx(filepath=str(path), use_selection=True, bake_anim=True, add_leaf_bones=False,
+                                 bake_anim_use_all_actions=False, bake_anim_use_nla_strips=False)
+    else:
+        bpy.ops.export_scene.gltf(filepath=str(path), export_format='GLB', use_selection=True,
+                                  export_animations=True, export_animation_mode='ACTIVE_ACTIONS')
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.context.scene.render.fps = 30  # glTF keys seconds, placed on frames at the scene's rate
+
+    before = set(bpy.data.objects)
+    assert bpy.ops.vr_avatar.import_mocap(filepath=str(path)) == {'FINISHED'}
+    armatures = [o for o in set(bpy.data.objects) - before if o.type == 'ARMATURE']
+    assert len(armatures) == 1
+    (imported,) = armatures
+    assert imported["vr_avatar_library_motion"]
+    start, end = imported.animation_data.action.frame_range
+    assert round(end - start) + 1 == frames
+
+
+@pytest.mark.parametrize("name, content, message", [
+    ("notes.txt", b"hello", "unknown motion capture format '.txt'"),
+    ("broken.fbx", b"garbage" * 10, "ASCII FBX files are not supported"),
+    ("broken.glb", b"garbage" * 10, "Bad glTF"),
+    ("truncated.bvh", TRUNCATED_BVH.encode(), "truncated.bvh:.*truncated motion"),
+])
+def test_import_mocap_reports_bad_files_and_creates_nothing(bpy, installed, empty_scene, tmp_path, name, content,
+                                                            message):
+    path = tmp_path / name
+    path.write_bytes(content)
+    counts = _data_counts(bpy)
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.vr_avatar.import_mocap(filepath=str(path))
+    assert _data_counts(bpy) == counts
+
+
+# --- databases -------------------------------------------------------------------------------
+
+
+def test_database_from_files_is_saved_beside_the_blend_and_reloads_with_it(bpy, installed, empty_scene, tmp_path):
+    blend = tmp_path / "scene.blend"
+    _save(bpy, blend)
+    library = bpy.context.scene.vr_avatar.library
+    library.mocap_path = str(_mocap_folder(tmp_path, LOCOMOTION + [DATASET_1 / "dataset-1_bow_active_001.bvh"]))
+    library.locomotion_only = True
+    library.height_min, library.height_max = 0.8, 1.2
+    assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}
+
+    (item,) = library.databases
+    assert item.path == "//scene.vr_avatar_db.npz"
+    path = tmp_path / "scene.vr_avatar_db.npz"
+    database = PoseDatabase.load(path)
+    expected = build_database([read_bvh(f) for f in sorted(LOCOMOTION)], DatabaseConfig(height_range=(0.8, 1.2)))
+    assert len(database) == item.poses == len(expected)
+    assert database.clip_names == expected.clip_names  # the bow clip is left out by Locomotion Only
+    np.testing.assert_allclose(database.height_range, (0.8, 1.2), atol=1e-6)
+    assert installed.operators_library.database_paths(bpy.context.scene.vr_avatar) == [str(path)]
+
+    library.height_max = 2.0  # a rebuild replaces the entry; 2 means no upper bound
+    assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}
+    assert len(library.databases) == 1 and library.databases[0].height_max == 2.0
+    assert PoseDatabase.load(path).height_range[1] == np.inf
+
+    _save(bpy, blend)
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.ops.wm.open_mainfile(filepath=str(blend))
+    library = bpy.context.scene.vr_avatar.library
+    assert [item.path for item in library.databases] == ["//scene.vr_avatar_db.npz"]
+    assert installed.operators_library.database_paths(bpy.context.scene.vr_avatar) == [str(path)]
+
+    assert bpy.ops.vr_avatar.remove_database() == {'FINISHED'}
+    assert len(library.databases) == 0 and path.exists()
+
+
+def test_database_from_an_action_matches_the_one_from_its_file(bpy, installed, empty_scene, tmp_path):
+    obj = _import_walk(bpy)
+    _save(bpy, tmp_path / "action.blend")
+    bpy.ops.object.select_all(action='DESELECT')
+    obj.select_set(True)
+    assert bpy.ops.vr_avatar.build_database(source='ACTIONS') == {'FINISHED'}
+
+    database = PoseDatabase.load(tmp_path / "action.vr_avatar_db.npz")
+    expected = build_database([read_bvh(WALK_1)])  # resampled from 30 to 60 fps by core
+    assert len(database) == bpy.context.scene.vr_avatar.library.databases[0].poses == len(expected)
+    assert database.skeleton.names == expected.skeleton.names
+    np.testing.assert_allclose(database.skeleton.offsets, expected.skeleton.offsets, atol=1e-5)
+    _, positions = global_transforms(database)
+    _, expected_positions = global_transforms(expected)
+    np.testing.assert_allclose(positions, expected_positions, atol=1e-3)
+    np.testing.assert_array_equal(database.contacts, expected.contacts)
+
+
+def test_build_database_needs_a_saved_blend(bpy, installed, empty_scene, tmp_path):
+    bpy.context.scene.vr_avatar.library.mocap_path = str(WALK_1)
+    with pytest.raises(RuntimeError, match="Save the .blend file first"):
+        bpy.ops.vr_avatar.build_database()
+    assert len(bpy.context.scene.vr_avatar.library.databases) == 0
+
+
+@pytest.mark.parametrize("case, message", [
+    ("empty", "no .bvh files in"),
+    ("malformed", r"dataset-1_walk_broken_001.bvh:20: truncated motion"),
+    ("nothing selected", "select the armatures"),
+])
+def test_build_database_errors_name_the_problem_and_write_nothing(bpy, installed, empty_scene, tmp_path, case,
+                                                                  message):
+    _save(bpy, tmp_path / "scene.blend")
+    folder = _mocap_folder(tmp_path, LOCOMOTION[:2] if case == "malformed" else [])
+    if case == "malformed":
+        (folder / "dataset-1_walk_broken_001.bvh").write_text(TRUNCATED_BVH)
+    library = bpy.context.scene.vr_avatar.library
+    library.mocap_path = str(folder)
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.vr_avatar.build_database(source='ACTIONS' if case == "nothing selected" else 'FILES')
+    assert len(library.databases) == 0
+    assert not (tmp_path / "scene.vr_avatar_db.npz").exists()
