@@ -124,12 +124,18 @@ def test_export_follows_empties_edited_by_hand(bpy, loaded, tmp_path):
     head.animation_data.action = None  # the user replaces the animation by a fixed pose
     head.location = (0.5, -2.0, 1.6)
     head.rotation_quaternion = Y_UP_TO_Z_UP  # level, looking along Blender's +Y
+    left = scene.vr_avatar.stream.left
+    left.animation_data.action = None  # reset to the origin: still a tracked pose
+    left.location, left.rotation_quaternion, left["tracked"] = (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0), 1
     exported = tmp_path / "edited.csv"
     assert bpy.ops.vr_avatar.export_stream(filepath=str(exported)) == {'FINISHED'}
     stream = read_stream(exported)
     assert len(stream) == len(expected)
     np.testing.assert_allclose(stream.positions[:, 0], np.tile([0.5, 1.6, 2.0], (len(stream), 1)), atol=TOLERANCE)
     assert_same_rotations(stream.rotations[:, 0], np.tile([1.0, 0.0, 0.0, 0.0], (len(stream), 1)))
+    assert stream.tracked[:, 1].all()
+    np.testing.assert_allclose(stream.positions[:, 1], 0.0, atol=TOLERANCE)
+    assert_same_rotations(stream.rotations[:, 1], np.tile([np.sqrt(0.5), -np.sqrt(0.5), 0.0, 0.0], (len(stream), 1)))
 
 
 def test_loading_twice_replaces_only_the_add_ons_empties(bpy, loaded, stream_csv):
@@ -205,7 +211,7 @@ def test_vr_session_poses_convert_to_stream_rows(installed):
     rotations = [[[1.0, 0.0, 0.0, 0.0], level_facing_minus_y, Y_UP_TO_Z_UP],
                  [level_facing_minus_y, [0.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, 0.0]],
                  [level_facing_minus_y, [1.0, 0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]]
-    stream = installed.stream_objects.stream_from_blender_poses([0.0, 0.011, 0.022], positions, rotations)
+    stream = installed.stream_objects.stream_from_xr_poses([0.0, 0.011, 0.022], positions, rotations)
 
     np.testing.assert_allclose(stream.times, [0.0, 0.011, 0.022])
     # A zero quaternion, or the origin with the identity (a controller the session has not seen), is untracked.
@@ -242,7 +248,7 @@ def test_vr_poses_round_trip_through_the_stream(installed):
     rng = np.random.default_rng(3)
     positions = rng.normal(size=(20, 3, 3))
     rotations = quat.normalize(rng.normal(size=(20, 3, 4)))
-    stream = installed.stream_objects.stream_from_blender_poses(np.arange(20) / 90.0, positions, rotations)
+    stream = installed.stream_objects.stream_from_xr_poses(np.arange(20) / 90.0, positions, rotations)
     assert stream.tracked.all()
     np.testing.assert_allclose(z_up(stream.positions), positions, atol=1e-12)
     assert_same_rotations(quat.multiply(Y_UP_TO_Z_UP, stream.rotations), rotations)

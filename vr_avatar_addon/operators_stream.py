@@ -8,8 +8,8 @@ from bpy.props import StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from . import core
-from .stream_objects import (TIME_START, empties_from_stream, remove_stream_empties, stream_from_blender_poses,
-                             stream_from_empties, xr_poses)
+from .stream_objects import (TIME_START, empties_from_stream, remove_stream_empties, stream_from_empties,
+                             stream_from_xr_poses, xr_poses)
 
 # Seconds between two samples of the VR session while recording (the session itself runs at ~90 Hz).
 RECORD_INTERVAL_S = 1.0 / 90.0
@@ -179,7 +179,7 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         if not self.times:
             self.report({'WARNING'}, "Nothing recorded: the VR session gave no poses")
             return {'CANCELLED'}
-        stream = stream_from_blender_poses(self.times, self.positions, self.rotations)
+        stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
         try:
             core.stream.write_stream(self.path, stream, ["recorded from Blender's VR session by the VR Avatar add-on"])
         except OSError as error:

@@ -35,12 +35,11 @@ def held_poses(positions, rotations, tracked):
 
 
 def _stream_collection(scene):
-    """The add-on's stream collection linked to the scene, made if there is none."""
-    collection = next((c for c in bpy.data.collections if c.get(TAG)), None)
+    """The add-on's stream collection in the scene, made and linked if there is none."""
+    collection = next((c for c in scene.collection.children_recursive if c.get(TAG)), None)
     if collection is None:
         collection = bpy.data.collections.new(COLLECTION_NAME)
         collection[TAG] = 1
-    if collection.name not in scene.collection.children:
         scene.collection.children.link(collection)
     return collection
 
@@ -76,7 +75,7 @@ def empties_from_stream(scene, stream, frame_start: int):
         obj.rotation_mode = 'QUATERNION'
         obj[TAG] = 1
         obj[TRACKED] = 1
-        obj[TIME_START] = float(stream.times[0]) if len(stream) else 0.0
+        obj[TIME_START] = float(stream.times[0])
         collection.objects.link(obj)
         action, _ = new_action(f"{name} Stream", obj, [
             ("location", location, "Transform"),
@@ -120,15 +119,13 @@ def stream_from_empties(head, left, right, frames, fps: float, time_start: float
 def stream_from_blender_poses(times, positions, rotations, tracked=None):
     """A core ThreePointStream from poses in Blender's frame: times (N,), positions (N, 3, 3), rotations (N, 3, 4).
 
-    A device is untracked where `tracked` is False, its pose is not finite, its quaternion is zero,
-    or it is exactly the origin with the identity rotation (what Blender's VR session reports for a
-    controller it has not seen); its pose is NaN there.
+    A device is untracked where `tracked` is False, its pose is not finite or its quaternion is
+    zero; its pose is NaN there.
     """
     positions = np.asarray(positions, dtype=float)
     rotations = np.asarray(rotations, dtype=float)
     norms = np.linalg.norm(rotations, axis=-1)
-    unseen = (positions == 0.0).all(axis=-1) & (rotations == [1.0, 0.0, 0.0, 0.0]).all(axis=-1)
-    valid = np.isfinite(positions).all(axis=-1) & np.isfinite(norms) & (norms > 1e-6) & ~unseen
+    valid = np.isfinite(positions).all(axis=-1) & np.isfinite(norms) & (norms > 1e-6)
     if tracked is not None:
         valid &= np.asarray(tracked, dtype=bool)
     core_positions = y_up_from_z_up(positions)
@@ -136,6 +133,18 @@ def stream_from_blender_poses(times, positions, rotations, tracked=None):
     core_positions[~valid] = np.nan
     core_rotations[~valid] = np.nan
     return core.stream.ThreePointStream(np.asarray(times, dtype=float), core_positions, core_rotations, valid)
+
+
+def stream_from_xr_poses(times, positions, rotations):
+    """A core ThreePointStream from poses sampled from Blender's VR session (see stream_from_blender_poses).
+
+    A pose exactly at the origin with the identity rotation is what the session reports for a
+    device it has not seen: untracked.
+    """
+    positions = np.asarray(positions, dtype=float)
+    rotations = np.asarray(rotations, dtype=float)
+    unseen = (positions == 0.0).all(axis=-1) & (rotations == [1.0, 0.0, 0.0, 0.0]).all(axis=-1)
+    return stream_from_blender_poses(times, positions, rotations, ~unseen)
 
 
 def xr_poses(context, session_state):
