@@ -214,3 +214,11 @@ def test_build_database_errors_name_the_problem_and_write_nothing(bpy, installed
         bpy.ops.vr_avatar.build_database(source='ACTIONS' if case == "nothing selected" else 'FILES')
     assert len(library.databases) == 0
     assert not (tmp_path / "scene.vr_avatar_db.npz").exists()
+
+
+def test_library_panel_list_and_operators_are_registered(bpy, installed):
+    assert bpy.types.VIEW3D_PT_vr_avatar_library.is_registered
+    assert bpy.types.VRAVATAR_UL_databases.is_registered
+    for name in ("import_bvh", "import_mocap", "build_database", "remove_database"):
+        assert hasattr(bpy.ops.vr_avatar, name)
+    assert "databases" in type(bpy.context.scene.vr_avatar.library).bl_rna.properties

@@ -21,15 +21,39 @@ class VIEW3D_PT_vr_avatar(VRAvatarPanel, bpy.types.Panel):
         layout.prop(context.scene.vr_avatar, "target_armature")
 
 
+class VRAVATAR_UL_databases(bpy.types.UIList):
+    """Motion databases of the scene: file, poses and the HMD-height ratios each serves."""
+
+    def draw_item(self, _context, layout, _data, item, _icon, _active_data, _active_propname, _index):
+        row = layout.row(align=True)
+        row.label(text=bpy.path.basename(item.path) or "(no file)", icon='FILE')
+        row.label(text=f"{item.poses} poses")
+        high = "no limit" if item.height_max >= 2.0 else f"{item.height_max:.2f}"
+        row.label(text=f"height {item.height_min:.2f} to {high}")
+
+
 class VIEW3D_PT_vr_avatar_library(VRAvatarPanel, bpy.types.Panel):
-    """Motion library: import motion capture and build the motion database."""
+    """Motion library: import motion capture and build the motion databases."""
     bl_label = "Motion Library"
 
     def draw(self, context):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
-        layout.operator("vr_avatar.import_bvh", icon='IMPORT')
+        library = context.scene.vr_avatar.library
+        layout.operator("vr_avatar.import_mocap", icon='IMPORT')
+        layout.prop(library, "mocap_path")
+        layout.prop(library, "locomotion_only")
+        layout.prop(library, "mirror")
+        column = layout.column(align=True)
+        column.prop(library, "height_min", text="HMD Height Ratio Min")
+        column.prop(library, "height_max", text="Max")
+        row = layout.row(align=True)
+        row.operator("vr_avatar.build_database", text="Build from Files", icon='FILE_FOLDER').source = 'FILES'
+        row.operator("vr_avatar.build_database", text="Build from Actions", icon='ACTION').source = 'ACTIONS'
+        row = layout.row()
+        row.template_list("VRAVATAR_UL_databases", "", library, "databases", library, "databases_index", rows=3)
+        row.operator("vr_avatar.remove_database", icon='REMOVE', text="")
 
 
 class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
@@ -69,7 +93,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
             layout.prop(solve, name)
 
 
-classes = (VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
+classes = (VRAVATAR_UL_databases, VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)
