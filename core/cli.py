@@ -11,6 +11,7 @@ from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DatabaseConfig, DeviceOffsets, SimulationConfig, SolverConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
 from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
+from .openxr_source import OpenXRUnavailable, record
 from .pose_database import DatabaseError, build_database
 from .report import write_solution_report
 from .simulate import simulate_stream
@@ -96,6 +97,23 @@ def stream_info(args) -> int:
     return 0
 
 
+def stream_record(args) -> int:
+    """Record a three-point stream (CSV v1) live from an OpenXR headset and two controllers (needs pyopenxr)."""
+    print(f"recording {args.seconds:g} s from OpenXR (Ctrl+C stops early)...", file=sys.stderr)
+    try:
+        stream, space = record(args.seconds, args.rate)
+    except OpenXRUnavailable as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    floor = "floor at y = 0" if space != "LOCAL" else "y = 0 at the first head height, not the floor"
+    write_stream(args.output, stream, ["recorded live from OpenXR by python -m core stream record",
+                                       f"reference space {space} ({floor})"])
+    untracked = ", ".join(f"{d} {int((~stream.tracked[:, i]).sum())}" for i, d in enumerate(DEVICES))
+    print(f"wrote {args.output}: {len(stream)} samples, {stream.duration:.2f} s at {stream.rate:.1f} Hz, "
+          f"{space} space; untracked samples: {untracked}", file=sys.stderr)
+    return 0
+
+
 def db_build(args) -> int:
     """Build a pose and feature database (MMVR §5.1-5.2) from BVH files or folders."""
     files = find_bvh_files(args.mocap)
@@ -161,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
     simulate.add_argument("--mapping", help="JSON joint mapping override")
     simulate.set_defaults(run=stream_simulate)
+    record_parser = stream.add_parser("record", help=stream_record.__doc__, description=stream_record.__doc__)
+    record_parser.add_argument("-o", "--output", required=True, help="stream CSV to write")
+    record_parser.add_argument("--seconds", type=float, default=10.0,
+                               help="how long to record from the first located frame (default 10)")
+    record_parser.add_argument("--rate", type=float, metavar="HZ",
+                               help="keep at most this many samples per second (default: every runtime frame)")
+    record_parser.set_defaults(run=stream_record)
     info = stream.add_parser("info", help=stream_info.__doc__, description=stream_info.__doc__)
     info.add_argument("csv")
     info.add_argument("--json", action="store_true", help="print one JSON object")
