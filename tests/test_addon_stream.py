@@ -1,4 +1,7 @@
 """The add-on's Stream section in the real bpy: a stream CSV as animated empties, exported back, and recording."""
+import time
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -200,6 +203,36 @@ def test_record_without_a_vr_session_says_how_to_start_one(bpy, installed, empty
             call()
     assert not target.exists() and len(bpy.data.objects) == objects
     assert not installed.operators_stream.VR_AVATAR_OT_record_stream.is_recording()
+
+
+def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty_scene, tmp_path, monkeypatch):
+    """The recorder up to the headset: a session said to run, poses from a stand-in, events delivered by hand."""
+    operators = installed.operators_stream
+    head = ([0.1, -0.5, 1.65], Y_UP_TO_Z_UP)
+    left, right = ([0.3, -0.2, 1.0], [1.0, 0.0, 0.0, 0.0]), ([0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0])  # right unseen
+    samples = iter([(np.array([head[0], left[0], right[0]]) + np.outer([1, 1, 0], [0.0, 0.01 * k, 0.0]),
+                     np.array([head[1], left[1], right[1]])) for k in range(3)])
+    monkeypatch.setattr(operators, "vr_session_running", lambda _context: True)
+    monkeypatch.setattr(operators, "xr_poses", lambda _context, _state: next(samples))
+    target = tmp_path / "recorded.csv"
+    empty_scene.vr_avatar.stream.record_path = str(target)
+    assert bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT') == {'RUNNING_MODAL'}
+    recorder = operators.VR_AVATAR_OT_record_stream._recording
+    for _ in range(3):
+        time.sleep(0.002)
+        assert recorder.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)) \
+            == {'PASS_THROUGH'}
+    assert bpy.ops.vr_avatar.record_stream() == {'FINISHED'}  # the second call asks the recorder to stop
+    assert recorder.modal(bpy.context, SimpleNamespace(type='MOUSEMOVE', value='NOTHING', timer=None)) == {'FINISHED'}
+    assert not operators.VR_AVATAR_OT_record_stream.is_recording()
+
+    stream = read_stream(target)
+    assert len(stream) == 3 and np.all(np.diff(stream.times) > 0)
+    np.testing.assert_array_equal(stream.tracked, np.tile([True, True, False], (3, 1)))
+    np.testing.assert_allclose(stream.positions[:, 0], [[0.1, 1.65, 0.5], [0.1, 1.65, 0.49], [0.1, 1.65, 0.48]],
+                               atol=1e-6)
+    assert_same_rotations(stream.rotations[:, 0], np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)))
+    np.testing.assert_allclose(stream.positions[0, 1], [0.3, 1.0, 0.2], atol=1e-6)
 
 
 def test_vr_session_poses_convert_to_stream_rows(installed):
