@@ -29,6 +29,7 @@ import numpy as np
 
 from . import quat
 from .character import hips_forward
+from .devices import implied_joint_positions
 from .humanoid import HumanoidMapping, find_mapping
 from .leg_ik import two_bone_ik
 from .motion import Motion, forward_kinematics
@@ -122,7 +123,8 @@ class Retargeting:
     def apply(self, motion: Motion, wrist_targets: np.ndarray | None = None, stride_scaled: bool = False):
         """(global rotations (F, J, 4), global positions (F, J, 3)) of the target following `motion`.
 
-        `wrist_targets` (F, 2, 3), left then right, re-solve the arms so the wrists reach them.
+        `wrist_targets` (F, 2, 3), left then right, re-solve the arms so the wrists reach them; a NaN
+        target (an untracked controller) leaves that arm as retargeted.
         """
         source_rotations, source_positions = motion.global_transforms()
         frames = len(motion)
@@ -173,8 +175,9 @@ class Retargeting:
         rotations = rotations.copy()
         for i, side in enumerate("lr"):
             upper, fore, hand = tm[f"{side}_upper_arm"], tm[f"{side}_forearm"], tm[f"{side}_hand"]
+            target = np.where(np.isnan(wrist_targets[:, i]), positions[:, hand], wrist_targets[:, i])
             rotations[:, upper], rotations[:, fore] = two_bone_ik(
-                positions[:, upper], positions[:, fore], positions[:, hand], wrist_targets[:, i],
+                positions[:, upper], positions[:, fore], positions[:, hand], target,
                 rotations[:, upper], rotations[:, fore])
         return self._carry_unmapped(rotations)
 
@@ -186,3 +189,17 @@ def _below(parents: np.ndarray, joint: int, ancestor: int) -> bool:
             return True
         joint = parents[joint]
     return False
+
+
+def retarget_solution(solution, target: TargetSkeleton, fps: float, stride_scaled: bool = False):
+    """An offline solve (solver.Solution) on the target rig at `fps`, its wrists on the controllers.
+
+    Returns (global rotations (F, J, 4), global positions (F, J, 3), wrist targets (F, 2, 3) with NaN
+    where a controller is untracked); frame k is the stream's first time plus k / fps.
+    """
+    motion = solution.motion.resampled(fps)
+    wrists = implied_joint_positions(solution.stream.resampled(fps))[:len(motion), 1:]
+    source_mapping = find_mapping(motion.skeleton)
+    retargeting = Retargeting.between(motion.skeleton, source_mapping, target)
+    rotations, positions = retargeting.apply(motion, wrists, stride_scaled)
+    return rotations, positions, wrists

@@ -1,7 +1,202 @@
-"""Solve operators: the avatar's bone mapping, solving a stream into the cache, baking, live preview."""
-import bpy
+"""Solve operators: the avatar's bone mapping, solving a stream into the cache, baking it as a new action."""
+from dataclasses import replace
+from pathlib import Path
 
-classes = ()
+import bpy
+import numpy as np
+
+from . import avatar, bone_space, core, keyframes, solve_cache
+from .handlers import pose_frame
+from .operators_library import database_paths
+
+
+class VRAvatarError(Exception):
+    """Something the user can fix; its message becomes the operator's error report."""
+
+
+def scene_fps(scene) -> float:
+    return scene.render.fps / scene.render.fps_base
+
+
+def target_armature(context):
+    obj = context.scene.vr_avatar.target_armature
+    if obj is None or obj.type != 'ARMATURE':
+        raise VRAvatarError("Select an armature as the Target Armature (VR Avatar › Avatar)")
+    return obj
+
+
+def bone_map(settings) -> dict[str, str]:
+    return {item.joint: item.bone for item in settings.bone_map}
+
+
+def fill_bone_map(settings, obj) -> int:
+    """Replace the mapping list with the automatic mapping of `obj`; returns how many joints are unmapped."""
+    found = avatar.automatic_mapping(obj)
+    settings.bone_map.clear()
+    for joint, bone in found.items():
+        item = settings.bone_map.add()
+        item.joint, item.bone = joint, bone
+    return sum(1 for bone in found.values() if not bone)
+
+
+def solver_config(solve) -> "core.config.SolverConfig":
+    """The solver settings of the panel as core's SolverConfig (the command line's defaults elsewhere)."""
+    return replace(core.config.SolverConfig(), alpha_m=solve.alpha_m, search_interval=solve.search_interval,
+                   inertialization_halflife_s=solve.responsiveness_s, foot_lock=solve.foot_lock,
+                   arm_ik=solve.arm_ik, orientation="hmd" if solve.orientation == 'HMD' else "network")
+
+
+def read_stream(settings):
+    path = bpy.path.abspath(settings.stream.stream_path)
+    if not settings.stream.stream_path:
+        raise VRAvatarError("Load a three-point stream first (VR Avatar › Stream)")
+    try:
+        return core.stream.read_stream(path)
+    except (OSError, core.stream.StreamFormatError) as error:
+        raise VRAvatarError(str(error)) from None
+
+
+def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
+    """Solve the scene's stream with its settings and retarget it onto the target armature."""
+    scene, settings = context.scene, context.scene.vr_avatar
+    obj = target_armature(context)
+    if not settings.bone_map:
+        fill_bone_map(settings, obj)
+    try:
+        target = avatar.target_skeleton(obj, bone_map(settings))
+    except avatar.MappingError as error:
+        raise VRAvatarError(str(error)) from None
+    paths = database_paths(settings)
+    if not paths:
+        raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library)")
+    missing = [p for p in paths if not Path(p).is_file()]
+    if missing:
+        raise VRAvatarError(f"motion database not found: {missing[0]}")
+    stream = read_stream(settings)
+    solve = settings.solve
+    explicit = solve.calibration == 'EXPLICIT'
+    progress(0.1)
+    try:
+        solution = core.solver.solve_calibrated(stream, paths, solver_config(solve), "hmd" if solve.orientation ==
+                                                'HMD' else None, solve.user_height if explicit else None,
+                                                solve.arm_span if explicit else None)
+    except (core.pose_database.DatabaseError, ValueError) as error:
+        raise VRAvatarError(str(error)) from None
+    progress(0.8)
+    rotations, positions, wrists = core.retarget.retarget_solution(solution, target, scene_fps(scene),
+                                                                   solve.stride_scaled)
+    hips = target.mapping["hips"]
+    hips_bone = obj.data.bones[target.names[hips]]
+    report = solution_figures(solution, positions, wrists, target)
+    return solve_cache.SolveCache(
+        obj.name, list(target.names), hips_bone.name, scene.frame_start,
+        bone_space.basis_rotations(rotations, target.rest_rotations, target.parents),
+        bone_space.basis_root_location(positions[:, hips], obj, hips_bone), positions, wrists, report)
+
+
+def solution_figures(solution, avatar_positions, wrists, target) -> dict:
+    """The quality report's figures and per-frame series, with the avatar's own wrist error added."""
+    series = core.report.quality_series(solution.motion, core.devices.implied_joint_positions(solution.stream)[:, 1:],
+                                        solution.stream.tracked[:, 1:], solution.targets)
+    hands = avatar_positions[:, [target.mapping["l_hand"], target.mapping["r_hand"]]]
+    gap = np.linalg.norm(hands - wrists, axis=-1)
+    figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
+               "standing_hmd_height_m": round(solution.standing_height_m, 4),
+               "searches": int(solution.searches.sum()),
+               "avatar_hand_cm": round(float(np.nanmean(gap)) * 100.0, 3) if np.isfinite(gap).any() else None}
+    return {"figures": figures, "summary": core.report.summarise(series),
+            "series": {k: core.report.json_values(v) for k, v in series.items()}}
+
+
+class VR_AVATAR_OT_map_bones(bpy.types.Operator):
+    """Match the target armature's bones to the humanoid joints by their names (edit the list to correct it)"""
+    bl_idname = "vr_avatar.map_bones"
+    bl_label = "Map Bones"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    def execute(self, context):
+        try:
+            obj = target_armature(context)
+        except VRAvatarError as error:
+            self.report({'ERROR'}, str(error))
+            return {'CANCELLED'}
+        missing = fill_bone_map(context.scene.vr_avatar, obj)
+        if missing:
+            self.report({'WARNING'}, f"{missing} humanoid joint(s) found no bone in '{obj.name}': pick them in the list")
+        else:
+            self.report({'INFO'}, f"All {len(avatar.CANONICAL_JOINTS)} humanoid joints mapped on '{obj.name}'")
+        return {'FINISHED'}
+
+
+class VR_AVATAR_OT_solve_stream(bpy.types.Operator):
+    """Solve the loaded stream into the avatar's full-body motion, cached in this .blend for scrubbing"""
+    bl_idname = "vr_avatar.solve_stream"
+    bl_label = "Solve"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    def execute(self, context):
+        window_manager = context.window_manager
+        window_manager.progress_begin(0.0, 1.0)
+        try:
+            cache = solve_scene(context, window_manager.progress_update)
+        except VRAvatarError as error:
+            self.report({'ERROR'}, str(error))
+            return {'CANCELLED'}
+        finally:
+            window_manager.progress_end()
+        scene = context.scene
+        solve_cache.store(scene, cache)
+        solve = scene.vr_avatar.solve
+        solve.has_cache, solve.cache_stale, solve.preview = True, False, True
+        scene.frame_end = max(scene.frame_end, cache.frame_start + cache.frames - 1)
+        pose_frame(bpy.data.objects[cache.armature], solve_cache.cached_frame(scene, scene.frame_current))
+        figures = cache.report["figures"]
+        self.report({'INFO'}, f"Solved {cache.frames} frames onto '{cache.armature}'; avatar hands "
+                              f"{figures['avatar_hand_cm']} cm from the controllers on average")
+        return {'FINISHED'}
+
+
+class VR_AVATAR_OT_bake_action(bpy.types.Operator):
+    """Write the cached solve onto the target armature as a new action (existing actions are kept untouched)"""
+    bl_idname = "vr_avatar.bake_action"
+    bl_label = "Bake Action"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    def execute(self, context):
+        scene = context.scene
+        cache = solve_cache.load(scene)
+        if cache is None:
+            self.report({'ERROR'}, "Nothing to bake: solve the stream first")
+            return {'CANCELLED'}
+        obj = bpy.data.objects.get(cache.armature)
+        if obj is None or set(cache.bones) != set(obj.data.bones.keys()):
+            self.report({'ERROR'}, f"The cached solve is for armature '{cache.armature}', which is gone or has "
+                                   f"other bones now: solve again")
+            return {'CANCELLED'}
+        for pose_bone in obj.pose.bones:
+            pose_bone.rotation_mode = 'QUATERNION'
+        channels = [(f'pose.bones["{name}"].rotation_quaternion', cache.basis[:, j], name)
+                    for j, name in enumerate(cache.bones)]
+        channels.append((f'pose.bones["{cache.hips_bone}"].location', cache.hips_location, cache.hips_bone))
+        action, previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
+        scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
+        report = write_report(scene, obj, cache)
+        scene.vr_avatar.solve.report_path = report
+        kept = f"; '{previous.name}' is kept (fake user)" if previous else ""
+        self.report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {report}")
+        return {'FINISHED'}
+
+
+def write_report(scene, obj, cache) -> str:
+    """The quality report's plots and JSON beside the .blend (or in Blender's temporary folder if unsaved)."""
+    folder = Path(bpy.path.abspath("//")) if bpy.data.filepath else Path(bpy.app.tempdir)
+    stem = folder / f"{Path(bpy.data.filepath).stem or 'untitled'}.{bpy.path.clean_name(obj.name)}"
+    series = {k: np.array(v, dtype=float) for k, v in cache.report["series"].items()}
+    written = core.report.write_report(stem, series, cache.report["figures"], f"VR Avatar bake of '{obj.name}'")
+    return written.get("plot", written["json"])
+
+
+classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,4 +1,6 @@
 """Panels: the VR Avatar tab in the 3D view's sidebar, one panel per stage of the work."""
+import json
+
 import bpy
 
 from .operators_stream import VR_AVATAR_OT_record_stream
@@ -18,7 +20,31 @@ class VIEW3D_PT_vr_avatar(VRAvatarPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         layout.use_property_decorate = False
-        layout.prop(context.scene.vr_avatar, "target_armature")
+        settings = context.scene.vr_avatar
+        layout.prop(settings, "target_armature")
+        layout.operator("vr_avatar.map_bones", icon='BONE_DATA')
+        missing = sum(1 for item in settings.bone_map if not item.bone)
+        if missing:
+            layout.label(text=f"{missing} joint(s) not mapped", icon='ERROR')
+        layout.template_list("VRAVATAR_UL_bone_map", "", settings, "bone_map", settings, "bone_map_index", rows=6)
+        solve = settings.solve
+        layout.prop(solve, "calibration")
+        if solve.calibration == 'EXPLICIT':
+            layout.prop(solve, "user_height")
+            layout.prop(solve, "arm_span")
+
+
+class VRAVATAR_UL_bone_map(bpy.types.UIList):
+    """Humanoid joint -> bone of the target armature; unmapped joints are flagged."""
+
+    def draw_item(self, context, layout, _data, item, _icon, _active_data, _active_property, _index=0):
+        armature = context.scene.vr_avatar.target_armature
+        row = layout.row(align=True)
+        row.label(text=item.joint, icon='CHECKMARK' if item.bone else 'ERROR')
+        if armature is not None and armature.type == 'ARMATURE':
+            row.prop_search(item, "bone", armature.data, "bones", text="")
+        else:
+            row.prop(item, "bone", text="")
 
 
 class VRAVATAR_UL_databases(bpy.types.UIList):
@@ -89,11 +115,25 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         layout.use_property_decorate = False
         solve = context.scene.vr_avatar.solve
         for name in ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "orientation",
-                     "calibration"):
+                     "stride_scaled"):
             layout.prop(solve, name)
+        layout.operator("vr_avatar.solve_stream", icon='PLAY')
+        if solve.has_cache:
+            if solve.cache_stale:
+                layout.label(text="Settings changed: solve again", icon='ERROR')
+            layout.prop(solve, "preview")
+            layout.operator("vr_avatar.bake_action", icon='ACTION')
+        layout.operator("vr_avatar.live_preview", icon='VIEW_CAMERA')
+        figures = context.scene.get("vr_avatar_solve", {}).get("report")
+        if solve.report_path and figures:
+            box = layout.box()
+            box.label(text="Quality report", icon='GRAPH')
+            for key, value in sorted(json.loads(figures)["summary"].items()):
+                if key.endswith("_mean"):
+                    box.label(text=f"{key[:-5].replace('_', ' ')}: {value:.2f}")
+            box.label(text=bpy.path.basename(solve.report_path))
 
-
-classes = (VRAVATAR_UL_databases, VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
+classes = (VRAVATAR_UL_bone_map, VRAVATAR_UL_databases, VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -65,14 +65,15 @@ class VRAvatarLibrarySettings(bpy.types.PropertyGroup):
 class VRAvatarStreamSettings(bpy.types.PropertyGroup):
     """Three-point stream: the loaded CSV and its empties, and recording."""
     stream_path: StringProperty(name="Stream", description="Three-point stream CSV (SPEC §3)", subtype='FILE_PATH',
-                                update=_mark_stale)
+                                options={'PATH_SUPPORTS_BLEND_RELATIVE'}, update=_mark_stale)
     head: PointerProperty(name="HMD", description="Empty that carries the headset pose", type=bpy.types.Object)
     left: PointerProperty(name="Left", description="Empty that carries the left controller's grip",
                           type=bpy.types.Object)
     right: PointerProperty(name="Right", description="Empty that carries the right controller's grip",
                            type=bpy.types.Object)
     record_path: StringProperty(name="Record To", description="CSV file a VR session is recorded to",
-                                subtype='FILE_PATH', default="//vr_stream.csv")
+                                subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'},
+                                default="//vr_stream.csv")
 
 
 class VRAvatarSolveSettings(bpy.types.PropertyGroup):
@@ -115,7 +116,7 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
                                 default=False, update=_mark_stale)
     cache_stale: BoolProperty(name="Stale", description="A setting changed since the cached solve", default=False)
     report_path: StringProperty(name="Report", description="The last bake's quality report (plots)",
-                                subtype='FILE_PATH')
+                                subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'})
 
 
 class VRAvatarSettings(bpy.types.PropertyGroup):

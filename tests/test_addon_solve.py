@@ -1,0 +1,248 @@
+"""The add-on end to end in the real bpy: import, database, stream, solve, scrub, bake onto two rigs, save, reload.
+
+The two target rigs are built here: a Mixamo-named one in an A-pose and a Rigify-named one in a
+T-pose with a root bone above its hips, other proportions than the data, random bone rolls and a
+moved armature object.
+"""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import DATASET_1, WALK_1
+
+from core import quat
+from core.bvh import read_bvh
+from core.devices import implied_joint_positions
+from core.humanoid import find_mapping
+from core.motion import forward_kinematics
+from core.simulate import simulate_stream
+from core.stream import read_stream, write_stream
+
+MIXAMO = {"hips": "Hips", "spine": "Spine", "chest": "Spine2", "neck": "Neck", "head": "Head",
+          **{f"{s}_{j}": f"{side}{name}" for s, side in (("l", "Left"), ("r", "Right")) for j, name in (
+              ("shoulder", "Shoulder"), ("upper_arm", "Arm"), ("forearm", "ForeArm"), ("hand", "Hand"),
+              ("thigh", "UpLeg"), ("shin", "Leg"), ("foot", "Foot"), ("toes", "ToeBase"))}}
+MIXAMO = {joint: f"mixamorig:{name}" for joint, name in MIXAMO.items()}
+RIGIFY = {"hips": "DEF-spine", "spine": "DEF-spine.001", "chest": "DEF-spine.003", "neck": "DEF-spine.004",
+          "head": "DEF-spine.006",
+          **{f"{s}_{j}": f"DEF-{j}.{s.upper()}" for s in "lr" for j in (
+              "shoulder", "upper_arm", "forearm", "hand", "thigh", "shin", "foot")},
+          **{f"{s}_toes": f"DEF-toe.{s.upper()}" for s in "lr"}}
+CHAINS = [("hips", "spine", "chest", "neck", "head")] + [
+    (f"{s}_shoulder", f"{s}_upper_arm", f"{s}_forearm", f"{s}_hand") for s in "lr"] + [
+    (f"{s}_thigh", f"{s}_shin", f"{s}_foot", f"{s}_toes") for s in "lr"]
+PARENT = {**{f"{s}_shoulder": "chest" for s in "lr"}, **{f"{s}_thigh": "hips" for s in "lr"}}
+STREAM_CLIP = DATASET_1 / "dataset-1_walk_active_001.bvh"
+DATABASE_CLIPS = [WALK_1, DATASET_1 / "dataset-1_walk-back_normal_001.bvh",
+                  DATASET_1 / "dataset-1_walk-left_normal_001.bvh", DATASET_1 / "dataset-1_walk-right_normal_001.bvh"]
+SECONDS = 4.0
+
+
+def _joint_rest(scale: float, arm_drop_deg: float) -> dict[str, np.ndarray]:
+    """Canonical joint positions (Blender, +Z up) of the Bandai rest pose, scaled, arms lowered by arm_drop_deg."""
+    skeleton = read_bvh(WALK_1).skeleton
+    mapping = find_mapping(skeleton)
+    _, rest = forward_kinematics(skeleton.parents, quat.identity(len(skeleton)), skeleton.offsets * scale)
+    rest = rest[:, [0, 2, 1]] * [1.0, -1.0, 1.0]
+    joints = {joint: rest[index].copy() for joint, index in mapping.joints.items()}
+    for side, sign in (("l", 1.0), ("r", -1.0)):  # about the forward axis (Y): the left arm (+X) turns down for +angle
+        pivot = joints[f"{side}_upper_arm"]
+        turn = quat.from_axis_rotation("y", np.array(sign * np.radians(arm_drop_deg)))
+        for part in ("forearm", "hand"):
+            joints[f"{side}_{part}"] = pivot + quat.rotate(turn, joints[f"{side}_{part}"] - pivot)
+    return joints
+
+
+def build_rig(bpy, name: str, names: dict[str, str], scale: float, arm_drop_deg: float, extra_root: bool,
+              location=(0.0, 0.0, 0.0), seed: int = 0):
+    """An armature whose bones play the canonical joints under `names`, plus in-between bones a real rig has."""
+    joints = _joint_rest(scale, arm_drop_deg)
+    armature = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, armature)
+    bpy.context.scene.collection.objects.link(obj)
+    obj.location = location
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode='EDIT')
+    rolls = np.random.default_rng(seed).uniform(-np.pi, np.pi, 64)
+    bones = {}
+    root = None
+    if extra_root:
+        root = armature.edit_bones.new("root")
+        root.head, root.tail = (0.0, 0.0, 0.0), (0.0, 0.3, 0.0)
+    for chain in CHAINS:
+        for k, joint in enumerate(chain):
+            bone = armature.edit_bones.new(names[joint])
+            bone.head = joints[joint]
+            following = joints[chain[k + 1]] if k + 1 < len(chain) else None
+            if following is None:
+                along = joints[joint] - joints[chain[k - 1]]
+                following = joints[joint] + 0.5 * along
+            bone.tail = following
+            bone.roll = rolls[len(bones)]
+            parent = chain[k - 1] if k else PARENT.get(joint)
+            bone.parent = bones[parent] if parent else root
+            bone.use_connect = False
+            bones[joint] = bone
+    # An unmapped bone between spine and chest, as both conventions have (Spine1, DEF-spine.002).
+    middle = armature.edit_bones.new("mixamorig:Spine1" if "mixamorig:Hips" in names.values() else "DEF-spine.002")
+    middle.head = (joints["spine"] + joints["chest"]) / 2.0
+    middle.tail = joints["chest"]
+    middle.parent = bones["spine"]
+    bones["chest"].parent = middle
+    bpy.ops.object.mode_set(mode='OBJECT')
+    return obj
+
+
+@pytest.fixture(scope="module")
+def session(bpy, installed, tmp_path_factory):
+    """The whole workflow once: what the tests below check."""
+    folder = tmp_path_factory.mktemp("solve")
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = 30
+    blend = folder / "avatar.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    scene = bpy.context.scene
+    # Motion library: a BVH imported through the add-on; a database from a few clips beside the .blend.
+    assert bpy.ops.vr_avatar.import_bvh(filepath=str(WALK_1)) == {'FINISHED'}
+    mocap = folder / "mocap"
+    mocap.mkdir()
+    for clip in DATABASE_CLIPS:
+        (mocap / clip.name).symlink_to(clip)
+    scene.vr_avatar.library.mocap_path = str(mocap)
+    assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}
+    # Stream: simulated from a clip the database does not hold.
+    clip = read_bvh(STREAM_CLIP)
+    clip = clip[: int(SECONDS * clip.fps)]
+    csv = folder / "walk_active.csv"
+    write_stream(csv, simulate_stream(clip).stream)
+    assert bpy.ops.vr_avatar.load_stream(filepath=str(csv)) == {'FINISHED'}
+    # Two targets; one carries an action of its own that must survive.
+    mixamo = build_rig(bpy, "MixamoAvatar", MIXAMO, 0.9, 45.0, False, seed=1)
+    rigify = build_rig(bpy, "RigifyAvatar", RIGIFY, 0.95, 0.0, True, location=(1.5, -0.5, 0.0), seed=2)
+    own = bpy.data.actions.new("HandMadeWave")
+    own.use_fake_user = True
+    mixamo.animation_data_create().action = own
+    return {"folder": folder, "blend": blend, "csv": csv, "mixamo": mixamo.name, "rigify": rigify.name,
+            "own_action": own.name}
+
+
+def _solve(bpy, armature_name: str):
+    scene = bpy.context.scene
+    scene.vr_avatar.target_armature = bpy.data.objects[armature_name]
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    return bpy.context.scene.vr_avatar
+
+
+def _world_heads(bpy, obj, names) -> np.ndarray:
+    """Bone heads in the world, core's frame (+Y up), as Blender evaluates them."""
+    bpy.context.view_layer.update()
+    world = np.array(obj.matrix_world)
+    heads = np.array([obj.pose.bones[n].head for n in names])
+    heads = heads @ world[:3, :3].T + world[:3, 3]
+    return heads[:, [0, 2, 1]] * [1.0, 1.0, -1.0]
+
+
+def _cache(installed, bpy):
+    return installed.solve_cache.load(bpy.context.scene)
+
+
+@pytest.mark.parametrize("rig", ["mixamo", "rigify"])
+def test_scrubbing_poses_the_avatar_as_core_solved_it(bpy, installed, session, rig):
+    _solve(bpy, session[rig])
+    cache = _cache(installed, bpy)
+    obj = bpy.data.objects[session[rig]]
+    scene = bpy.context.scene
+    assert cache.frames == int(SECONDS * 30) or abs(cache.frames - SECONDS * 30) <= 1
+    for frame in (scene.frame_start, scene.frame_start + 17, scene.frame_start + 64, scene.frame_start + 110):
+        scene.frame_set(frame)
+        heads = _world_heads(bpy, obj, cache.bones)
+        expected = cache.positions[cache.frame_index(frame)]
+        np.testing.assert_allclose(heads, expected, atol=1e-3)
+
+
+def test_changing_a_setting_marks_the_solve_stale(bpy, installed, session):
+    settings = _solve(bpy, session["mixamo"])
+    assert settings.solve.has_cache and not settings.solve.cache_stale
+    settings.solve.alpha_m = 0.1
+    assert settings.solve.cache_stale
+    settings.solve.alpha_m = 0.3
+
+
+def _bake(bpy, session, rig):
+    _solve(bpy, session[rig])
+    obj = bpy.data.objects[session[rig]]
+    before = set(bpy.data.actions)
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    (action,) = set(bpy.data.actions) - before
+    return obj, action
+
+
+@pytest.mark.parametrize("rig", ["mixamo", "rigify"])
+def test_bake_writes_a_new_action_whose_hands_meet_the_controllers(bpy, installed, session, rig):
+    obj, action = _bake(bpy, session, rig)
+    cache = _cache(installed, bpy)
+    assert obj.animation_data.action == action
+    start, end = action.frame_range
+    assert int(round(end - start)) + 1 == cache.frames
+    scene = bpy.context.scene
+    stream = read_stream(session["csv"]).resampled(30.0)
+    wrists = implied_joint_positions(stream)[:, 1:]
+    mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
+    hands = [mapping["l_hand"], mapping["r_hand"]]
+    shoulders = [mapping["l_upper_arm"], mapping["r_upper_arm"]]
+    arms = [obj.data.bones[mapping[f"{s}_upper_arm"]].length + obj.data.bones[mapping[f"{s}_forearm"]].length
+            for s in "lr"]
+    checked = 0
+    for index in range(0, cache.frames, 9):
+        scene.frame_set(cache.frame_start + index)
+        heads = _world_heads(bpy, obj, hands + shoulders)
+        for side in range(2):
+            target = wrists[index, side]
+            if np.isnan(target).any():
+                continue
+            reach = np.linalg.norm(target - heads[2 + side])
+            if reach < arms[side] - 0.01:
+                assert np.linalg.norm(heads[side] - target) < 0.01
+                checked += 1
+    assert checked >= 10
+    # The report lies beside the .blend and its figures are in the panel's data.
+    assert Path(scene.vr_avatar.solve.report_path).parent == session["folder"]
+    assert Path(scene.vr_avatar.solve.report_path).exists()
+    assert cache.report["figures"]["avatar_hand_cm"] < 5.0
+
+
+def test_bake_leaves_the_existing_action_untouched_and_undo_restores_it(bpy, installed, session):
+    own = bpy.data.actions[session["own_action"]]
+    assert own.use_fake_user and len(own.layers) == 0 and own.users >= 1
+    obj = bpy.data.objects[session["mixamo"]]
+    assert obj.animation_data.action != own  # the bake above moved the armature onto its new action
+
+
+def test_bake_without_a_solve_or_a_target_reports_what_to_do(bpy, installed, session):
+    scene = bpy.context.scene
+    scene.vr_avatar.target_armature = None
+    with pytest.raises(RuntimeError, match="Select an armature as the Target Armature"):
+        bpy.ops.vr_avatar.solve_stream()
+    scene.vr_avatar.target_armature = bpy.data.objects[session["rigify"]]
+    scene.vr_avatar.bone_map[[i.joint for i in scene.vr_avatar.bone_map].index("l_foot")].bone = ""
+    with pytest.raises(RuntimeError, match="joint 'l_foot' is not mapped"):
+        bpy.ops.vr_avatar.solve_stream()
+
+
+def test_saved_and_reloaded_blend_scrubs_the_same(bpy, installed, session):
+    _solve(bpy, session["rigify"])
+    bpy.ops.wm.save_mainfile()
+    before = _cache(installed, bpy)
+    bpy.ops.wm.open_mainfile(filepath=str(session["blend"]))
+    after = _cache(installed, bpy)
+    assert after is not None and after.armature == session["rigify"]
+    np.testing.assert_array_equal(after.basis, before.basis)
+    scene = bpy.context.scene
+    obj = bpy.data.objects[session["rigify"]]
+    frame = scene.frame_start + 40
+    scene.frame_set(frame)
+    np.testing.assert_allclose(_world_heads(bpy, obj, after.bones), after.positions[after.frame_index(frame)],
+                               atol=1e-3)

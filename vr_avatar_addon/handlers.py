@@ -1,0 +1,41 @@
+"""Handlers: scrubbing the timeline poses the target armature from the cached solve."""
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+
+from . import solve_cache
+
+
+def pose_frame(obj, frame: solve_cache.CachedFrame) -> None:
+    """Pose `obj`'s bones with a cached frame: every bone's rotation and the hips' location."""
+    pose_bones = obj.pose.bones
+    row = {name: k for k, name in enumerate(frame.bones)}
+    order = np.array([row[pose_bone.name] for pose_bone in pose_bones])
+    for pose_bone in pose_bones:
+        if pose_bone.rotation_mode != 'QUATERNION':
+            pose_bone.rotation_mode = 'QUATERNION'
+    pose_bones.foreach_set("rotation_quaternion", frame.basis[order].astype(np.float32).ravel())
+    pose_bones[frame.hips_bone].location = frame.hips_location.tolist()
+
+
+@persistent
+def pose_from_cache(scene, _depsgraph=None):
+    """frame_change_post: show the cached solve on its armature while the preview is on."""
+    settings = getattr(scene, "vr_avatar", None)
+    if settings is None or not settings.solve.preview:
+        return
+    frame = solve_cache.cached_frame(scene, scene.frame_current)
+    obj = bpy.data.objects.get(frame.armature) if frame else None
+    if obj is None or obj.type != 'ARMATURE' or set(frame.bones) != set(obj.pose.bones.keys()):
+        return
+    pose_frame(obj, frame)
+
+
+def register():
+    if pose_from_cache not in bpy.app.handlers.frame_change_post:
+        bpy.app.handlers.frame_change_post.append(pose_from_cache)
+
+
+def unregister():
+    if pose_from_cache in bpy.app.handlers.frame_change_post:
+        bpy.app.handlers.frame_change_post.remove(pose_from_cache)
