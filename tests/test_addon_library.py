@@ -222,3 +222,15 @@ def test_library_panel_list_and_operators_are_registered(bpy, installed):
     for name in ("import_bvh", "import_mocap", "build_database", "remove_database"):
         assert hasattr(bpy.ops.vr_avatar, name)
     assert "databases" in type(bpy.context.scene.vr_avatar.library).bl_rna.properties
+
+
+def test_import_mocap_without_an_animated_armature_removes_what_the_importer_made(bpy, installed, empty_scene,
+                                                                                   tmp_path):
+    bpy.ops.mesh.primitive_cube_add()
+    path = tmp_path / "cube.fbx"
+    bpy.ops.export_scene.fbx(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)
+    counts = _data_counts(bpy)
+    with pytest.raises(RuntimeError, match="cube.fbx: no animated armature in this file"):
+        bpy.ops.vr_avatar.import_mocap(filepath=str(path))
+    assert _data_counts(bpy) == counts
