@@ -171,7 +171,7 @@ class VR_AVATAR_OT_import_bvh(bpy.types.Operator, ImportHelper):
 
 
 class VR_AVATAR_OT_import_mocap(bpy.types.Operator, ImportHelper):
-    """Import motion capture into the motion library: BVH through the VR Avatar core, FBX and glTF through Blender's importers"""
+    """Import motion capture into the motion library: BVH through the VR Avatar core, FBX and glTF by Blender"""
     bl_idname = "vr_avatar.import_mocap"
     bl_label = "Import Motion Capture"
     bl_options = {'REGISTER', 'UNDO'}
@@ -273,7 +273,7 @@ def _mark_solve_stale(scene) -> None:
 
 
 class VR_AVATAR_OT_build_database(bpy.types.Operator):
-    """Build a motion database from the motion capture path or the selected armatures' actions, saved beside the .blend"""
+    """Build a motion database from the mocap path or the selected armatures' actions, saved beside the .blend"""
     bl_idname = "vr_avatar.build_database"
     bl_label = "Build Motion Database"
     bl_options = {'REGISTER', 'UNDO'}
