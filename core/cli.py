@@ -15,7 +15,7 @@ from .openxr_source import OpenXRUnavailable, record
 from .pose_database import DatabaseError, build_database
 from .report import write_solution_report
 from .simulate import simulate_stream
-from .solver import solve_calibrated
+from .solver import load_calibrated_solver, solve
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
 
 USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, FileNotFoundError,
@@ -147,7 +147,7 @@ def solve_stream(args) -> int:
     """Solve a three-point stream into a full-body motion on the database skeleton (BVH, metres)."""
     stream = read_stream(args.stream)
     config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock)
-    solution = solve_calibrated(stream, args.db, config, args.orientation, args.height, args.arm_span)
+    solution = solve(stream, load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span))
     write_bvh(args.output, solution.motion)
     report = write_solution_report(Path(args.output).with_suffix(""), solution, f"solve {Path(args.stream).name}")
     print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "

@@ -453,10 +453,9 @@ def solve(stream: ThreePointStream, solver: Solver) -> Solution:
                     np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height)
 
 
-def solve_calibrated(stream: ThreePointStream, database_paths, config: SolverConfig = SolverConfig(),
-                     orientation: str | None = None, standing_hmd_height_m: float | None = None,
-                     arm_span_m: float | None = None) -> Solution:
-    """One offline solve with the user's calibration: the command line's and the add-on's shared path.
+def load_calibrated_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
+                           standing_hmd_height_m: float | None = None, arm_span_m: float | None = None) -> Solver:
+    """A solver with the user's calibration: the command line's and the add-on's shared path.
 
     `arm_span_m` (wrist to wrist in a T-pose, Parger eq. 1) replaces the avatar's arm lengths.
     """
@@ -464,7 +463,7 @@ def solve_calibrated(stream: ThreePointStream, database_paths, config: SolverCon
     if arm_span_m:
         arm = arm_length_from_span(arm_span_m, solver.rig.calibration.shoulder_from_neck[0])
         solver.rig.calibration = replace(solver.rig.calibration, upper_arm_m=arm, forearm_m=arm)
-    return solve(stream, solver)
+    return solver
 
 
 def load_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,

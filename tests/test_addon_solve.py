@@ -246,3 +246,40 @@ def test_saved_and_reloaded_blend_scrubs_the_same(bpy, installed, session):
     scene.frame_set(frame)
     np.testing.assert_allclose(_world_heads(bpy, obj, after.bones), after.positions[after.frame_index(frame)],
                                atol=1e-3)
+
+
+@pytest.mark.parametrize("source, message", [
+    ('BLENDER_VR', "No VR session is running: start one with the VR Scene Inspection add-on"),
+    ('OPENXR', "no OpenXR runtime is installed or active"),
+])
+def test_live_preview_without_a_headset_says_so_and_changes_nothing(bpy, installed, session, source, message):
+    scene = bpy.context.scene
+    obj = bpy.data.objects[session["mixamo"]]
+    scene.vr_avatar.target_armature = obj
+    before = np.array([tuple(b.rotation_quaternion) for b in obj.pose.bones])
+    preview = scene.vr_avatar.solve.preview
+    with pytest.raises(RuntimeError, match=message):
+        bpy.ops.vr_avatar.live_preview(source=source)
+    np.testing.assert_array_equal([tuple(b.rotation_quaternion) for b in obj.pose.bones], before)
+    assert scene.vr_avatar.solve.preview == preview
+
+
+def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, installed, session):
+    """The live path up to the headset: device poses from the stream, one timer tick at a time."""
+    scene = bpy.context.scene
+    obj = bpy.data.objects[session["mixamo"]]
+    scene.vr_avatar.target_armature = obj
+    obj.animation_data.action = None
+    live = installed.operators_live.LiveAvatar(bpy.context)
+    stream = read_stream(session["csv"]).resampled(60.0)
+    wrists = implied_joint_positions(stream)[:, 1:]
+    mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
+    hands = [mapping["l_hand"], mapping["r_hand"]]
+    gaps = []
+    for t in range(120):
+        live.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0)
+        if t % 10 == 9:
+            gaps.append(np.linalg.norm(_world_heads(bpy, obj, hands) - wrists[t], axis=-1))
+    assert np.median(gaps) < 0.01
+    hips = _world_heads(bpy, obj, [mapping["hips"]])[0]
+    assert np.hypot(*(hips - stream.positions[119, 0])[[0, 2]]) < 0.4  # under the headset, within α and a bit

@@ -8,13 +8,14 @@ import importlib.util
 # which returns the module bound below. The submodules the add-on uses are imported here too,
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
-for _submodule in ("bvh", "config", "devices", "humanoid", "mocap", "motion", "pose_database", "quat", "report",
-                   "retarget", "skeleton", "solver", "stream"):
+for _submodule in ("bvh", "config", "devices", "humanoid", "mocap", "motion", "openxr_source", "pose_database",
+                   "quat", "report", "retarget", "skeleton", "solver", "stream"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import handlers, operators_library, operators_solve, operators_stream, panels, properties  # noqa: E402
+from . import (handlers, operators_library, operators_live, operators_solve, operators_stream,  # noqa: E402
+               panels, properties)
 
-_modules = (properties, operators_library, operators_stream, operators_solve, panels, handlers)
+_modules = (properties, operators_library, operators_stream, operators_solve, operators_live, panels, handlers)
 
 
 def register():

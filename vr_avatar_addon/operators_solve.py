@@ -33,6 +33,7 @@ def fill_bone_map(settings, obj) -> int:
     """Replace the mapping list with the automatic mapping of `obj`; returns how many joints are unmapped."""
     found = avatar.automatic_mapping(obj)
     settings.bone_map.clear()
+    settings.bone_map_armature = obj.name
     for joint, bone in found.items():
         item = settings.bone_map.add()
         item.joint, item.bone = joint, bone
@@ -56,35 +57,51 @@ def read_stream(settings):
         raise VRAvatarError(str(error)) from None
 
 
-def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
-    """Solve the scene's stream with its settings and retarget it onto the target armature."""
-    scene, settings = context.scene, context.scene.vr_avatar
+def avatar_target(context):
+    """(armature, core TargetSkeleton) of the scene's target with its bone mapping (made anew for a new target)."""
+    settings = context.scene.vr_avatar
     obj = target_armature(context)
-    if not settings.bone_map:
+    if not settings.bone_map or settings.bone_map_armature != obj.name:
         fill_bone_map(settings, obj)
     try:
-        target = avatar.target_skeleton(obj, bone_map(settings))
+        return obj, avatar.target_skeleton(obj, bone_map(settings))
     except avatar.MappingError as error:
         raise VRAvatarError(str(error)) from None
+
+
+def load_solver(context):
+    """A core Solver over the scene's motion databases with the panel's settings and calibration."""
+    settings = context.scene.vr_avatar
     paths = database_paths(settings)
     if not paths:
         raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library)")
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:
         raise VRAvatarError(f"motion database not found: {missing[0]}")
-    stream = read_stream(settings)
     solve = settings.solve
     explicit = solve.calibration == 'EXPLICIT'
+    try:
+        return core.solver.load_calibrated_solver(
+            paths, solver_config(solve), "hmd" if solve.orientation == 'HMD' else None,
+            solve.user_height if explicit else None, solve.arm_span if explicit else None)
+    except (core.pose_database.DatabaseError, ValueError) as error:
+        raise VRAvatarError(str(error)) from None
+
+
+def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
+    """Solve the scene's stream with its settings and retarget it onto the target armature."""
+    scene, settings = context.scene, context.scene.vr_avatar
+    obj, target = avatar_target(context)
+    solver = load_solver(context)
+    stream = read_stream(settings)
     progress(0.1)
     try:
-        solution = core.solver.solve_calibrated(stream, paths, solver_config(solve), "hmd" if solve.orientation ==
-                                                'HMD' else None, solve.user_height if explicit else None,
-                                                solve.arm_span if explicit else None)
-    except (core.pose_database.DatabaseError, ValueError) as error:
+        solution = core.solver.solve(stream, solver)
+    except ValueError as error:
         raise VRAvatarError(str(error)) from None
     progress(0.8)
     rotations, positions, wrists = core.retarget.retarget_solution(solution, target, scene_fps(scene),
-                                                                   solve.stride_scaled)
+                                                                   settings.solve.stride_scaled)
     hips = target.mapping["hips"]
     hips_bone = obj.data.bones[target.names[hips]]
     report = solution_figures(solution, positions, wrists, target)

@@ -125,6 +125,7 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
         poll=_is_armature, update=_mark_stale)
     bone_map: CollectionProperty(type=VRAvatarBoneMapItem)
     bone_map_index: IntProperty(name="Active Joint", default=0)
+    bone_map_armature: StringProperty(name="Mapped Armature", description="The armature the bone mapping was made for")
     library: PointerProperty(type=VRAvatarLibrarySettings)
     stream: PointerProperty(type=VRAvatarStreamSettings)
     solve: PointerProperty(type=VRAvatarSolveSettings)
