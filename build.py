@@ -65,7 +65,20 @@ def test(args: list[str]) -> int:
 
 
 def bench(args: list[str]) -> int:
-    return run_in_environment(["-m", "core", "bench", "--json", *args])
+    """Core's speed figures as one JSON object, the add-on's (tests/bench_blender.py, real bpy) under "blender"."""
+    import json
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    figures = {}
+    for key, command in ((None, ["-m", "core", "bench", "--json", *args]), ("blender", ["tests/bench_blender.py"])):
+        done = subprocess.run([str(venv_python()), *command], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        if done.returncode:
+            sys.stdout.write(done.stdout)
+            return done.returncode
+        result = json.loads(done.stdout)
+        figures.update({key: result} if key else result)
+    print(json.dumps(figures, indent=2))
+    return 0
 
 
 def extension(args: list[str]) -> int:
