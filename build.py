@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """VR Avatar's single entry point: set-up, demo, tests, benchmarks and the Blender extension.
 
-    python build.py demo [--mocap DIR]   simulate a three-point stream from real mocap into out/
+    python build.py demo [--mocap DIR]   stream, database, solve and report, then out/demo.blend and demo.png
     python build.py test [PYTEST ARGS]   the test suite (what CI runs)
     python build.py bench                speed figures as JSON
     python build.py extension            dist/vr_avatar-<version>.zip, self-contained
@@ -12,6 +12,7 @@ installing torch==2.13.0 before anything else so that pip keeps the local CPU bu
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -51,27 +52,34 @@ def ensure_environment() -> None:
     stamp.write_text(fingerprint)
 
 
-def run_in_environment(args: list[str]) -> int:
+def run_in_environment(args: list[str], capture: bool = False) -> subprocess.CompletedProcess:
+    """Run the venv's Python in the repository with the repository on the path; `capture` keeps stdout."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.run([str(venv_python()), *args], cwd=ROOT, env=env).returncode
+    return subprocess.run([str(venv_python()), *args], cwd=ROOT, env=env, text=True,
+                          stdout=subprocess.PIPE if capture else None)
 
 
 def demo(args: list[str]) -> int:
-    return run_in_environment(["-m", "core", "demo", *args])
+    """The core demo (stream, database, solved BVH, report), then the Blender scene made from its output."""
+    done = run_in_environment(["-m", "core", "demo", *args], capture=True)
+    print(done.stdout, end="")
+    if done.returncode:
+        return done.returncode
+    summary = json.loads(done.stdout)
+    out = str(Path(summary["stream"]).parent)
+    return run_in_environment(["-m", "vr_avatar_addon.demo_scene", "--out", out, "--stream", summary["stream"],
+                               "--db", summary["solved"]["database"], "--avatar", summary["bvh_copy"]]).returncode
 
 
 def test(args: list[str]) -> int:
-    return run_in_environment(["-m", "pytest", "tests", *args])
+    return run_in_environment(["-m", "pytest", "tests", *args]).returncode
 
 
 def bench(args: list[str]) -> int:
     """Core's speed figures as one JSON object, the add-on's (tests/bench_blender.py, real bpy) under "blender"."""
-    import json
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     figures = {}
     for key, command in ((None, ["-m", "core", "bench", "--json", *args]), ("blender", ["tests/bench_blender.py"])):
-        done = subprocess.run([str(venv_python()), *command], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+        done = run_in_environment(command, capture=True)
         if done.returncode:
             sys.stdout.write(done.stdout)
             return done.returncode

@@ -23,6 +23,8 @@ REQUIRED = {
 }
 OPTIONAL = {"tags": list, "permissions": dict, "blender_version_max": str, "website": str, "copyright": list}
 SKIPPED = {"__pycache__", ".gitkeep", ".DS_Store"}
+# Modules of the add-on folder that run outside Blender's add-on system (build and demo tooling).
+NOT_SHIPPED = {"packaging.py", "demo_scene.py"}
 
 
 def _version(value: str, key: str) -> tuple[int, ...]:
@@ -97,7 +99,7 @@ def extension_contents(root: Path) -> dict[str, Path]:
     contents = {"blender_manifest.toml": root / "blender_manifest.toml"}
     addon = root / "vr_avatar_addon"
     for path in _files(addon, "*"):
-        if path.relative_to(addon).as_posix() != "packaging.py":
+        if path.relative_to(addon).as_posix() not in NOT_SHIPPED:
             contents[path.relative_to(addon).as_posix()] = path
     for path in _files(root / "core", "*.py"):
         contents["core/" + path.relative_to(root / "core").as_posix()] = path

@@ -1,0 +1,136 @@
+"""Demo scene: the add-on's workflow on the core demo's output, saved as a .blend with a rendered image.
+
+    python -m vr_avatar_addon.demo_scene --out out --stream out/CLIP.stream.csv --db out/default.db.npz --avatar BVH
+
+`python build.py demo` runs it after `python -m core demo`, with bpy as a Python module and the
+add-on registered from this checkout. It drives the add-on's own operators as a user would: add
+the database, load the stream as empties, import an avatar, map its bones, solve, bake (the
+avatar's imported action is kept) and render the avatar mid-stride with Workbench on the CPU.
+Left out of the extension zip.
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+# Each bone gets a box this share of its length wide, within these limits (metres).
+LIMB_WIDTH_SHARE, LIMB_WIDTH_MIN, LIMB_WIDTH_MAX = 0.22, 0.035, 0.09
+
+
+def add_body(armature) -> None:
+    """A box per bone below the root, parented to the bone, so the avatar renders (armatures do not)."""
+    material = bpy.data.materials.new("Avatar")
+    material.diffuse_color = (0.85, 0.55, 0.3, 1.0)
+    bpy.context.view_layer.update()
+    for pose_bone in armature.pose.bones:
+        length = pose_bone.length
+        if length < 0.02 or pose_bone.parent is None:
+            continue
+        width = float(np.clip(LIMB_WIDTH_SHARE * length, LIMB_WIDTH_MIN, LIMB_WIDTH_MAX)) / 2.0
+        corners = [(x, y, z) for x in (-width, width) for y in (0.0, length) for z in (-width, width)]
+        faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+        mesh = bpy.data.meshes.new(f"Body {pose_bone.name}")
+        mesh.from_pydata(corners, [], faces)
+        mesh.materials.append(material)
+        part = bpy.data.objects.new(f"Body {pose_bone.name}", mesh)
+        bpy.context.scene.collection.objects.link(part)
+        part.parent, part.parent_type, part.parent_bone = armature, 'BONE', pose_bone.name
+        part.matrix_world = armature.matrix_world @ pose_bone.matrix
+
+
+def frame_mid_stride(scene, bone_map: dict[str, str]) -> int:
+    """The cached frame whose feet are furthest apart (core's positions; any frame if uncached)."""
+    cache = scene.get("vr_avatar_solve")
+    if cache is None:
+        return scene.frame_current
+    bones = list(cache["bones"])
+    frames, joints = int(cache["frames"]), int(cache["joints"])
+    positions = np.asarray(cache["positions"]).reshape(frames, joints, 3)
+    feet = positions[:, [bones.index(bone_map["l_foot"]), bones.index(bone_map["r_foot"])]]
+    spread = np.linalg.norm(feet[:, 0] - feet[:, 1], axis=-1)
+    return int(cache["frame_start"]) + int(np.argmax(spread[frames // 4:]) + frames // 4)
+
+
+def add_camera_and_light(scene, armature, hips_bone: str) -> None:
+    """A camera beside the avatar that keeps its hips in view, a sun, and a floor."""
+    bpy.context.view_layer.update()
+    hips = armature.matrix_world @ armature.pose.bones[hips_bone].head
+    camera = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
+    scene.collection.objects.link(camera)
+    camera.location = (hips.x + 3.2, hips.y - 3.2, 1.3)
+    aim = camera.constraints.new('TRACK_TO')
+    aim.target, aim.subtarget = armature, hips_bone
+    scene.camera = camera
+    sun = bpy.data.objects.new("Sun", bpy.data.lights.new("Sun", 'SUN'))
+    sun.rotation_euler = (0.7, 0.2, 0.6)
+    scene.collection.objects.link(sun)
+    floor = bpy.data.meshes.new("Floor")
+    size = 30.0
+    floor.from_pydata([(-size, -size, 0), (size, -size, 0), (size, size, 0), (-size, size, 0)], [], [(0, 1, 2, 3)])
+    scene.collection.objects.link(bpy.data.objects.new("Floor", floor))
+
+
+def render(scene, path: Path) -> None:
+    scene.render.engine = 'BLENDER_WORKBENCH'
+    scene.display.shading.light = 'STUDIO'
+    scene.display.shading.color_type = 'MATERIAL'
+    scene.display.shading.show_shadows = True
+    scene.render.resolution_x, scene.render.resolution_y = 800, 450
+    scene.render.image_settings.compression = 90
+    scene.render.filepath = str(path)
+    bpy.ops.render.render(write_still=True)
+
+
+def run(out: Path, stream: Path, database: Path, avatar_bvh: Path) -> dict:
+    import vr_avatar_addon
+
+    bpy.ops.wm.read_homefile(use_empty=True)
+    bpy.context.preferences.filepaths.save_version = 0  # no demo.blend1 backups
+    vr_avatar_addon.register()
+    scene = bpy.context.scene
+    scene.render.fps = 30
+    blend = (out / "demo.blend").resolve()
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    settings = bpy.context.scene.vr_avatar
+    entry = settings.library.databases.add()
+    entry.path = bpy.path.relpath(str(database.resolve()))
+    bpy.ops.vr_avatar.load_stream(filepath=str(stream.resolve()))
+    before = set(bpy.data.objects)
+    bpy.ops.vr_avatar.import_bvh(filepath=str(avatar_bvh))
+    (armature,) = [o for o in set(bpy.data.objects) - before if o.type == 'ARMATURE']
+    armature.name = "Avatar"
+    imported_action = armature.animation_data.action.name if armature.animation_data else None
+    add_body(armature)
+    settings.target_armature = armature
+    bpy.ops.vr_avatar.map_bones()
+    bpy.ops.vr_avatar.solve_stream()
+    bpy.ops.vr_avatar.bake_action()
+    bone_map = {item.joint: item.bone for item in settings.bone_map}
+    scene.frame_set(frame_mid_stride(scene, bone_map))
+    add_camera_and_light(scene, armature, bone_map["hips"])
+    image = out / "demo.png"
+    render(scene, image.resolve())
+    bpy.ops.wm.save_mainfile()
+    report = json.loads(scene["vr_avatar_solve"]["report"])
+    return {"blend": str(blend), "image": str(image), "frame": scene.frame_current,
+            "baked_action": armature.animation_data.action.name, "kept_action": imported_action,
+            "report": settings.solve.report_path, "figures": report["figures"]}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="out")
+    parser.add_argument("--stream", required=True, help="three-point stream CSV")
+    parser.add_argument("--db", required=True, help="motion database (.npz)")
+    parser.add_argument("--avatar", required=True, help="BVH whose skeleton becomes the avatar")
+    args = parser.parse_args(argv)
+    summary = run(Path(args.out), Path(args.stream), Path(args.db), Path(args.avatar))
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
