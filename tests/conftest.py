@@ -20,6 +20,28 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="vr_avat
 from core.bvh import read_bvh
 
 ROOT = Path(__file__).resolve().parents[1]
+# A BVH whose motion stops after one of its three declared frames.
+TRUNCATED_BVH = """HIERARCHY
+ROOT Hips
+{
+  OFFSET 0 90 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT Head
+  {
+    OFFSET 0 60 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {
+      OFFSET 0 10 0
+    }
+  }
+}
+MOTION
+Frames: 3
+Frame Time: 0.0333333
+0 90 0 0 0 0 0 0 0
+"""
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
 DATASET_1 = DATA / "Bandai-Namco-Research-Motiondataset-1"
 DATASET_2 = DATA / "Bandai-Namco-Research-Motiondataset-2"

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DATASET_1, WALK_1
+from conftest import DATASET_1, TRUNCATED_BVH, WALK_1
 
 from core.bvh import read_bvh
 from core.config import DatabaseConfig
@@ -14,26 +14,6 @@ from core.pose_database import PoseDatabase, build_database, global_transforms
 
 LOCOMOTION = [DATASET_1 / f"dataset-1_{name}_001.bvh" for name in ("walk_normal", "run_normal", "walk-back_normal")]
 
-TRUNCATED_BVH = """HIERARCHY
-ROOT Hips
-{
-  OFFSET 0 90 0
-  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
-  JOINT Head
-  {
-    OFFSET 0 60 0
-    CHANNELS 3 Zrotation Xrotation Yrotation
-    End Site
-    {
-      OFFSET 0 10 0
-    }
-  }
-}
-MOTION
-Frames: 3
-Frame Time: 0.0333333
-0 90 0 0 0 0 0 0 0
-"""
 
 
 def _data_counts(bpy):

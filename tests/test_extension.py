@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ADDON_MODULE, ROOT, WALK_1 as WALK, load_by_path as _load, packaging
+from conftest import ADDON_MODULE, ROOT, TRUNCATED_BVH, WALK_1 as WALK, load_by_path as _load, packaging
 
 
 
@@ -116,26 +116,6 @@ def test_import_bvh_builds_the_rest_armature(bpy, installed):
     assert obj["vr_avatar_fps"] == pytest.approx(motion.fps)
 
 
-TRUNCATED_BVH = """HIERARCHY
-ROOT Hips
-{
-  OFFSET 0 90 0
-  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
-  JOINT Head
-  {
-    OFFSET 0 60 0
-    CHANNELS 3 Zrotation Xrotation Yrotation
-    End Site
-    {
-      OFFSET 0 10 0
-    }
-  }
-}
-MOTION
-Frames: 3
-Frame Time: 0.0333333
-0 90 0 0 0 0 0 0 0
-"""
 
 
 def test_import_malformed_bvh_cancels_and_creates_nothing(bpy, installed, tmp_path):

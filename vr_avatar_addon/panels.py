@@ -7,19 +7,23 @@ from .operators_stream import VR_AVATAR_OT_record_stream
 
 
 class VRAvatarPanel:
+    """What the add-on's panels share: the sidebar tab and property layout; each draws its section."""
     bl_space_type = 'VIEW_3D'
     bl_region_type = 'UI'
     bl_category = "VR Avatar"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        layout.use_property_decorate = False
+        self.draw_section(layout, context)
 
 
 class VIEW3D_PT_vr_avatar(VRAvatarPanel, bpy.types.Panel):
     """Avatar: the target armature and its humanoid bone mapping."""
     bl_label = "Avatar"
 
-    def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
+    def draw_section(self, layout, context):
         settings = context.scene.vr_avatar
         layout.prop(settings, "target_armature")
         layout.operator("vr_avatar.map_bones", icon='BONE_DATA')
@@ -62,10 +66,7 @@ class VIEW3D_PT_vr_avatar_library(VRAvatarPanel, bpy.types.Panel):
     """Motion library: import motion capture and build the motion databases."""
     bl_label = "Motion Library"
 
-    def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
+    def draw_section(self, layout, context):
         library = context.scene.vr_avatar.library
         layout.operator("vr_avatar.import_mocap", icon='IMPORT')
         layout.prop(library, "mocap_path")
@@ -86,10 +87,7 @@ class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
     """Stream: the three-point stream as empties, and recording from a VR session."""
     bl_label = "Stream"
 
-    def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
+    def draw_section(self, layout, context):
         stream = context.scene.vr_avatar.stream
         row = layout.row(align=True)
         row.operator("vr_avatar.load_stream", icon='IMPORT')
@@ -109,10 +107,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
     """Solve, scrub and bake: the solver's settings, the cached solve and its quality report."""
     bl_label = "Solve and Bake"
 
-    def draw(self, context):
-        layout = self.layout
-        layout.use_property_split = True
-        layout.use_property_decorate = False
+    def draw_section(self, layout, context):
         solve = context.scene.vr_avatar.solve
         for name in ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "orientation",
                      "stride_scaled"):
