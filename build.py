@@ -4,7 +4,7 @@
     python build.py demo [--mocap DIR]   stream, database, solve and report, then out/demo.blend and demo.png
     python build.py test [PYTEST ARGS]   the test suite (what CI runs)
     python build.py bench                speed figures as JSON
-    python build.py extension            dist/vr_avatar-<version>.zip, self-contained
+    python build.py extension            dist/vr_avatar-<version>.zip, self-contained (pyopenxr wheel bundled)
 
 Each command first makes sure `.venv` exists with the project's requirements (pyproject.toml),
 installing torch==2.13.0 before anything else so that pip keeps the local CPU build.
@@ -89,13 +89,23 @@ def bench(args: list[str]) -> int:
     return 0
 
 
+def bundled_wheels() -> list[Path]:
+    """The wheels the extension carries, fetched (or taken from pip's cache) into dist/wheels."""
+    folder = ROOT / "dist" / "wheels"
+    wanted = [r for r in requirements() if r.startswith("pyopenxr")]
+    subprocess.run([str(venv_python()), "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
+                    "--only-binary", ":all:", "-d", str(folder), *wanted], check=True)
+    return sorted(folder.glob("pyopenxr-*.whl"))[-1:]
+
+
 def extension(args: list[str]) -> int:
+    """dist/vr_avatar-<version>.zip with pyopenxr's wheel; `--no-wheels` leaves it out (57 MB smaller)."""
     from importlib import util
 
     spec = util.spec_from_file_location("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
     packaging = util.module_from_spec(spec)
     spec.loader.exec_module(packaging)
-    path = packaging.build_extension(ROOT, ROOT / "dist")
+    path = packaging.build_extension(ROOT, ROOT / "dist", [] if "--no-wheels" in args else bundled_wheels())
     print(path)
     return 0
 

@@ -150,3 +150,30 @@ def test_addon_registers_from_a_development_checkout(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def _tiny_wheel(folder: Path) -> Path:
+    """A real, minimal wheel (a package and its dist-info), as pip would install it."""
+    wheel = folder / "tinypkg-0.1-py3-none-any.whl"
+    files = {"tinypkg/__init__.py": "VALUE = 1\n",
+             "tinypkg-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: tinypkg\nVersion: 0.1\n",
+             "tinypkg-0.1.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\n"
+                                             "Tag: py3-none-any\n"}
+    files["tinypkg-0.1.dist-info/RECORD"] = "".join(f"{name},,\n" for name in files) + "tinypkg-0.1.dist-info/RECORD,,\n"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return wheel
+
+
+def test_bundled_wheels_are_listed_in_the_zips_manifest_and_pass_blenders_validator(tmp_path):
+    wheel = _tiny_wheel(tmp_path)
+    built = packaging.build_extension(ROOT, tmp_path / "dist", [wheel])
+    archive = zipfile.ZipFile(built)
+    assert "wheels/tinypkg-0.1-py3-none-any.whl" in archive.namelist()
+    manifest = tomllib.loads(archive.read("blender_manifest.toml").decode())
+    assert manifest["wheels"] == ["./wheels/tinypkg-0.1-py3-none-any.whl"]
+    assert manifest["permissions"]["files"]  # the entry went in before the first table, not into it
+    test_zip_passes_blenders_own_validator(built)
+    with pytest.raises(ValueError, match="not a wheel file: missing.whl"):
+        packaging.build_extension(ROOT, tmp_path / "other", [tmp_path / "missing.whl"])

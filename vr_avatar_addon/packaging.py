@@ -109,10 +109,28 @@ def extension_contents(root: Path) -> dict[str, Path]:
     return contents
 
 
-def build_extension(root: Path, dist: Path) -> Path:
-    """Validate the manifest, then write `dist/vr_avatar-<version>.zip` atomically; returns its path."""
+def manifest_with_wheels(text: str, wheels: list[str]) -> str:
+    """The manifest's text with a top-level `wheels` list naming the bundled wheels, before the first table."""
+    if not wheels:
+        return text
+    entry = "wheels = [" + ", ".join(f'"./wheels/{name}"' for name in wheels) + "]\n\n"
+    lines = text.splitlines(keepends=True)
+    first_table = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+    return "".join(lines[:first_table]) + entry + "".join(lines[first_table:])
+
+
+def build_extension(root: Path, dist: Path, wheels=()) -> Path:
+    """Validate the manifest, then write `dist/vr_avatar-<version>.zip` atomically; returns its path.
+
+    `wheels` (.whl files) are bundled under wheels/ and listed in the zip's manifest, so Blender
+    installs them with the extension (pyopenxr for the OpenXR source).
+    """
     root, dist = Path(root), Path(dist)
     manifest = validate_manifest(root)
+    wheels = [Path(w) for w in wheels]
+    bad = [w.name for w in wheels if w.suffix != ".whl" or not w.is_file()]
+    if bad:
+        raise ValueError(f"not a wheel file: {', '.join(bad)}")
     contents = extension_contents(root)
     if "__init__.py" not in contents or "core/__init__.py" not in contents:
         raise ValueError("the add-on's __init__.py and core/__init__.py must both exist to build the extension")
@@ -122,7 +140,13 @@ def build_extension(root: Path, dist: Path) -> Path:
     try:
         with os.fdopen(handle, "wb") as file, zipfile.ZipFile(file, "w", zipfile.ZIP_DEFLATED) as archive:
             for name, path in contents.items():
-                archive.write(path, name)
+                if name == "blender_manifest.toml":
+                    text = path.read_text(encoding="utf-8")
+                    archive.writestr(name, manifest_with_wheels(text, [w.name for w in wheels]))
+                else:
+                    archive.write(path, name)
+            for wheel in wheels:
+                archive.write(wheel, f"wheels/{wheel.name}")
         os.replace(temporary, target)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
