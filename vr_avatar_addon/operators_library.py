@@ -9,6 +9,7 @@ from bpy_extras.io_utils import ImportHelper
 from . import bone_space, core
 from .axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up
 from .keyframes import new_action
+from .properties import mark_solve_stale
 
 # Length of a leaf bone that has no child and no End Site to point at, in metres.
 STUB_LENGTH = 0.05
@@ -266,12 +267,6 @@ def database_paths(settings) -> list[str]:
     return [bpy.path.abspath(item.path) for item in library.databases]
 
 
-def _mark_solve_stale(scene) -> None:
-    solve = scene.vr_avatar.solve
-    if solve.has_cache:
-        solve.cache_stale = True
-
-
 class VR_AVATAR_OT_build_database(bpy.types.Operator):
     """Build a motion database from the mocap path or the selected armatures' actions, saved beside the .blend"""
     bl_idname = "vr_avatar.build_database"
@@ -327,7 +322,7 @@ class VR_AVATAR_OT_build_database(bpy.types.Operator):
             item.path = relative
         item.height_min, item.height_max, item.poses = library.height_min, library.height_max, len(database)
         library.databases_index = list(library.databases).index(item)
-        _mark_solve_stale(context.scene)
+        mark_solve_stale(context.scene)
         skipped = database.info["skipped_short_clips"]
         note = f" (skipped {len(skipped)} clips shorter than 1 s)" if skipped else ""
         self.report({'INFO'}, f"Motion database {relative}: {len(database)} poses from "
@@ -350,7 +345,7 @@ class VR_AVATAR_OT_remove_database(bpy.types.Operator):
         library = context.scene.vr_avatar.library
         library.databases.remove(library.databases_index)
         library.databases_index = min(library.databases_index, len(library.databases) - 1)
-        _mark_solve_stale(context.scene)
+        mark_solve_stale(context.scene)
         return {'FINISHED'}
 
 

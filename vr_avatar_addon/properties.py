@@ -16,11 +16,16 @@ def _is_armature(_settings, obj):
     return obj.type == 'ARMATURE'
 
 
-def _mark_stale(settings, context):
+def mark_solve_stale(scene) -> None:
+    """The cached solve no longer matches the scene's settings, stream or databases (if there is one)."""
+    solve = scene.vr_avatar.solve
+    if solve.has_cache:
+        solve.cache_stale = True
+
+
+def _mark_stale(_settings, context):
     """A setting that changes the solve marks the cached solve stale."""
-    scene_settings = context.scene.vr_avatar
-    if scene_settings.solve.has_cache:
-        scene_settings.solve.cache_stale = True
+    mark_solve_stale(context.scene)
 
 
 class VRAvatarBoneMapItem(bpy.types.PropertyGroup):
