@@ -24,9 +24,14 @@ def device_offsets(devices: DeviceOffsets) -> np.ndarray:
     return np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
 
 
+def joints_from_devices(positions: np.ndarray, rotations: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Head and wrist positions (..., 3, 3) implied by device poses and their `device_offsets`."""
+    return positions - quat.rotate(rotations, offsets)
+
+
 def implied_joint_positions(stream: ThreePointStream, devices: DeviceOffsets = DeviceOffsets()) -> np.ndarray:
     """Head and wrist positions (N, 3, 3) that the device poses imply, the inverse of the attachments."""
-    return stream.positions - quat.rotate(stream.rotations, device_offsets(devices))
+    return joints_from_devices(stream.positions, stream.rotations, device_offsets(devices))
 
 
 def hmd_forward(rotations: np.ndarray) -> np.ndarray:

@@ -104,12 +104,18 @@ def plot_series(path: Path, series: dict[str, np.ndarray], title: str) -> None:
     pyplot.close(figure)
 
 
-def write_solution_report(stem: str | Path, solution, title: str = "") -> dict:
-    """The quality report of an offline solve (a solver.Solution): root and hand errors, foot skating."""
+def solution_quality(solution) -> tuple[dict[str, np.ndarray], dict]:
+    """(per-frame series, figures) of an offline solve (a solver.Solution): root and hand errors, foot skating."""
     series = quality_series(solution.motion, implied_joint_positions(solution.stream)[:, 1:],
                             solution.stream.tracked[:, 1:], solution.targets)
     figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
                "standing_hmd_height_m": round(solution.standing_height_m, 4),
                "searches": int(solution.searches.sum()),
                "poses_used": len(set(zip(solution.databases.tolist(), solution.frames.tolist())))}
+    return series, figures
+
+
+def write_solution_report(stem: str | Path, solution, title: str = "") -> dict:
+    """The quality report of an offline solve, written as `write_report` does."""
+    series, figures = solution_quality(solution)
     return write_report(stem, series, figures, title)

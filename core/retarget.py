@@ -47,6 +47,15 @@ ALIGNED_LIKE_PARENT = {"head": "neck", "l_hand": "l_forearm", "r_hand": "r_forea
                        "l_toes": "l_foot", "r_toes": "r_foot"}
 
 
+def rig_skeleton(names, parents, rest_positions) -> Skeleton:
+    """A rig's bones as a core Skeleton for name matching; bones outside the first root's tree
+    (controls, props) hang from that root."""
+    parents = np.asarray(parents)
+    tree = np.where((parents < 0) & (np.arange(len(parents)) > 0), 0, parents)
+    offsets = rest_positions - np.where(tree[:, None] >= 0, rest_positions[np.maximum(tree, 0)], 0.0)
+    return Skeleton(tuple(names), tree, offsets)
+
+
 @dataclass(frozen=True)
 class TargetSkeleton:
     """A humanoid rig at rest in world space, core's frame: what retargeting writes onto."""
@@ -65,12 +74,8 @@ class TargetSkeleton:
         """The rig with its humanoid mapping found by name (or given per canonical joint in `override`)."""
         parents = np.asarray(parents)
         rest_positions = np.asarray(rest_positions, dtype=float)
-        # Bones outside the first root's tree (controls, props) hang from it for the name matching only.
-        tree = np.where((parents < 0) & (np.arange(len(parents)) > 0), 0, parents)
-        offsets = rest_positions - np.where(tree[:, None] >= 0, rest_positions[np.maximum(tree, 0)], 0.0)
-        skeleton = Skeleton(tuple(names), tree, offsets)
-        return cls(tuple(names), parents, rest_positions, quat.normalize(np.asarray(rest_rotations, float)),
-                   find_mapping(skeleton, override))
+        mapping = find_mapping(rig_skeleton(names, parents, rest_positions), override)
+        return cls(tuple(names), parents, rest_positions, quat.normalize(np.asarray(rest_rotations, float)), mapping)
 
     def floor_height(self) -> float:
         """Height of the lowest foot or toe joint at rest: where the rig stands."""
@@ -92,6 +97,12 @@ class Retargeting:
     """Target hip height over source hip height, both above their rests' floors."""
     source_floor: float
     target_floor: float
+    rest_local: np.ndarray
+    """(J, 4) each bone's rest orientation in its parent's (its own for roots)."""
+    rest_offsets: np.ndarray
+    """(J, 3) each bone's head in its parent's rest frame."""
+    follows_hips: np.ndarray
+    """(J,) bones placed from the hips down; the others stay where they rest."""
 
     @classmethod
     def between(cls, source: Skeleton, source_mapping: HumanoidMapping, target: TargetSkeleton):
@@ -118,7 +129,13 @@ class Retargeting:
             alignment[j] = quat.multiply(quat.conjugate(swing), quat.inverse_multiply(yaw, target.rest_rotations[j]))
         source_floor = float(source_rest[[sm[f"{s}_{j}"] for s in "lr" for j in ("foot", "toes")], 1].min())
         hips_scale = (target_rest[tm["hips"], 1] - target.floor_height()) / (source_rest[sm["hips"], 1] - source_floor)
-        return cls(target, source_joint, alignment, sm["hips"], float(hips_scale), source_floor, target.floor_height())
+        parent = np.maximum(target.parents, 0)
+        rest = target.rest_rotations
+        rest_local = np.where(target.parents[:, None] >= 0, quat.inverse_multiply(rest[parent], rest), rest)
+        rest_offsets = quat.inverse_rotate(rest[parent], target_rest - target_rest[parent])
+        follows_hips = np.array([_below(target.parents, j, tm["hips"]) for j in range(len(target.names))])
+        return cls(target, source_joint, alignment, sm["hips"], float(hips_scale), source_floor,
+                   target.floor_height(), rest_local, rest_offsets, follows_hips)
 
     def apply(self, motion: Motion, wrist_targets: np.ndarray | None = None, stride_scaled: bool = False):
         """(global rotations (F, J, 4), global positions (F, J, 3)) of the target following `motion`.
@@ -144,14 +161,11 @@ class Retargeting:
 
     def _carry_unmapped(self, rotations: np.ndarray) -> np.ndarray:
         """Unmapped bones keep their rest orientation relative to their parent (roots stay at rest)."""
-        rest = self.target.rest_rotations
         for j, parent in enumerate(self.target.parents):
             if self.source_joint[j] >= 0:
                 continue
-            if parent < 0:
-                rotations[:, j] = rest[j]
-            else:
-                rotations[:, j] = quat.multiply(rotations[:, parent], quat.inverse_multiply(rest[parent], rest[j]))
+            rotations[:, j] = self.rest_local[j] if parent < 0 else quat.multiply(rotations[:, parent],
+                                                                                   self.rest_local[j])
         return rotations
 
     def _positions(self, rotations: np.ndarray, hips: np.ndarray) -> np.ndarray:
@@ -161,12 +175,10 @@ class Retargeting:
         for j, parent in enumerate(target.parents):
             if j == hips_joint:
                 positions[:, j] = hips
-            elif parent < 0 or not _below(target.parents, j, hips_joint):
+            elif not self.follows_hips[j]:
                 positions[:, j] = target.rest_positions[j]
             else:
-                offset = quat.inverse_rotate(target.rest_rotations[parent],
-                                             target.rest_positions[j] - target.rest_positions[parent])
-                positions[:, j] = positions[:, parent] + quat.rotate(rotations[:, parent], offset)
+                positions[:, j] = positions[:, parent] + quat.rotate(rotations[:, parent], self.rest_offsets[j])
         return positions
 
     def _reach(self, rotations: np.ndarray, positions: np.ndarray, wrist_targets: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import quat
 from .config import DeviceOffsets, SimulationConfig, SolverConfig
-from .devices import device_offsets, hmd_forward
+from .devices import device_offsets, hmd_forward, joints_from_devices
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .foot_lock import FootLock
 from .inertialize import Inertializer
@@ -401,7 +401,7 @@ class Solver:
         positions = np.stack([f.positions for f in frames])
         devices_p = np.stack([f.device_positions for f in frames])
         devices_r = np.stack([f.device_rotations for f in frames])
-        joints = devices_p - quat.rotate(devices_r, self.offsets)
+        joints = joints_from_devices(devices_p, devices_r, self.offsets)
         motion = Motion(self.skeleton, rotations, positions, self.fps)
         if not self.config.arm_ik:
             return motion

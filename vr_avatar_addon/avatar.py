@@ -39,11 +39,9 @@ def _skeleton_arrays(obj):
 def automatic_mapping(obj) -> dict[str, str]:
     """Canonical joint -> bone name found by name matching ('' where nothing matches)."""
     names, parents, positions, _ = _skeleton_arrays(obj)
-    tree = np.where((parents < 0) & (np.arange(len(parents)) > 0), 0, parents)
-    offsets = positions - np.where(tree[:, None] >= 0, positions[np.maximum(tree, 0)], 0.0)
-    skeleton = core.skeleton.Skeleton(tuple(names), tree, offsets)
     try:
-        found = core.humanoid.find_mapping(skeleton, required=()).names(names)
+        found = core.humanoid.find_mapping(core.retarget.rig_skeleton(names, parents, positions),
+                                           required=()).names(names)
     except core.humanoid.HumanoidMappingError:
         found = {}
     return {joint: found.get(joint, "") for joint in CANONICAL_JOINTS}

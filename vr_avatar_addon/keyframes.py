@@ -42,7 +42,7 @@ def new_action(name: str, owner, channels, frame_start: int):
 
 def fcurve_values(action, owner, data_path: str, length: int) -> np.ndarray:
     """(F, length) keyed values of one channel of `owner`'s slot in `action` (for reading back)."""
-    slot = next(s for s in action.slots if s.identifier.endswith(owner.name) or len(action.slots) == 1)
+    slot = next(s for s in action.slots if s.name_display == owner.name)  # new_action names it after the owner
     channelbag = action.layers[0].strips[0].channelbag(slot)
     curves = [channelbag.fcurves.find(data_path, index=i) for i in range(length)]
     if any(c is None for c in curves):

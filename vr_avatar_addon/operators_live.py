@@ -71,11 +71,10 @@ class LiveAvatar:
         self.target = target
         self.retargeting = core.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping, target)
         self.hips_bone = self.obj.data.bones[target.names[target.mapping["hips"]]]
-        self.offsets = core.devices.device_offsets(self.solver.devices)
 
     def step(self, positions, rotations, tracked, dt: float) -> None:
         motion = self.solver.step(positions, rotations, tracked, dt)
-        wrists = positions[1:] - core.quat.rotate(rotations[1:], self.offsets[1:])
+        wrists = core.devices.joints_from_devices(positions, rotations, self.solver.offsets)[1:]
         global_rotations, global_positions = self.retargeting.apply(motion, wrists[None])
         hips = self.target.mapping["hips"]
         frame = solve_cache.CachedFrame(

@@ -113,14 +113,10 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
 
 def solution_figures(solution, avatar_positions, wrists, target) -> dict:
     """The quality report's figures and per-frame series, with the avatar's own wrist error added."""
-    series = core.report.quality_series(solution.motion, core.devices.implied_joint_positions(solution.stream)[:, 1:],
-                                        solution.stream.tracked[:, 1:], solution.targets)
+    series, figures = core.report.solution_quality(solution)
     hands = avatar_positions[:, [target.mapping["l_hand"], target.mapping["r_hand"]]]
     gap = np.linalg.norm(hands - wrists, axis=-1)
-    figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
-               "standing_hmd_height_m": round(solution.standing_height_m, 4),
-               "searches": int(solution.searches.sum()),
-               "avatar_hand_cm": round(float(np.nanmean(gap)) * 100.0, 3) if np.isfinite(gap).any() else None}
+    figures["avatar_hand_cm"] = round(float(np.nanmean(gap)) * 100.0, 3) if np.isfinite(gap).any() else None
     return {"figures": figures, "summary": core.report.summarise(series),
             "series": {k: core.report.json_values(v) for k, v in series.items()}}
 
