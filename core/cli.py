@@ -6,9 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from . import bench, demo, eval_ik, eval_matching, eval_orientation, train_orientation
+from . import bench, demo, eval_ik, eval_matching, eval_orientation, eval_stitch, train_orientation, train_stitch
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
-from .config import DatabaseConfig, DeviceOffsets, SimulationConfig, SolverConfig, describe
+from .config import DatabaseConfig, DeviceOffsets, SimulationConfig, SolverConfig, StitchConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
 from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from .openxr_source import OpenXRUnavailable, record
@@ -16,6 +16,7 @@ from .pose_database import DatabaseError, build_database
 from .report import write_solution_report
 from .simulate import simulate_stream
 from .solver import load_calibrated_solver, solve
+from .stitch_model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
 
 USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, FileNotFoundError,
@@ -155,6 +156,22 @@ def solve_stream(args) -> int:
     return 0
 
 
+def stitch_clips(args) -> int:
+    """Stitch locomotion clips into one (Kim et al.'s Recurrent Motion Refiner); BVH on the first clip's skeleton."""
+    from .stitch import on_skeleton, stitch
+
+    clips = [read_bvh(path) for path in args.clips]
+    config = StitchConfig(args.method, args.window, args.shift, foot_lock=not args.no_foot_lock)
+    result = stitch(clips, config, StitchModel.load(args.model) if config.method == "rmr" else None)
+    write_bvh(args.output, on_skeleton(result.motion, clips[0].skeleton))
+    deviation = result.root_deviation()
+    _print({"output": str(args.output), "frames": len(result.motion), "fps": result.motion.fps,
+            "clip_starts": result.aligned.starts.tolist(), "root_deviation_max_m": float(deviation.max())},
+           args.json, [f"wrote {args.output}: {len(result.motion)} frames at 60 fps from {len(clips)} clips "
+                       f"({args.method}); the root strays at most {deviation.max() * 100:.1f} cm from the aligned clips"])
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m core", description="VR Avatar: three-point full-body animation.")
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
@@ -221,12 +238,28 @@ def build_parser() -> argparse.ArgumentParser:
     solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as motion matching returns them")
     solve_parser.set_defaults(run=solve_stream)
 
+    stitch_parser = groups.add_parser("stitch", help=stitch_clips.__doc__, description=stitch_clips.__doc__)
+    stitch_parser.add_argument("clips", nargs="+", help="BVH clips in order (one skeleton)")
+    stitch_parser.add_argument("-o", "--output", required=True, help="BVH to write (60 fps)")
+    stitch_parser.add_argument("--method", choices=("rmr", "inertialization", "concat"), default=StitchConfig.method,
+                               help="rmr (default): the refiner; inertialization: blend each seam over 30 frames; "
+                                    "concat: aligned, no blending")
+    stitch_parser.add_argument("--model", default=str(STITCH_MODEL), help="stitch model (default: the shipped one)")
+    stitch_parser.add_argument("--window", type=int, default=StitchConfig.window,
+                               help="w: frames per refined window (default 180)")
+    stitch_parser.add_argument("--shift", type=int, default=StitchConfig.shift, help="s: frames the window moves (default 90)")
+    stitch_parser.add_argument("--no-foot-lock", action="store_true", help="skip the foot lock on predicted contacts")
+    stitch_parser.add_argument("--json", action="store_true", help="print one JSON object")
+    stitch_parser.set_defaults(run=stitch_clips)
+
     train = groups.add_parser("train", help="train the project's networks").add_subparsers(dest="command", required=True)
     train_orientation.add_command(train)
+    train_stitch.add_command(train)
     evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
     eval_orientation.add_command(evaluate)
     eval_ik.add_command(evaluate)
     eval_matching.add_command(evaluate)
+    eval_stitch.add_command(evaluate)
 
     bench.add_parser(groups)
     demo.add_parser(groups)

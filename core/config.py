@@ -159,3 +159,21 @@ class SolverConfig:
     fps: float = 60.0
     """Rate the offline solver resamples streams to (the databases' rate)."""
     weights: FeatureWeights = FeatureWeights()
+
+
+@dataclass(frozen=True)
+class StitchConfig:
+    """Stitching locomotion clips with the Recurrent Motion Refiner (Kim et al. §6-7)."""
+
+    method: str = "rmr"
+    """'rmr' (the refiner), 'inertialization' (each seam blended, §7.5's IB) or 'concat' (aligned only)."""
+    window: int = 180
+    """w: frames the refiner edits at once (§7: 180; 60 in the RNN and T_begin studies)."""
+    shift: int = 90
+    """s: frames the window moves between runs (§7: 90; 30 with w = 60)."""
+    seam_blend_frames: int = 10
+    """§6: the jump at each window's first frame is inertialized away over this many frames."""
+    baseline_blend_frames: int = 30
+    """§7.5: the inertialization baseline blends each clip seam over this many frames."""
+    foot_lock: bool = True
+    """§5: lock the feet with leg IK on the predicted contacts."""

@@ -51,3 +51,46 @@ class Inertializer:
             self.position_offset, self.velocity_offset, halflife, dt)
         return (quat.multiply(self.rotation_offset, q), w + self.angular_velocity_offset,
                 p + self.position_offset, v + self.velocity_offset)
+
+
+def quintic_offsets(x0: np.ndarray, v0: np.ndarray, frames: int) -> np.ndarray:
+    """Bollo's inertialization curve, offsets (frames, ...) from x0 at frame 0 to zero at frame `frames`.
+
+    Per dimension x(t) = A t^5 + B t^4 + C t^3 + a0 t^2 / 2 + v0 t + x0 reaches zero with zero
+    velocity and acceleration at t1 = `frames` (units of frames). As Bollo does, a starting velocity
+    that moves away from zero is dropped and t1 is shortened to -5 x0 / v0 when the offset would
+    otherwise overshoot.
+    """
+    x0, v0 = np.asarray(x0, float), np.asarray(v0, float)
+    v0 = np.where(x0 * v0 > 0.0, 0.0, v0)
+    t1 = np.full(x0.shape, float(frames))
+    shorten = v0 != 0.0
+    t1[shorten] = np.minimum(t1[shorten], -5.0 * x0[shorten] / v0[shorten])
+    t1 = np.maximum(t1, 1e-6)
+    a0 = (-8.0 * v0 * t1 - 20.0 * x0) / t1 ** 2
+    a = -(a0 * t1 ** 2 + 6.0 * v0 * t1 + 12.0 * x0) / (2.0 * t1 ** 5)
+    b = (3.0 * a0 * t1 ** 2 + 16.0 * v0 * t1 + 30.0 * x0) / (2.0 * t1 ** 4)
+    c = -(3.0 * a0 * t1 ** 2 + 12.0 * v0 * t1 + 20.0 * x0) / (2.0 * t1 ** 3)
+    t = np.arange(frames, dtype=float).reshape((frames,) + (1,) * x0.ndim)
+    t = np.minimum(t, t1)
+    return a * t ** 5 + b * t ** 4 + c * t ** 3 + 0.5 * a0 * t ** 2 + v0 * t + x0
+
+
+def blend_seam(values: np.ndarray, seam: int, frames: int, source: np.ndarray | None = None) -> np.ndarray:
+    """Values (T, ...) with the jump at `seam` hidden by inertialization over `frames` frames.
+
+    The source is where values[seam - 2], values[seam - 1] were heading (or the two frames given as
+    `source`); the destination is values[seam], values[seam + 1]. Their difference in value and
+    velocity decays to zero along the quintic curve and is added from the seam on.
+    """
+    if seam < 1 or seam >= len(values):
+        return values
+    before = values[max(seam - 2, 0):seam] if source is None else source
+    source_velocity = before[-1] - before[0] if len(before) > 1 else np.zeros_like(before[-1])
+    target_velocity = values[seam + 1] - values[seam] if seam + 1 < len(values) else np.zeros_like(values[seam])
+    x0 = before[-1] + source_velocity - values[seam]
+    v0 = source_velocity - target_velocity
+    count = min(frames, len(values) - seam)
+    out = values.copy()
+    out[seam:seam + count] += quintic_offsets(x0, v0, frames)[:count]
+    return out

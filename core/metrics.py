@@ -114,3 +114,33 @@ def score_motion(solved: Motion, truth: Motion, implied_hands: np.ndarray | None
 def _canonical_positions(motion: Motion) -> np.ndarray:
     """Global positions (T, 21, 3) of the canonical joints in CANONICAL_JOINTS order."""
     return motion.global_positions()[:, find_mapping(motion.skeleton).indices()]
+
+
+FOOT_SLIDE_HEIGHT_M = 0.02
+"""RMR §7.5: feet closer than 2 cm to the floor count for foot sliding."""
+
+
+def foot_slide_m(toes: np.ndarray, floor: float = 0.0) -> float:
+    """RMR §7.5's foot sliding: mean horizontal toe displacement per frame (m) where the toe is under 2 cm.
+
+    toes (..., T, K, 3); a transition counts when the toe is below the threshold at its later frame.
+    """
+    step = np.hypot(*np.moveaxis(np.diff(toes[..., [0, 2]], axis=-3), -1, 0))
+    low = toes[..., 1:, :, 1] - floor < FOOT_SLIDE_HEIGHT_M
+    return float(step[low].mean()) if low.any() else 0.0
+
+
+def npss(truth: np.ndarray, predicted: np.ndarray) -> float:
+    """Normalized Power Spectrum Similarity (Gopalakrishnan et al. 2019) of sequences (N, T, D).
+
+    Per sequence and dimension, the power spectra over time are normalised to sum to 1; the earth
+    mover's distance between them is the L1 distance of their cumulative sums; the result is the
+    mean of those distances weighted by the ground truth's total power. One-sided spectra (rfft).
+    """
+    truth_power = np.abs(np.fft.rfft(truth, axis=1)) ** 2
+    predicted_power = np.abs(np.fft.rfft(predicted, axis=1)) ** 2
+    truth_total = truth_power.sum(axis=1)
+    truth_cdf = np.cumsum(truth_power / np.maximum(truth_total[:, None], 1e-12), axis=1)
+    predicted_cdf = np.cumsum(predicted_power / np.maximum(predicted_power.sum(axis=1)[:, None], 1e-12), axis=1)
+    distance = np.abs(truth_cdf - predicted_cdf).sum(axis=1)
+    return float(np.sum(distance * truth_total) / max(np.sum(truth_total), 1e-12))

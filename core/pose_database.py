@@ -126,9 +126,8 @@ def database_skeleton(skeleton: Skeleton, hips: int) -> tuple[Skeleton, np.ndarr
     return Skeleton((VIRTUAL_ROOT,) + tuple(skeleton.names[j] for j in kept), parents, offsets, end_sites), np.array(kept)
 
 
-def clip_poses(motion: Motion, config: DatabaseConfig):
-    """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate."""
-    motion = motion.resampled(config.fps)
+def rooted_motion(motion: Motion) -> Motion:
+    """The clip on its database skeleton: joint 0 the virtual root in world space, the hips relative to it."""
     mapping = find_mapping(motion.skeleton)
     hips = mapping["hips"]
     global_rotations, global_positions = motion.global_transforms()
@@ -139,10 +138,17 @@ def clip_poses(motion: Motion, config: DatabaseConfig):
     positions = np.concatenate([root_position[:, None], motion.positions[:, source]], axis=1)
     rotations[:, 1] = quat.inverse_multiply(root_rotation, global_rotations[:, hips])
     positions[:, 1] = quat.inverse_rotate(root_rotation, global_positions[:, hips] - root_position)
+    return Motion(skeleton, rotations, positions, motion.fps, motion.name)
 
-    velocities, angular_velocities = local_velocities(rotations, positions, config.fps)
-    toes = global_positions[:, [mapping["l_toes"], mapping["r_toes"]]]
-    return skeleton, rotations, positions, velocities, angular_velocities, foot_contacts(toes, config)
+
+def clip_poses(motion: Motion, config: DatabaseConfig):
+    """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate."""
+    rooted = rooted_motion(motion.resampled(config.fps))
+    mapping = find_mapping(rooted.skeleton)
+    toes = rooted.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+    velocities, angular_velocities = local_velocities(rooted.rotations, rooted.positions, config.fps)
+    return (rooted.skeleton, rooted.rotations, rooted.positions, velocities, angular_velocities,
+            foot_contacts(toes, config))
 
 
 def local_velocities(rotations: np.ndarray, positions: np.ndarray, fps: float):

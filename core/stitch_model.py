@@ -1,0 +1,109 @@
+"""The Recurrent Motion Refiner network (Kim et al. §5) in numpy: encoder, two bidirectional GRU layers, decoder.
+
+E: two fully connected layers with ReLU (d -> 256 -> 256); R: two bidirectional GRU layers of 256
+units each way, the second reading the first's concatenated states; D: two fully connected layers
+(512 -> 256 -> d), ReLU after the first only. Poses are normalised by the training data's mean and
+deviation on the way in and restored on the way out; the contact part of the output is a logit,
+turned into a probability here. Weights are torch's (`train_stitch` exports them), so the GRU
+follows torch's gate equations:
+r = s(W_ir x + b_ir + W_hr h + b_hr), z = s(W_iz x + b_iz + W_hz h + b_hz),
+n = tanh(W_in x + b_in + r (W_hn h + b_hn)), h' = (1 - z) n + z h.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .stitch_pose import PoseLayout
+
+HIDDEN_SIZE = 256
+"""hs of §5, for every hidden layer."""
+GRU_LAYERS = 2
+SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "assets" / "stitch.npz"
+
+
+class StitchModelError(ValueError):
+    """A model file that cannot be read or does not fit the skeleton."""
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def gru_direction(x: np.ndarray, w_ih, w_hh, b_ih, b_hh, reverse: bool) -> np.ndarray:
+    """Hidden states (N, T, H) of one GRU direction over inputs (N, T, in), starting from zero."""
+    n, frames, _ = x.shape
+    size = w_hh.shape[1]
+    gates_in = x @ w_ih.T + b_ih
+    h = np.zeros((n, size), dtype=x.dtype)
+    out = np.empty((n, frames, size), dtype=x.dtype)
+    for t in (range(frames - 1, -1, -1) if reverse else range(frames)):
+        gates_h = h @ w_hh.T + b_hh
+        r = sigmoid(gates_in[:, t, :size] + gates_h[:, :size])
+        z = sigmoid(gates_in[:, t, size:2 * size] + gates_h[:, size:2 * size])
+        candidate = np.tanh(gates_in[:, t, 2 * size:] + r * gates_h[:, 2 * size:])
+        h = (1.0 - z) * candidate + z * h
+        out[:, t] = h
+    return out
+
+
+@dataclass
+class StitchModel:
+    """Weights (torch state-dict names), the normalisation and the training record."""
+
+    weights: dict[str, np.ndarray]
+    mean: np.ndarray
+    std: np.ndarray
+    contact_dims: np.ndarray
+    """Indices of c_t in the pose vector: the output there is a logit."""
+    info: dict = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.mean)
+
+    def forward(self, x: np.ndarray) -> np.ndarray:
+        """Refined poses (N, T, d) or (T, d) for inputs of the same shape; contacts as probabilities."""
+        single = x.ndim == 2
+        batch = (x[None] if single else x).astype(np.float32)
+        w = self.weights
+        h = (batch - self.mean) / self.std
+        h = np.maximum(h @ w["encoder.0.weight"].T + w["encoder.0.bias"], 0.0)
+        h = np.maximum(h @ w["encoder.2.weight"].T + w["encoder.2.bias"], 0.0)
+        for layer in range(GRU_LAYERS):
+            h = np.concatenate([
+                gru_direction(h, w[f"refiner.weight_ih_l{layer}{s}"], w[f"refiner.weight_hh_l{layer}{s}"],
+                              w[f"refiner.bias_ih_l{layer}{s}"], w[f"refiner.bias_hh_l{layer}{s}"], reverse=bool(s))
+                for s in ("", "_reverse")], axis=-1)
+        h = np.maximum(h @ w["decoder.0.weight"].T + w["decoder.0.bias"], 0.0)
+        out = (h @ w["decoder.2.weight"].T + w["decoder.2.bias"]) * self.std + self.mean
+        out[..., self.contact_dims] = sigmoid(out[..., self.contact_dims])
+        return out[0] if single else out
+
+    def check_layout(self, layout: PoseLayout) -> None:
+        if layout.size != self.size:
+            raise StitchModelError(f"the stitch model was trained on poses of {self.size} numbers, this skeleton "
+                                   f"gives {layout.size} ({layout.joints} joints): retrain it on this skeleton")
+
+    def save(self, path: str | Path) -> None:
+        arrays = {f"w/{k}": v.astype(np.float32) for k, v in self.weights.items()}
+        np.savez_compressed(path, mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
+                            contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
+
+    @classmethod
+    def load(cls, path: str | Path = SHIPPED_MODEL) -> "StitchModel":
+        try:
+            with np.load(path) as data:
+                weights = {k[2:]: data[k].astype(np.float32) for k in data.files if k.startswith("w/")}
+                model = cls(weights, data["mean"].astype(np.float32), data["std"].astype(np.float32),
+                            data["contact_dims"].astype(int), json.loads(str(data["info"])))
+        except (OSError, KeyError, ValueError) as error:
+            raise StitchModelError(f"{path}: not a stitch model ({error})") from None
+        missing = [k for k in ("encoder.0.weight", "decoder.2.weight", "refiner.weight_hh_l1_reverse")
+                   if k not in model.weights]
+        if missing:
+            raise StitchModelError(f"{path}: not a stitch model (no {', '.join(missing)})")
+        return model
