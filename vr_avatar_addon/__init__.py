@@ -9,13 +9,14 @@ import importlib.util
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
 for _submodule in ("bvh", "config", "devices", "humanoid", "mocap", "motion", "openxr_source", "pose_database",
-                   "quat", "report", "retarget", "skeleton", "solver", "stream"):
+                   "quat", "report", "retarget", "skeleton", "solver", "stitch", "stitch_model", "stream"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import (handlers, operators_library, operators_live, operators_solve, operators_stream,  # noqa: E402
-               panels, properties)
+from . import (handlers, operators_library, operators_live, operators_solve, operators_stitch,  # noqa: E402
+               operators_stream, panels, properties)
 
-_modules = (properties, operators_library, operators_stream, operators_solve, operators_live, panels, handlers)
+_modules = (properties, operators_library, operators_stitch, operators_stream, operators_solve, operators_live, panels,
+            handlers)
 
 
 def register():

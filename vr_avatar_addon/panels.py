@@ -81,6 +81,7 @@ class VIEW3D_PT_vr_avatar_library(VRAvatarPanel, bpy.types.Panel):
         row = layout.row()
         row.template_list("VRAVATAR_UL_databases", "", library, "databases", library, "databases_index", rows=3)
         row.operator("vr_avatar.remove_database", icon='REMOVE', text="")
+        layout.operator("vr_avatar.stitch_actions", icon='NLA')
 
 
 class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):

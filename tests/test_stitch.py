@@ -1,0 +1,269 @@
+"""Locomotion stitching (Kim et al.): pose vectors, training pairs, the network and its losses, the window runtime."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from core import quat
+from core.cli import main
+from core.config import StitchConfig
+from core.inertialize import blend_seam, quintic_offsets
+from core.metrics import foot_slide_m, npss
+from core.motion import Motion
+from core.pose_database import rooted_motion
+from core.stitch import WindowRefiner, align_clips, on_skeleton, refine, stitch
+from core.stitch_data import (ReferenceDatabase, generate_pairs, load_clip, reference_databases, segment_features,
+                              segment_splits)
+from core.stitch_model import SHIPPED_MODEL, StitchModel, StitchModelError
+from core.stitch_pose import PoseLayout, motion_from_vectors, pose_vectors, root_yaw, contact_levels
+from core.train_stitch import begin_weights, export, losses, network, normalisation
+from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
+
+CLIPS = [DATASET_1 / "dataset-1_walk_normal_001.bvh", DATASET_1 / "dataset-1_run_normal_001.bvh",
+         DATASET_1 / "dataset-1_walk-left_normal_001.bvh", DATASET_2 / "dataset-2_walk_normal_001.bvh",
+         DATASET_2 / "dataset-2_run_normal_001.bvh", DATASET_2 / "dataset-2_walk-turn-left_normal_001.bvh"]
+
+
+@pytest.fixture(scope="module")
+def clips():
+    return [load_clip(path) for path in CLIPS]
+
+
+@pytest.fixture(scope="module")
+def layout(clips):
+    return PoseLayout.of(clips[0].motion.skeleton)
+
+
+@pytest.fixture(scope="module")
+def pairs(clips):
+    databases = reference_databases(clips)
+    return generate_pairs(clips, databases, clips, seed=4)
+
+
+@pytest.fixture(scope="module")
+def small_model(pairs, layout):
+    torch.manual_seed(0)
+    mean, std = normalisation(pairs, layout)
+    module = network(layout.size)
+    return module, export(module, mean, std, layout, {})
+
+
+def test_pose_vectors_describe_the_motion_they_came_from(clips, layout):
+    clip = clips[3]
+    x = clip.vectors
+    assert x.shape == (len(clip.motion), 3 + 27 + 4 * 21 + 27 + 4) == (len(clip.motion), layout.size)
+    rebuilt = motion_from_vectors(x, layout, clip.motion.skeleton, 60.0, clip.motion.positions[0, 0], clip.yaw[0])
+    assert np.abs(rebuilt.global_positions() - clip.motion.global_positions()).max() < 1e-6
+    # The contacts see both feet down in a walk and each one lifted at times.
+    contacts = x[:, layout.c]
+    assert 0.2 < contacts.mean() < 0.9 and np.all(contacts.min(axis=0) == 0) and np.all(contacts.max(axis=0) == 1)
+
+
+def test_pose_vectors_do_not_depend_on_where_the_clip_is_or_faces(clips, layout):
+    motion = clips[0].motion
+    turn = quat.from_yaw(np.array(1.3))
+    rotations, positions = motion.rotations.copy(), motion.positions.copy()
+    rotations[:, 0] = quat.multiply(turn, rotations[:, 0])
+    positions[:, 0] = quat.rotate(turn, positions[:, 0]) + np.array([3.0, 0.0, -1.0])
+    moved = Motion(motion.skeleton, rotations, positions, motion.fps)
+    assert np.abs(pose_vectors(moved, layout, clips[0].levels) - clips[0].vectors).max() < 1e-9
+
+
+def test_segment_splits_are_multiples_of_ten_adding_up_to_the_window():
+    splits = segment_splits(60)
+    assert len(splits) == 15 and len(set(splits)) == 15
+    for a, b, c in splits:
+        assert a + b + c == 60 and a >= 10 and c >= 10 and b >= 0
+        assert a % 10 == b % 10 == c % 10 == 0
+
+
+def test_generated_pairs_satisfy_their_construction(pairs, layout, clips):
+    assert pairs.inputs.shape == pairs.truths.shape and pairs.inputs.shape[1:] == (60, layout.size)
+    assert len(pairs.inputs) == sum((len(c.vectors) - 60) // 30 + 1 for c in clips)
+    upper = np.concatenate([np.arange(4 * (j - 1), 4 * j) for j in layout.upper]) + layout.q.start
+    two = three = 0
+    for x, y, (a, b, c), (name, start, neighbours) in zip(pairs.inputs, pairs.truths, pairs.splits, pairs.sources):
+        assert a + b + c == 60 and a % 10 == b % 10 == c % 10 == 0 and a >= 10 and c >= 10
+        # A is the ground truth, copied.
+        np.testing.assert_array_equal(x[:a], y[:a])
+        # The trajectory is the ground truth's, each segment's first root put on the previous one's last.
+        seams = [a, a + b] if b else [a]
+        others = np.setdiff1d(np.arange(1, 60), seams)
+        assert np.abs(x[others][:, layout.r] - y[others][:, layout.r]).max() < 1e-5
+        assert np.abs(x[seams][:, layout.r]).max() < 1e-6
+        # The upper body comes from the ground truth; B and C from other clips or other places.
+        np.testing.assert_allclose(x[:, upper], y[:, upper], atol=1e-6)
+        assert len(neighbours) == (2 if b else 1)
+        segment_starts = [start + a, start + a + b] if b else [start + a]
+        for (clip, first, k), own_start in zip(neighbours, segment_starts):
+            assert 5 <= k <= 10 and (clip != name or abs(first - own_start) >= 60)
+        two += b == 0
+        three += b > 0
+    assert two > 0 and three > 0
+
+
+def test_knn_returns_the_kth_nearest_and_skips_the_query_itself(clips):
+    database = ReferenceDatabase.build(clips, 20)
+    query = segment_features(clips[3], np.array([30]), 20)[0]
+    order = np.argsort(np.sum((database.features - query) ** 2, axis=1))
+    own = (database.clips == 3) & (np.abs(database.starts - 30) < 60)
+    allowed = order[~own[order]]
+    assert database.kth_nearest(query, 1) == order[0]
+    assert database.clips[order[0]] == 3 and database.starts[order[0]] == 30
+    assert database.kth_nearest(query, 7, exclude_clip=3, exclude_start=30) == allowed[6]
+
+
+def test_numpy_network_matches_torch(small_model, pairs, layout):
+    module, model = small_model
+    module.eval()
+    x = pairs.inputs[:3]
+    with torch.no_grad():
+        expected = module((torch.from_numpy(x) - torch.from_numpy(model.mean)) / torch.from_numpy(model.std)).numpy()
+    expected = expected * model.std + model.mean
+    expected[..., layout.c] = 1.0 / (1.0 + np.exp(-expected[..., layout.c]))
+    out = model.forward(x)
+    assert out.shape == x.shape and model.forward(x[0]).shape == x[0].shape
+    assert np.abs(out - expected).max() < 1e-4
+
+
+def test_loss_terms_on_hand_made_tensors(layout):
+    mean = torch.zeros(layout.size)
+    std = torch.ones(layout.size)
+    truths = torch.zeros(2, 60, layout.size)
+    truths[..., layout.c] = 1.0
+    inputs = truths.clone()
+    output = truths.clone()
+    output[..., layout.c] = 0.0                         # logits 0: probability 0.5 against contacts 1
+    output[..., layout.q.start] += 1.0                  # one rotation number off by 1 on every frame
+    terms = losses(output, inputs, truths, mean, std, layout)
+    assert abs(terms["pose"].item() - 1.0) < 1e-6
+    assert abs(terms["foot"].item() - 4 * 0.5) < 1e-6
+    assert abs(terms["begin"].item() - begin_weights().sum() / 5) < 1e-6
+    assert terms["trj"].item() == 0.0
+    # sig(t / 5) = 1 - 1 / (1 + exp(5 - 10 t / 5)) falls from about 1 toward 0 (largest on the first frame).
+    np.testing.assert_allclose(begin_weights(), [0.95257, 0.73106, 0.26894, 0.04743, 0.00669], atol=1e-5)
+    # A constant forward step of 1 cm per frame in the output only: after 59 steps, 59 cm along z.
+    output = truths.clone()
+    output[..., layout.c] = 100.0
+    output[:, :, layout.r.start + 2] = 0.01
+    terms = losses(output, inputs, truths, mean, std, layout)
+    assert abs(terms["trj"].item() - 0.01 * np.arange(60).mean()) < 1e-5
+    assert terms["foot"].item() < 1e-6
+
+
+def test_window_runs_in_pieces_equal_the_run_in_one_go(small_model, clips, layout):
+    _, model = small_model
+    x = clips[3].vectors[:400]
+    config = StitchConfig(window=60, shift=30)
+    whole = refine(x, model, layout, config)
+    pieces = WindowRefiner(model, layout, 60, 30)
+    final = 0
+    for chunk in np.array_split(x, [7, 61, 62, 150, 333]):
+        now = pieces.push(chunk)
+        assert now >= final
+        final = now
+    np.testing.assert_array_equal(pieces.finish(), whole)
+    # A sequence of exactly w frames is one window: the network's output as it is.
+    np.testing.assert_allclose(refine(x[:60], model, layout, config), model.forward(x[:60]), atol=1e-6)
+
+
+def test_seam_blend_is_continuous_and_fades_out():
+    t = np.arange(40, dtype=float)[:, None]
+    values = np.where(t < 20, 0.1 * t, 5.0 + 0.1 * t)      # a jump of 5 at frame 20, same slope either side
+    blended = blend_seam(values, 20, 10)
+    steps = np.diff(blended[:, 0])
+    assert abs(steps[19] - 0.1) < 1e-9                     # across the seam the value goes on at its slope
+    assert np.abs(steps - 0.1).max() < 1.1                 # the jump of 5 spread over 10 frames (quintic peak 15/8 of 0.5)
+    assert np.abs(np.diff(steps)).max() < 0.55             # bounded acceleration: a0 = 20 x0 / t1^2 = 1
+    np.testing.assert_array_equal(blended[30:], values[30:])
+    np.testing.assert_array_equal(blended[:20], values[:20])
+    curve = quintic_offsets(np.array([1.0, -2.0]), np.zeros(2), 10)
+    assert np.allclose(curve[0], [1.0, -2.0]) and np.all(np.abs(curve[-1]) < 0.01)
+    assert np.all(np.diff(curve[:, 0]) <= 0) and np.all(np.diff(curve[:, 1]) >= 0)
+
+
+def test_align_puts_each_clip_on_the_last_root_of_the_previous(clips):
+    a, b = clips[0].motion[:100], clips[3].motion[50:150]
+    aligned = align_clips([a, b])
+    roots = aligned.motion.positions[:, 0]
+    yaw = root_yaw(aligned.motion.rotations[:, 0])
+    assert list(aligned.starts) == [0, 100] and len(aligned.motion) == 200
+    assert np.linalg.norm(roots[100] - roots[99]) < 1e-9 and abs(yaw[100] - yaw[99]) < 1e-9
+    # Within each clip the motion itself is unchanged (relative steps and local poses).
+    layout = aligned.layout
+    rotations_and_velocities = slice(layout.q.start, layout.v.stop)
+    np.testing.assert_allclose(aligned.vectors[101:, rotations_and_velocities],
+                               load_vectors(b)[1:, rotations_and_velocities], atol=1e-6)
+    np.testing.assert_allclose(aligned.vectors[101:, layout.r], load_vectors(b)[1:, layout.r], atol=1e-9)
+
+
+def load_vectors(rooted):
+    layout = PoseLayout.of(rooted.skeleton)
+    return pose_vectors(rooted, layout, contact_levels(rooted, layout))
+
+
+def test_on_skeleton_keeps_every_joint_where_the_stitched_motion_has_it(walk2):
+    rooted = rooted_motion(walk2.resampled(60.0))
+    full = on_skeleton(rooted, walk2.skeleton)
+    names = rooted.skeleton.names[1:]
+    ours = rooted.global_positions()[:, 1:]
+    theirs = full.global_positions()[:, [walk2.skeleton.index(n) for n in names]]
+    assert np.abs(ours - theirs).max() < 1e-9
+
+
+def test_foot_slide_and_npss():
+    toes = np.zeros((11, 2, 3))
+    toes[:, 0, 0] = np.arange(11) * 0.01                    # left toe slides 1 cm per frame on the floor
+    toes[:, 1, 1] = 0.5                                     # right toe in the air
+    assert abs(foot_slide_m(toes) - 0.01) < 1e-12
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 60, 5))
+    assert npss(a, a) == 0.0
+    smooth = np.cumsum(rng.normal(size=(4, 60, 5)), axis=1)
+    assert npss(smooth, a) > npss(smooth, smooth + 0.01 * a) > 0.0
+
+
+def test_shipped_model_loads_and_fits_the_bandai_skeleton(layout):
+    model = StitchModel.load(SHIPPED_MODEL)
+    model.check_layout(layout)
+    info = json.loads(Path(SHIPPED_MODEL).with_suffix(".json").read_text())
+    assert info["epochs_trained"] == len(info["curve"]) >= 1
+    assert info["curve"][-1]["validation_total"] < info["curve"][0]["validation_total"]
+
+
+def test_a_file_that_is_not_a_model_is_refused(tmp_path):
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, something=np.zeros(3))
+    with pytest.raises(StitchModelError, match="not a stitch model"):
+        StitchModel.load(bad)
+
+
+def test_stitch_command_writes_one_clip_on_the_first_clips_skeleton(tmp_path, capsys):
+    out = tmp_path / "stitched.bvh"
+    assert main(["stitch", str(CLIPS[0]), str(CLIPS[1]), "-o", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    from core.bvh import read_bvh
+
+    written, first, second = read_bvh(out), read_bvh(CLIPS[0]), read_bvh(CLIPS[1])
+    assert written.skeleton.names == first.skeleton.names and written.fps == 60.0
+    assert len(written) == len(first.resampled(60.0)) + len(second.resampled(60.0)) == result["frames"]
+    assert result["clip_starts"] == [0, len(first.resampled(60.0))]
+
+
+def test_stitch_refuses_clips_of_different_skeletons(walk1, tmp_path):
+    other = Motion(walk1.skeleton, walk1.rotations, walk1.positions, walk1.fps, "walk1")
+    names = tuple(n if n != "Toes_L" else "ToeBase_L" for n in walk1.skeleton.names)
+    renamed = Motion(type(walk1.skeleton)(names, walk1.skeleton.parents, walk1.skeleton.offsets),
+                     walk1.rotations, walk1.positions, walk1.fps, "renamed")
+    with pytest.raises(ValueError, match="renamed: its skeleton differs"):
+        stitch([other, renamed], StitchConfig(method="concat"))
+
+
+def test_refiner_output_keeps_the_stitch_near_the_input(walk1):
+    model = StitchModel.load(SHIPPED_MODEL)
+    run = Motion.from_root(walk1.skeleton, walk1.rotations, walk1.positions[:, 0], walk1.fps, "walk")
+    result = stitch([run[:100], run[120:]], StitchConfig(), model)
+    assert len(result.motion) == len(result.aligned.motion)
+    assert result.root_deviation().max() < 0.5
