@@ -177,3 +177,6 @@ class StitchConfig:
     """§7.5: the inertialization baseline blends each clip seam over this many frames."""
     foot_lock: bool = True
     """§5: lock the feet with leg IK on the predicted contacts."""
+    keep_trajectory: bool = True
+    """Not in §6 (a remedy for the drift §8 discusses): shift each window's root displacements evenly so the
+    window moves and turns the root as much as its input did; off runs the paper's runtime as written."""

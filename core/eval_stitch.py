@@ -8,7 +8,8 @@ normalised pose units (§7.3), NPSS, and SPEC §5's foot skating. No foot lock (
 processing"), except in `rmr_foot_lock`.
 Cases come from the validation split of the given files; the others make the KNN reference database.
 Long sequences (Figure 9): several clips from different files, 120-240 frames each, stitched with
-w = 180 and s = 90; the root's distance from the aligned input is reported per method.
+w = 180 and s = 90; the root's distance from the aligned input is reported per method, and for the
+refiner without the trajectory correction (`rmr_paper_runtime`, StitchConfig.keep_trajectory).
 """
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from .config import StitchConfig
 from .humanoid import find_mapping
 from .metrics import foot_skate_cm_s, foot_slide_m, npss
 from .mocap import find_bvh_files, locomotion_files, print_progress, split_by_file
-from .stitch import FPS, METHODS, StitchError, lock_feet, stitch_vectors
+from .stitch import FPS, METHODS, StitchError, lock_feet, stitch, stitch_vectors
 from .stitch_data import StitchPairs, generate_pairs, load_clip, reference_databases
 from .stitch_model import SHIPPED_MODEL, StitchModel
-from .stitch_pose import PoseLayout, motion_from_vectors, predicted_contacts
+from .motion import Motion
+from .stitch_pose import PoseLayout, contact_levels, motion_from_vectors, predicted_contacts
 
 LONG_SEQUENCES = 12
 LONG_CLIPS = 4
@@ -50,15 +52,10 @@ def toe_positions(vectors: np.ndarray, layout: PoseLayout, skeleton, locked: boo
 
 def method_outputs(pairs: StitchPairs, layout: PoseLayout, model: StitchModel) -> dict[str, np.ndarray]:
     """Pose vectors (N, T, d) per method for every pair (each pair one aligned sequence)."""
-    out = {}
-    for method in METHODS:
-        if method == "rmr":
-            out[method] = model.forward(pairs.inputs).astype(float)
-        else:
-            out[method] = np.stack([stitch_vectors(x.astype(float), [0, a, a + b] if b else [0, a], layout,
-                                                   StitchConfig(method))
-                                    for x, (a, b, _) in zip(pairs.inputs, pairs.splits)])
-    return out
+    return {method: np.stack([stitch_vectors(x.astype(float), [0, a, a + b] if b else [0, a], layout,
+                                             StitchConfig(method), model)
+                              for x, (a, b, _) in zip(pairs.inputs, pairs.splits)])
+            for method in METHODS}
 
 
 def scores(vectors: np.ndarray, truths: np.ndarray, layout: PoseLayout, skeleton, model: StitchModel,
@@ -78,13 +75,15 @@ def scores(vectors: np.ndarray, truths: np.ndarray, layout: PoseLayout, skeleton
 
 def long_sequences(clips, model: StitchModel, seed: int = 0, count: int = LONG_SEQUENCES) -> dict[str, dict]:
     """Figure 9: root distance from the aligned input on sequences of several clips, per method."""
-    from .stitch import align_clips, stitch
+    from .stitch import align_clips
 
     rng = np.random.default_rng(seed)
     usable = [c for c in clips if len(c.motion) >= 240]
     if len(usable) < LONG_CLIPS:
         return {}
-    deviations = {m: [] for m in METHODS}
+    configs = {m: StitchConfig(m, foot_lock=False) for m in METHODS}
+    configs["rmr_paper_runtime"] = StitchConfig("rmr", foot_lock=False, keep_trajectory=False)
+    deviations = {m: [] for m in configs}
     frames = []
     for _ in range(count):
         chosen = rng.choice(len(usable), LONG_CLIPS, replace=False)
@@ -95,9 +94,8 @@ def long_sequences(clips, model: StitchModel, seed: int = 0, count: int = LONG_S
             start = int(rng.integers(0, len(motion) - length + 1))
             parts.append(motion[start:start + length])
         frames.append(len(align_clips(parts).motion))
-        for method in METHODS:
-            result = stitch(parts, StitchConfig(method, foot_lock=False), model)
-            deviations[method].append(result.root_deviation())
+        for method, config in configs.items():
+            deviations[method].append(stitch(parts, config, model).root_deviation())
     return {m: {"root_deviation_long_m": float(np.mean(np.concatenate(d))),
                 "root_deviation_long_max_m": float(np.max(np.concatenate(d))),
                 "root_deviation_long_end_m": float(np.mean([x[-1] for x in d]))}
@@ -131,11 +129,61 @@ def evaluate(files, model: StitchModel, seed: int = 1, progress=None) -> dict:
     long = long_sequences(cases_from, model)
     for m in METHODS:
         result[m].update(long.get(m, {}))
+    result["rmr_paper_runtime"] = long.get("rmr_paper_runtime", {})
     result["cases"] = {"total": int(len(pairs.inputs)), "two_segments": int(np.sum(pairs.splits[:, 1] == 0)),
                        "three_segments": int(np.sum(pairs.splits[:, 1] > 0)), "window_frames": int(truths.shape[1]),
                        "reference_clips": len(reference), "evaluation_clips": len(cases_from),
                        "long_sequences": long.get("long_sequences", {})}
     return result
+
+
+def refine_solution(solution, solver, model: StitchModel, config: StitchConfig = StitchConfig()) -> Motion:
+    """A solved stream's motion through the stitcher's refiner, its floor kept, its arms posed again by the
+    solver's upper-body IK toward the same devices (so the refiner cannot pull the hands away)."""
+    rooted = solution.motion
+    floor = contact_levels(rooted, PoseLayout.of(rooted.skeleton))[1]
+    refined = stitch([rooted], config, model).motion
+    positions = refined.positions.copy()
+    positions[:, 1, 1] += floor
+    refined = Motion(refined.skeleton, refined.rotations, positions, refined.fps, rooted.name)
+    stream = solution.stream
+    return solver.pose_arms(refined, stream.positions, stream.rotations,
+                            solver.upper_body_calibration(solution.standing_height_m))
+
+
+def solved_streams(files, database_files, model: StitchModel, progress=None) -> dict:
+    """The paper's suggestion tried: motion matching's output (`mm`) against the same refined (`mm_rmr`).
+
+    Each clip becomes a simulated stream with look-around, is solved by the default solver over a
+    database of `database_files`, refined, and scored with SPEC §5 against the clip.
+    """
+    from .bvh import read_bvh
+    from .config import DatabaseConfig, SimulationConfig, SolverConfig
+    from .devices import implied_joint_positions
+    from .eval_matching import LOOK_AROUND_DEG
+    from .metrics import score_motion
+    from .orientation import SHIPPED_MODEL as ORIENTATION_MODEL, OrientationModel
+    from .pose_database import build_database
+    from .simulate import simulate_stream
+    from .solver import MatchingDatabase, Solver, solve
+
+    config = SolverConfig()
+    database = build_database([read_bvh(f) for f in database_files], DatabaseConfig())
+    solver = Solver([MatchingDatabase.prepare(database, config)], config, OrientationModel.load(ORIENTATION_MODEL))
+    simulation = SimulationConfig(look_around_deg=LOOK_AROUND_DEG)
+    rows = {"mm": [], "mm_rmr": []}
+    for i, path in enumerate(files):
+        simulated = simulate_stream(read_bvh(path), simulation)
+        implied = implied_joint_positions(simulated.stream, simulation.devices)[:, 1:]
+        solution = solve(simulated.stream, solver)
+        for name, motion in (("mm", solution.motion), ("mm_rmr", refine_solution(solution, solver, model))):
+            figures = score_motion(motion, simulated.truth, implied, simulated.stream.tracked[:, 1:])
+            rows[name].append((len(motion), figures))
+        if progress:
+            progress(i + 1, len(files))
+    keys = ("root_cm", "hand_cm", "foot_skate_cm_s", "foot_skate_cm_s_truth", "mpjpe_cm_lower", "jitter")
+    return {name: {k: float(np.average([f[k] for _, f in r], weights=[n for n, _ in r])) for k in keys}
+            | {"clips": len(r)} for name, r in rows.items()}
 
 
 def table(result: dict) -> str:
@@ -145,8 +193,16 @@ def table(result: dict) -> str:
         lines.append(f"{m:18s} {r['foot_slide_m']:15.4f} {r['mse']:8.4f} {r['npss']:7.4f} "
                      f"{r.get('root_deviation_long_m', float('nan')):18.3f}")
     c = result["cases"]
+    if result.get("rmr_paper_runtime"):
+        lines.append(f"{'rmr_paper_runtime':18s} {'':15s} {'':8s} {'':7s} "
+                     f"{result['rmr_paper_runtime']['root_deviation_long_m']:18.3f}")
     lines.append(f"{c['total']} cases ({c['two_segments']} of 2 segments, {c['three_segments']} of 3), "
                  f"{c['window_frames']} frames each")
+    for name in ("mm", "mm_rmr"):
+        if name in result:
+            r = result[name]
+            lines.append(f"{name:8s} root {r['root_cm']:.2f} cm, hands {r['hand_cm']:.2f} cm, foot skate "
+                         f"{r['foot_skate_cm_s']:.2f} cm/s (truth {r['foot_skate_cm_s_truth']:.2f}), {r['clips']} clips")
     return "\n".join(lines)
 
 
@@ -156,6 +212,10 @@ def run(args) -> int:
     model = StitchModel.load(args.model)
     result = evaluate(files, model, progress=lambda d, t: print_progress(d, t, f"case clips {d}"))
     result["model"] = str(args.model)
+    if args.solved:
+        training, validation = split_by_file(files)
+        result |= solved_streams(validation[:args.solved], training or validation, model,
+                                 progress=lambda d, t: print_progress(d, t, f"solved streams {d}"))
     print(json.dumps(result, indent=1) if args.json else table(result))
     return 0
 
@@ -164,5 +224,8 @@ def add_command(eval_group) -> None:
     parser = eval_group.add_parser("stitch", help=run.__doc__, description=__doc__)
     parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders (locomotion clips are used)")
     parser.add_argument("--model", default=str(SHIPPED_MODEL), help="stitch model (default: the shipped one)")
+    parser.add_argument("--solved", type=int, default=0, metavar="N",
+                        help="also solve N validation clips' simulated streams with motion matching and report "
+                             "root, hand and foot-skate figures before (mm) and after the refiner (mm_rmr)")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(run=run)

@@ -397,12 +397,15 @@ class Solver:
 
     def pose_upper_body(self, frames: list[LowerBodyFrame], calibration: UpperBodyCalibration) -> Motion:
         """The upper-body IK (§6.1) over any number of lower-body frames at once."""
-        rotations = np.stack([f.rotations for f in frames])
-        positions = np.stack([f.positions for f in frames])
-        devices_p = np.stack([f.device_positions for f in frames])
-        devices_r = np.stack([f.device_rotations for f in frames])
+        motion = Motion(self.skeleton, np.stack([f.rotations for f in frames]), np.stack([f.positions for f in frames]),
+                        self.fps)
+        return self.pose_arms(motion, np.stack([f.device_positions for f in frames]),
+                              np.stack([f.device_rotations for f in frames]), calibration)
+
+    def pose_arms(self, motion: Motion, devices_p: np.ndarray, devices_r: np.ndarray,
+                  calibration: UpperBodyCalibration) -> Motion:
+        """The upper-body IK (§6.1) of a motion on the database skeleton toward devices (T, 3, ...) per frame."""
         joints = joints_from_devices(devices_p, devices_r, self.offsets)
-        motion = Motion(self.skeleton, rotations, positions, self.fps)
         if not self.config.arm_ik:
             return motion
         return pose_upper_body(motion, self.mapping, joints[:, 0], devices_r[:, 0], joints[:, 1:], devices_r[:, 1:],

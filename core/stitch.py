@@ -29,8 +29,8 @@ from .leg_ik import two_bone_ik
 from .motion import Motion
 from .pose_database import database_skeleton, rooted_motion
 from .stitch_model import StitchModel
-from .stitch_pose import (PoseLayout, align_roots, contact_levels, motion_from_vectors, pose_vectors,
-                          predicted_contacts, root_yaw)
+from .stitch_pose import (PoseLayout, align_roots, contact_levels, match_root_path, motion_from_vectors,
+                          pose_vectors, predicted_contacts, root_yaw)
 
 FPS = 60.0
 METHODS = ("concat", "inertialization", "rmr")
@@ -99,12 +99,14 @@ class WindowRefiner:
     """
 
     def __init__(self, model: StitchModel, layout: PoseLayout, window: int = DEFAULTS.window,
-                 shift: int = DEFAULTS.shift, blend_frames: int = DEFAULTS.seam_blend_frames):
+                 shift: int = DEFAULTS.shift, blend_frames: int = DEFAULTS.seam_blend_frames,
+                 keep_trajectory: bool = DEFAULTS.keep_trajectory):
         if not 0 < shift <= window:
             raise StitchError(f"the window shift ({shift}) must be between 1 and the window ({window}) frames")
         model.check_layout(layout)
         self.model, self.layout = model, layout
         self.window, self.shift, self.blend_frames = window, shift, blend_frames
+        self.keep_trajectory = keep_trajectory
         self.frames = np.zeros((0, layout.size))
         self.next_start = 0
         self.finished = False
@@ -128,6 +130,9 @@ class WindowRefiner:
     def _refine(self, start: int) -> None:
         stop = min(start + self.window, len(self.frames))
         out = self.model.forward(self.frames[start:stop]).astype(float)
+        if self.keep_trajectory:
+            r = self.layout.r
+            out[:, r] = match_root_path(out[:, r], self.frames[start:stop, r])
         self.frames[start:stop] = out
         if start > 0:
             dims = pose_dims(self.layout)
@@ -137,7 +142,8 @@ class WindowRefiner:
 
 def refine(vectors: np.ndarray, model: StitchModel, layout: PoseLayout, config: StitchConfig = DEFAULTS) -> np.ndarray:
     """The whole sequence through WindowRefiner at once."""
-    refiner = WindowRefiner(model, layout, config.window, config.shift, config.seam_blend_frames)
+    refiner = WindowRefiner(model, layout, config.window, config.shift, config.seam_blend_frames,
+                            config.keep_trajectory)
     refiner.push(vectors)
     return refiner.finish()
 

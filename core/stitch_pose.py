@@ -119,6 +119,31 @@ def align_roots(positions: np.ndarray, yaw: np.ndarray, onto_position: np.ndarra
     return moved, yaw + turn
 
 
+def step_headings(r: np.ndarray) -> np.ndarray:
+    """Heading (T,) each displacement of r (T, 3) is taken in, relative to the frame before r_0."""
+    return np.concatenate([[0.0], np.cumsum(r[:-1, 1])])
+
+
+def match_root_path(r: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """Displacements r (T, 3) changed evenly so that, summed up, they turn and move the root exactly as
+    `reference` does: the turn error is spread over the frames, then the end-point error in the
+    starting frame, each share taken into the frame of its step."""
+    r = r.copy()
+    r[:, 1] += (reference[:, 1].sum() - r[:, 1].sum()) / len(r)
+
+    def end_point(displacements):
+        headings = quat.from_yaw(step_headings(displacements))
+        steps = np.stack([displacements[:, 0], np.zeros(len(displacements)), displacements[:, 2]], axis=-1)
+        return quat.rotate(headings, steps).sum(axis=0), headings
+
+    target, _ = end_point(reference)
+    reached, headings = end_point(r)
+    share = quat.inverse_rotate(headings, np.broadcast_to((target - reached) / len(r), (len(r), 3)))
+    r[:, 0] += share[:, 0]
+    r[:, 2] += share[:, 2]
+    return r
+
+
 def contact_levels(rooted: Motion, layout: PoseLayout) -> np.ndarray:
     """Grounded heights (4,) of left ankle, left toe, right ankle, right toe in one clip (see module docstring)."""
     heights = rooted.global_positions()[:, layout.lower[layout.feet], 1]

@@ -166,7 +166,8 @@ def test_window_runs_in_pieces_equal_the_run_in_one_go(small_model, clips, layou
         final = now
     np.testing.assert_array_equal(pieces.finish(), whole)
     # A sequence of exactly w frames is one window: the network's output as it is.
-    np.testing.assert_allclose(refine(x[:60], model, layout, config), model.forward(x[:60]), atol=1e-6)
+    as_written = StitchConfig(window=60, shift=30, keep_trajectory=False)
+    np.testing.assert_allclose(refine(x[:60], model, layout, as_written), model.forward(x[:60]), atol=1e-6)
 
 
 def test_seam_blend_is_continuous_and_fades_out():
@@ -267,3 +268,18 @@ def test_refiner_output_keeps_the_stitch_near_the_input(walk1):
     result = stitch([run[:100], run[120:]], StitchConfig(), model)
     assert len(result.motion) == len(result.aligned.motion)
     assert result.root_deviation().max() < 0.5
+
+
+def test_match_root_path_ends_where_the_reference_ends():
+    from core.stitch_pose import accumulate_root, match_root_path
+
+    rng = np.random.default_rng(2)
+    reference = np.column_stack([rng.normal(0, 0.01, 90), rng.normal(0.01, 0.02, 90), rng.normal(0.03, 0.01, 90)])
+    drifted = reference + np.array([0.002, 0.004, -0.003]) + rng.normal(0, 0.002, (90, 3))
+    matched = match_root_path(drifted, reference)
+    # accumulate_root skips r_0 (it is the step into frame 0): compare the paths from frame 0 on.
+    ends = [accumulate_root(r, np.zeros(3), 0.0) for r in (reference, drifted, matched)]
+    assert np.linalg.norm(ends[1][0][-1] - ends[0][0][-1]) > 0.1
+    assert np.linalg.norm(ends[2][0][-1] - ends[0][0][-1]) < 0.01
+    assert abs(ends[2][1][-1] - ends[0][1][-1]) < 0.005
+    assert np.abs(matched - drifted).max() < 0.01            # an even shift, not a replacement
