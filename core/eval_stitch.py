@@ -4,8 +4,10 @@ Cases follow the paper's validation protocol: stitch pairs (§4) built from the 
 frames of 2 or 3 segments, kept where the phase differs at a seam (the feet's contact state changes
 across it). The refiner runs on each 60-frame case as one window, as the paper's validation does.
 Per method: foot sliding (§7.5, toe joints under 2 cm, m per frame), MSE to the ground truth in
-normalised pose units (§7.3), NPSS, and SPEC §5's foot skating. No foot lock (§7.5: "no post
-processing"), except in `rmr_foot_lock`.
+normalised pose units (§7.3), NPSS, and SPEC §5's foot skating. Every method's vectors are rebuilt
+as `stitch` rebuilds them without foot lock: forward kinematics, then leg IK to the feet that p
+gives (§5); §7.5 compares "without post processing", so there is no contact lock, except in
+`rmr_foot_lock`. `rmr_fk` is the refiner's rotations by forward kinematics alone.
 Cases come from the validation split of the given files; the others make the KNN reference database.
 Long sequences (Figure 9): several clips from different files, 120-240 frames each, stitched with
 w = 180 and s = 90; the root's distance from the aligned input is reported per method, and for the
@@ -21,7 +23,7 @@ from .config import StitchConfig
 from .humanoid import find_mapping
 from .metrics import foot_skate_cm_s, foot_slide_m, npss
 from .mocap import find_bvh_files, locomotion_files, print_progress, split_by_file
-from .stitch import FPS, METHODS, StitchError, lock_feet, stitch, stitch_vectors
+from .stitch import FPS, METHODS, StitchError, place_feet, stitch, stitch_vectors
 from .stitch_data import StitchPairs, generate_pairs, load_clip, reference_databases
 from .stitch_model import SHIPPED_MODEL, StitchModel
 from .motion import Motion
@@ -41,11 +43,14 @@ def phase_differs(pairs: StitchPairs, layout: PoseLayout) -> np.ndarray:
     return keep
 
 
-def toe_positions(vectors: np.ndarray, layout: PoseLayout, skeleton, locked: bool = False) -> np.ndarray:
-    """Toe joint positions (T, 2, 3) of the motion that pose vectors describe, from the identity root."""
+def toe_positions(vectors: np.ndarray, layout: PoseLayout, skeleton, feet: str = "placed") -> np.ndarray:
+    """Toe joint positions (T, 2, 3) of the motion that pose vectors describe, from the identity root.
+
+    feet: 'fk' (forward kinematics of the rotations only), 'placed' (IK to p's feet, as `stitch` rebuilds
+    a motion without foot lock) or 'locked' (placed and held on the predicted contacts)."""
     motion = motion_from_vectors(vectors, layout, skeleton, FPS, np.zeros(3), 0.0)
-    if locked:
-        motion = lock_feet(motion, predicted_contacts(vectors, layout))
+    if feet != "fk":
+        motion = place_feet(motion, vectors, layout, predicted_contacts(vectors, layout) if feet == "locked" else None)
     mapping = find_mapping(skeleton)
     return motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
 
@@ -59,12 +64,12 @@ def method_outputs(pairs: StitchPairs, layout: PoseLayout, model: StitchModel) -
 
 
 def scores(vectors: np.ndarray, truths: np.ndarray, layout: PoseLayout, skeleton, model: StitchModel,
-           locked: bool = False) -> dict[str, float]:
+           feet: str = "placed") -> dict[str, float]:
     """§7's figures of pose vectors (N, T, d) against the ground truth; MSE and NPSS in normalised units."""
     mean, std = model.mean, model.std
     pose = slice(0, layout.v.stop)
     error = (vectors[..., pose] - truths[..., pose]) / std[pose]
-    toes = np.stack([toe_positions(v, layout, skeleton, locked) for v in vectors])
+    toes = np.stack([toe_positions(v, layout, skeleton, feet) for v in vectors])
     return {
         "foot_slide_m": foot_slide_m(toes),
         "mse": float(np.mean(error ** 2)),
@@ -103,7 +108,7 @@ def long_sequences(clips, model: StitchModel, seed: int = 0, count: int = LONG_S
 
 
 def evaluate(files, model: StitchModel, seed: int = 1, progress=None) -> dict:
-    """Figures per method (METHODS, plus rmr_foot_lock and ground_truth) on cases from `files`."""
+    """Figures per method (METHODS, plus rmr_fk, rmr_foot_lock and ground_truth) on cases from `files`."""
     training, validation = split_by_file(files)
     if not validation:
         raise StitchError("no evaluation clips: the validation split of the given files is empty")
@@ -120,7 +125,8 @@ def evaluate(files, model: StitchModel, seed: int = 1, progress=None) -> dict:
     truths = pairs.truths.astype(float)
     outputs = method_outputs(pairs, layout, model)
     result = {m: scores(v, truths, layout, skeleton, model) for m, v in outputs.items()}
-    result["rmr_foot_lock"] = scores(outputs["rmr"], truths, layout, skeleton, model, locked=True)
+    result["rmr_fk"] = scores(outputs["rmr"], truths, layout, skeleton, model, feet="fk")
+    result["rmr_foot_lock"] = scores(outputs["rmr"], truths, layout, skeleton, model, feet="locked")
     result["ground_truth"] = scores(truths, truths, layout, skeleton, model)
     for segments, rows in (("2", pairs.splits[:, 1] == 0), ("3", pairs.splits[:, 1] > 0)):
         for m, v in outputs.items():
@@ -188,7 +194,7 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
 
 def table(result: dict) -> str:
     lines = [f"{'method':18s} {'foot slide (m)':>15s} {'MSE':>8s} {'NPSS':>7s} {'root dev long (m)':>18s}"]
-    for m in (*METHODS, "rmr_foot_lock", "ground_truth"):
+    for m in (*METHODS, "rmr_fk", "rmr_foot_lock", "ground_truth"):
         r = result[m]
         lines.append(f"{m:18s} {r['foot_slide_m']:15.4f} {r['mse']:8.4f} {r['npss']:7.4f} "
                      f"{r.get('root_deviation_long_m', float('nan')):18.3f}")

@@ -8,8 +8,9 @@
    frame before a window and the window's first output frame is hidden by inertialization over
    10 frames (Bollo's quintic, inertialize.blend_seam). w, s = 180, 90 or 60, 30 as in §7.
 3. Rebuild the motion: the root accumulated from the refined displacements from K's first root,
-   rotations from q, the hips from p; then the feet are locked with two-bone leg IK on the
-   predicted contacts (foot_lock.FootLock, the same lock the live solver uses).
+   rotations from q, the hips from p; leg IK then puts the feet at p's ankles and toes (§5), and
+   holds them while the predicted contacts say they are down (foot_lock.FootLock, the same lock the
+   live solver uses). Every method's vectors are rebuilt this way.
 `WindowRefiner` takes frames as they come (a live motion-matching output) or all at once; both give
 the same result. Baselines: `concat` (K as aligned) and `inertialization` (each clip seam blended
 over 30 frames, as §7.5 runs IB).
@@ -160,27 +161,44 @@ def inertialized(vectors: np.ndarray, starts, layout: PoseLayout, frames: int = 
     return vectors
 
 
-def lock_feet(motion: Motion, contacts: np.ndarray, lock: FootLock | None = None) -> Motion:
-    """The motion with each foot held where it touched down while `contacts` (T, 2) says it is down.
+def predicted_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout) -> np.ndarray:
+    """World positions (T, 2, 2, 3) of left and right ankle and toe where p puts them, about the motion's root."""
+    p = vectors[:, layout.p].reshape(len(vectors), -1, 3)[:, layout.feet].reshape(len(vectors), 2, 2, 3)
+    root_rotation, root_position = motion.rotations[:, 0, None, None], motion.positions[:, 0, None, None]
+    return quat.rotate(root_rotation, p) + root_position
 
-    FootLock gives the toe targets frame by frame; two-bone IK on thigh and shin moves the ankle by
-    the toe's correction, the foot keeping its global rotation.
+
+def place_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout, contacts: np.ndarray | None = None,
+               lock: FootLock | None = None) -> Motion:
+    """§5's last step: IK puts each foot where the network says, rather than where forward kinematics of its
+    rotations ends up ("the forward kinematics accumulates the error to the joints at ends").
+
+    Two-bone IK on thigh and shin brings the ankle to p's ankle, and the foot turns to point at p's
+    toe. With `contacts` (T, 2), FootLock first holds each toe where it touched down (the same lock as
+    the live solver's), the ankle moving with it.
     """
     mapping = find_mapping(motion.skeleton)
     legs = np.array([[mapping[f"{s}_{j}"] for j in ("thigh", "shin", "foot", "toes")] for s in "lr"])
     global_rotations, global_positions = motion.global_transforms()
-    toes = global_positions[:, legs[:, 3]]
-    lock = lock or FootLock()
-    dt = 1.0 / motion.fps
-    targets = np.stack([lock.targets(toes[t], contacts[t], dt) for t in range(len(motion))])
-    ankles = global_positions[:, legs[:, 2]]
-    thigh, shin = two_bone_ik(global_positions[:, legs[:, 0]], global_positions[:, legs[:, 1]], ankles,
-                              ankles + targets - toes, global_rotations[:, legs[:, 0]], global_rotations[:, legs[:, 1]])
+    feet = predicted_feet(motion, vectors, layout)
+    ankles, toes = feet[:, :, 0], feet[:, :, 1]
+    if contacts is not None:
+        lock = lock or FootLock()
+        dt = 1.0 / motion.fps
+        locked = np.stack([lock.targets(toes[t], contacts[t], dt) for t in range(len(motion))])
+        ankles, toes = ankles + locked - toes, locked
+    hips, knees = global_positions[:, legs[:, 0]], global_positions[:, legs[:, 1]]
+    thigh, shin = two_bone_ik(hips, knees, global_positions[:, legs[:, 2]], ankles,
+                              global_rotations[:, legs[:, 0]], global_rotations[:, legs[:, 1]])
+    reached = (hips + quat.rotate(thigh, motion.positions[:, legs[:, 1]])
+               + quat.rotate(shin, motion.positions[:, legs[:, 2]]))
+    foot = global_rotations[:, legs[:, 2]]
+    foot = quat.multiply(quat.between(quat.rotate(foot, motion.positions[:, legs[:, 3]]), toes - reached), foot)
     parents = motion.skeleton.parents
     rotations = motion.rotations.copy()
     rotations[:, legs[:, 0]] = quat.inverse_multiply(global_rotations[:, parents[legs[:, 0]]], thigh)
     rotations[:, legs[:, 1]] = quat.inverse_multiply(thigh, shin)
-    rotations[:, legs[:, 2]] = quat.inverse_multiply(shin, global_rotations[:, legs[:, 2]])
+    rotations[:, legs[:, 2]] = quat.inverse_multiply(shin, foot)
     return Motion(motion.skeleton, rotations, motion.positions, motion.fps, motion.name)
 
 
@@ -221,8 +239,7 @@ def stitch(motions: list[Motion], config: StitchConfig = DEFAULTS, model: Stitch
     motion = motion_from_vectors(vectors, aligned.layout, aligned.motion.skeleton, FPS, start,
                                  root_yaw(aligned.motion.rotations[:1, 0])[0], aligned.motion.name)
     contacts = predicted_contacts(vectors, aligned.layout)
-    if config.foot_lock:
-        motion = lock_feet(motion, contacts)
+    motion = place_feet(motion, vectors, aligned.layout, contacts if config.foot_lock else None)
     return Stitched(motion, aligned, vectors, contacts)
 
 

@@ -165,6 +165,30 @@ def train(pairs: StitchPairs, validation: StitchPairs, layout: PoseLayout, epoch
     return model, curve
 
 
+def plot_curve(curve: list[dict], path: Path) -> None:
+    """Training and validation loss per epoch, with the validation loss's four terms."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = [row["epoch"] for row in curve]
+    figure, (total, terms) = plt.subplots(1, 2, figsize=(10, 4))
+    total.plot(epochs, [row["train_total"] for row in curve], label="training")
+    total.plot(epochs, [row["validation_total"] for row in curve], label="validation")
+    total.set_title("RMR loss L (§5.1)")
+    for term, weight in (("pose", LAMBDA_POSE), ("trj", LAMBDA_TRJ), ("foot", LAMBDA_FOOT), ("begin", LAMBDA_BEGIN)):
+        terms.semilogy(epochs, [weight * row[f"validation_{term}"] for row in curve], label=f"λ L_{term}")
+    terms.set_title("validation loss terms (weighted)")
+    for axes in (total, terms):
+        axes.set_xlabel("epoch")
+        axes.grid(alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def run(args) -> int:
     """Generate RMR training pairs from locomotion clips (§4) and train the refiner (§5.1); write the model."""
     import json
@@ -208,6 +232,7 @@ def run(args) -> int:
     model.info["validation_mse"] = normalised_mse(model, validation, layout)
     model.save(output)
     output.with_suffix(".json").write_text(json.dumps(model.info, indent=1) + "\n")
+    plot_curve(curve, output.with_name(output.stem + "_curve.png"))
     print(f"wrote {output}: {model.info['epochs_trained']} epochs, validation MSE "
           f"{model.info['validation_mse']:.4f}", file=sys.stderr)
     return 0
