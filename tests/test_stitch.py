@@ -19,7 +19,7 @@ from core.stitch_data import (ReferenceDatabase, generate_pairs, load_clip, refe
 from core.stitch_model import SHIPPED_MODEL, StitchModel, StitchModelError
 from core.stitch_pose import PoseLayout, motion_from_vectors, pose_vectors, root_yaw, contact_levels
 from core.train_stitch import begin_weights, export, losses, network, normalisation
-from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
+from conftest import DATASET_1, DATASET_2
 
 CLIPS = [DATASET_1 / "dataset-1_walk_normal_001.bvh", DATASET_1 / "dataset-1_run_normal_001.bvh",
          DATASET_1 / "dataset-1_walk-left_normal_001.bvh", DATASET_2 / "dataset-2_walk_normal_001.bvh",
