@@ -30,8 +30,8 @@ from .leg_ik import two_bone_ik
 from .motion import Motion
 from .pose_database import database_skeleton, rooted_motion
 from .stitch_model import StitchModel
-from .stitch_pose import (PoseLayout, align_roots, contact_levels, match_root_path, motion_from_vectors,
-                          pose_vectors, predicted_contacts, root_yaw)
+from .stitch_pose import (PoseLayout, align_roots, match_root_path, motion_from_vectors, on_floor, pose_vectors,
+                          predicted_contacts, root_yaw)
 
 FPS = 60.0
 METHODS = ("concat", "inertialization", "rmr")
@@ -69,9 +69,8 @@ def align_clips(motions: list[Motion]) -> AlignedClips:
         if len(rooted) < 2:
             raise StitchError(f"clip {motion.name or len(parts) + 1} has {len(rooted)} frame(s) at 60 fps; "
                               "each clip needs at least 2 (the paper: more than 10)")
-        levels = contact_levels(rooted, layout)
+        rooted, levels = on_floor(rooted, layout)
         positions, rotations = rooted.positions.copy(), rooted.rotations.copy()
-        positions[:, 1, 1] -= levels[1]
         yaw = root_yaw(rotations[:, 0])
         if parts:
             last_position, last_yaw = parts[-1][1][-1, 0], root_yaw(parts[-1][0][-1:, 0])[0]
@@ -79,7 +78,7 @@ def align_clips(motions: list[Motion]) -> AlignedClips:
         else:
             positions[:, 0, 1] = 0.0
         rotations[:, 0] = quat.from_yaw(yaw)
-        parts.append((rotations, positions, levels - levels[1]))
+        parts.append((rotations, positions, levels))
     lengths = np.array([len(p[0]) for p in parts])
     motion = Motion(first.skeleton, np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
                     FPS, "+".join(m.name for m in motions if m.name))

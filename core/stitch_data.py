@@ -26,7 +26,7 @@ from . import quat
 from .bvh import read_bvh
 from .motion import Motion
 from .pose_database import rooted_motion
-from .stitch_pose import PoseLayout, align_roots, contact_levels, pose_vectors, root_yaw
+from .stitch_pose import PoseLayout, align_roots, on_floor, pose_vectors, root_yaw
 
 FPS = 60.0
 WINDOW = 60
@@ -57,12 +57,7 @@ def load_clip(path, layout: PoseLayout | None = None) -> LocomotionClip:
     """A BVH clip resampled to 60 fps, rooted, its floor moved to y = 0."""
     rooted = rooted_motion(read_bvh(path).resampled(FPS))
     layout = layout or PoseLayout.of(rooted.skeleton)
-    levels = contact_levels(rooted, layout)
-    floor = levels[1]
-    positions = rooted.positions.copy()
-    positions[:, 1, 1] -= floor
-    rooted = Motion(rooted.skeleton, rooted.rotations, positions, rooted.fps, rooted.name)
-    levels = levels - floor
+    rooted, levels = on_floor(rooted, layout)
     return LocomotionClip(rooted.name, rooted, pose_vectors(rooted, layout, levels), levels,
                           rooted.global_positions()[:, 1:], root_yaw(rooted.rotations[:, 0]))
 

@@ -152,6 +152,14 @@ def contact_levels(rooted: Motion, layout: PoseLayout) -> np.ndarray:
     return np.array([ankle, floor, ankle, floor])
 
 
+def on_floor(rooted: Motion, layout: PoseLayout) -> tuple[Motion, np.ndarray]:
+    """The motion with its floor (the 1st percentile of toe height) moved to y = 0, and its contact levels there."""
+    levels = contact_levels(rooted, layout)
+    positions = rooted.positions.copy()
+    positions[:, 1, 1] -= levels[1]
+    return Motion(rooted.skeleton, rooted.rotations, positions, rooted.fps, rooted.name), levels - levels[1]
+
+
 def pose_vectors(rooted: Motion, layout: PoseLayout, levels: np.ndarray) -> np.ndarray:
     """x_t (T, d) of a motion on its database skeleton; `levels` from contact_levels."""
     global_positions = rooted.global_positions()[:, layout.lower]
