@@ -203,8 +203,11 @@ def test_live_stepping_and_offline_solving_give_identical_output(database, model
     # The same numbers, up to the summation order of the IK's batched products (1e-8 at most).
     np.testing.assert_allclose(np.concatenate([m.rotations for m in live]), offline.rotations, atol=1e-7)
     np.testing.assert_allclose(np.concatenate([m.positions for m in live]), offline.positions, atol=1e-7)
+    # The legs are solved frame by frame on both paths: equal to rounding (numpy's SIMD kernels may
+    # round the last bit differently on another CPU, so not bit for bit).
     legs = [database.mapping[f"{s}_{j}"] for s in "lr" for j in ("thigh", "shin", "foot")]
-    assert np.array_equal(np.concatenate([m.rotations for m in live])[:, legs], offline.rotations[:, legs])
+    np.testing.assert_allclose(np.concatenate([m.rotations for m in live])[:, legs], offline.rotations[:, legs],
+                               rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("alpha", [0.3, 0.1])
