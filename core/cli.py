@@ -6,11 +6,13 @@ import json
 import sys
 from pathlib import Path
 
-from . import bench, demo, eval_ik, eval_matching, eval_orientation, eval_stitch, train_orientation, train_stitch
+from . import bench, demo, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, train_n3p, train_orientation, \
+    train_stitch
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
-from .config import DatabaseConfig, DeviceOffsets, SimulationConfig, SolverConfig, StitchConfig, describe
+from .config import DatabaseConfig, DeviceOffsets, N3PConfig, SimulationConfig, SolverConfig, StitchConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
 from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
+from .n3p_solver import load_n3p_solver
 from .openxr_source import OpenXRUnavailable, record
 from .pose_database import DatabaseError, build_database
 from .report import write_solution_report
@@ -145,10 +147,19 @@ def db_build(args) -> int:
 
 
 def solve_stream(args) -> int:
-    """Solve a three-point stream into a full-body motion on the database skeleton (BVH, metres)."""
-    stream = read_stream(args.stream)
-    config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock)
-    solution = solve(stream, load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span))
+    """Solve a three-point stream into a full-body motion (BVH, metres) on the database's or the model's skeleton."""
+    stream = read_stream(args.stream, hmd_only=args.hmd_only)
+    if args.method == "n3p":
+        config = N3PConfig(hmd_only=args.hmd_only, foot_lock=not args.no_foot_lock)
+        solver = load_n3p_solver(args.model, config, args.height)
+    elif not args.db:
+        raise ValueError("solve --method mm needs --db DB.npz (python -m core db build)")
+    elif args.hmd_only:
+        raise ValueError("--hmd-only is a mode of --method n3p; motion matching needs the controllers")
+    else:
+        config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock)
+        solver = load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span)
+    solution = solve(stream, solver)
     write_bvh(args.output, solution.motion)
     report = write_solution_report(Path(args.output).with_suffix(""), solution, f"solve {Path(args.stream).name}")
     print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "
@@ -226,16 +237,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve_parser = groups.add_parser("solve", help=solve_stream.__doc__, description=solve_stream.__doc__)
     solve_parser.add_argument("stream", help="three-point stream, CSV v1")
-    solve_parser.add_argument("--db", nargs="+", required=True, help="pose database(s); several for height ranges")
+    solve_parser.add_argument("--db", nargs="+", help="pose database(s) for mm; several for height ranges")
     solve_parser.add_argument("-o", "--output", required=True, help="BVH to write; the report goes beside it")
-    solve_parser.add_argument("--method", choices=("mm",), default="mm", help="solver (default mm: motion matching)")
+    solve_parser.add_argument("--method", choices=("mm", "n3p"), default="mm",
+                              help="solver: mm (default) motion matching; n3p the Neural3Points predictor")
+    solve_parser.add_argument("--model", help="n3p: model file (default: the shipped assets/n3p.npz)")
+    solve_parser.add_argument("--hmd-only", action="store_true",
+                              help="n3p: ignore the controllers (the stream may lack their columns)")
     solve_parser.add_argument("--alpha", type=float, default=SolverConfig.alpha_m,
                               help="position accuracy in metres (default 0.3; 0.1 for self-avatars)")
     solve_parser.add_argument("--orientation", help="orientation model file, or 'hmd' (default: the shipped network)")
     solve_parser.add_argument("--height", type=float, help="standing HMD height in metres (default: measured over "
                                                            "the first half second)")
     solve_parser.add_argument("--arm-span", type=float, help="T-pose wrist-to-wrist span in metres (default: the avatar's arms)")
-    solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as motion matching returns them")
+    solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as the solver returns them")
     solve_parser.set_defaults(run=solve_stream)
 
     stitch_parser = groups.add_parser("stitch", help=stitch_clips.__doc__, description=stitch_clips.__doc__)
@@ -255,11 +270,13 @@ def build_parser() -> argparse.ArgumentParser:
     train = groups.add_parser("train", help="train the project's networks").add_subparsers(dest="command", required=True)
     train_orientation.add_command(train)
     train_stitch.add_command(train)
+    train_n3p.add_command(train)
     evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
     eval_orientation.add_command(evaluate)
     eval_ik.add_command(evaluate)
     eval_matching.add_command(evaluate)
     eval_stitch.add_command(evaluate)
+    eval_full.add_command(evaluate)
 
     bench.add_parser(groups)
     demo.add_parser(groups)

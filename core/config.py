@@ -180,3 +180,21 @@ class StitchConfig:
     keep_trajectory: bool = True
     """Not in §6 (a remedy for the drift §8 discusses): shift each window's root displacements evenly so the
     window moves and turns the root as much as its input did; off runs the paper's runtime as written."""
+
+
+@dataclass(frozen=True)
+class N3PConfig:
+    """The Neural3Points pose predictor as a solver (Ye et al. §4 and §7, direct mode)."""
+
+    hmd_only: bool = False
+    """§8.2: ignore the controllers; the predictor's own o* stands in for them every frame."""
+    hand_ik: bool = True
+    """§7: arm IK puts the wrists where the controllers imply them (tracked controllers only)."""
+    foot_lock: bool = True
+    """§7: hold the feet the predictor says are in contact where they touched down (leg IK)."""
+    foot_unlock_distance_m: float = 0.2
+    """Release a lock when the predicted foot is this far from it."""
+    foot_unlock_halflife_s: float = 0.1
+    """Half-life over which a released foot returns to the predicted pose."""
+    calibration_s: float = 0.5
+    """Standing calibration: the head's height over the stream's first half second scales the user to the model."""

@@ -34,6 +34,13 @@ def implied_joint_positions(stream: ThreePointStream, devices: DeviceOffsets = D
     return joints_from_devices(stream.positions, stream.rotations, device_offsets(devices))
 
 
+def head_on_floor(hmd_positions: np.ndarray, hmd_rotations: np.ndarray, head_centre) -> np.ndarray:
+    """The centre of the head (given in the HMD's frame) projected on the floor (..., 3): MMVR §5.3's target."""
+    target = hmd_positions + quat.rotate(hmd_rotations, np.asarray(head_centre, dtype=float))
+    target[..., 1] = 0.0
+    return target
+
+
 def hmd_forward(rotations: np.ndarray) -> np.ndarray:
     """Where the HMD looks (..., 3): its -Z axis."""
     return quat.rotate(rotations, np.array([0.0, 0.0, -1.0]))

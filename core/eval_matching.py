@@ -88,12 +88,13 @@ def evaluate(files, database: PoseDatabase, config: SolverConfig = SolverConfig(
 
 
 def summarise(scores: list[dict]) -> dict:
-    """Frame-weighted means of the per-clip figures, distinct poses used and the solve time per frame."""
+    """Frame-weighted means of the per-clip figures, distinct poses used (where known) and the solve time per frame."""
     frames = np.array([s["frames"] for s in scores], dtype=float)
     out = {k: round(float(np.average([s[k] for s in scores], weights=frames)), 3)
            for k in METRICS + ("foot_skate_gt_cm_s", "jitter_truth")}
     out["foot_skate_ratio"] = round(out["foot_skate_cm_s"] / max(out["foot_skate_gt_cm_s"], 1e-9), 3)
-    out["poses_used"] = len(set().union(*(s["poses"] for s in scores)))
+    if all("poses" in s for s in scores):
+        out["poses_used"] = len(set().union(*(s["poses"] for s in scores)))
     out["ms_per_frame"] = round(1000.0 * sum(s["seconds"] for s in scores) / frames.sum(), 3)
     out["frames"] = int(frames.sum())
     return out

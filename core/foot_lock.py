@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import quat
+from .leg_ik import two_bone_ik
 from .spring import decay_toward_zero
 
 RELOCK_GAP_M = 0.01
@@ -59,3 +61,57 @@ class FootLock:
         self.release_velocities[lock] = 0.0
         self.locked |= lock
         return np.where(self.locked[:, None], self.lock_positions, free)
+
+
+@dataclass(frozen=True)
+class Legs:
+    """Both legs of a skeleton as chains hips > thigh > shin > foot > toes, for planting feet with the leg IK."""
+
+    chains: np.ndarray
+    """(2, 5) joint indices, left then right."""
+    hips_chain: tuple[int, ...]
+    """The joints from the skeleton's root down to the hips, root first."""
+
+    @classmethod
+    def of(cls, skeleton, mapping) -> "Legs":
+        chains = np.array([[mapping[j] for j in ("hips", f"{s}_thigh", f"{s}_shin", f"{s}_foot", f"{s}_toes")]
+                           for s in "lr"])
+        if np.any(skeleton.parents[chains[:, 1:]] != chains[:, :-1]):
+            raise ValueError("the foot lock needs each leg as a chain: hips > thigh > shin > foot > toes")
+        hips_chain = [int(mapping["hips"])]
+        while skeleton.parents[hips_chain[0]] >= 0:
+            hips_chain.insert(0, int(skeleton.parents[hips_chain[0]]))
+        return cls(chains, tuple(hips_chain))
+
+    def transforms(self, rotations: np.ndarray, positions: np.ndarray):
+        """Global rotations and positions (2, 5, ...) of hips, thigh, shin, foot and toes from one local pose."""
+        rotation, position = quat.identity(), np.zeros(3)
+        for joint in self.hips_chain:
+            position = position + quat.rotate(rotation, positions[joint])
+            rotation = quat.multiply(rotation, rotations[joint])
+        global_rotations = np.empty((2, 5, 4))
+        global_positions = np.empty((2, 5, 3))
+        global_rotations[:, 0], global_positions[:, 0] = rotation, position
+        for k in range(1, 5):
+            child = self.chains[:, k]
+            parent_rotation, parent_position = global_rotations[:, k - 1], global_positions[:, k - 1]
+            global_positions[:, k] = parent_position + quat.rotate(parent_rotation, positions[child])
+            global_rotations[:, k] = quat.multiply(parent_rotation, rotations[child])
+        return global_rotations, global_positions
+
+    def plant(self, rotations: np.ndarray, positions: np.ndarray, lock: FootLock, contacts: np.ndarray,
+              dt: float) -> None:
+        """Leg IK toward the lock's toe targets for this frame's contacts (2,); edits thigh, shin and foot rotations.
+
+        The foot keeps its global rotation, so moving the ankle by the toe's correction puts the toe
+        on its lock.
+        """
+        global_rotations, global_positions = self.transforms(rotations, positions)
+        ankles, toes = global_positions[:, 3], global_positions[:, 4]
+        targets = ankles + lock.targets(toes, contacts, dt) - toes
+        thigh, shin = two_bone_ik(global_positions[:, 1], global_positions[:, 2], ankles, targets,
+                                  global_rotations[:, 1], global_rotations[:, 2])
+        chains = self.chains
+        rotations[chains[:, 1]] = quat.inverse_multiply(global_rotations[:, 0], thigh)
+        rotations[chains[:, 2]] = quat.inverse_multiply(thigh, shin)
+        rotations[chains[:, 3]] = quat.inverse_multiply(shin, global_rotations[:, 3])

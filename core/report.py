@@ -109,9 +109,10 @@ def solution_quality(solution) -> tuple[dict[str, np.ndarray], dict]:
     series = quality_series(solution.motion, implied_joint_positions(solution.stream)[:, 1:],
                             solution.stream.tracked[:, 1:], solution.targets)
     figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
-               "standing_hmd_height_m": round(solution.standing_height_m, 4),
-               "searches": int(solution.searches.sum()),
-               "poses_used": len(set(zip(solution.databases.tolist(), solution.frames.tolist())))}
+               "standing_hmd_height_m": round(solution.standing_height_m, 4), "method": solution.method}
+    if solution.method == "mm":
+        figures["searches"] = int(solution.searches.sum())
+        figures["poses_used"] = len(set(zip(solution.databases.tolist(), solution.frames.tolist())))
     return series, figures
 
 

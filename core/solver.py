@@ -21,11 +21,10 @@ import numpy as np
 
 from . import quat
 from .config import DeviceOffsets, SimulationConfig, SolverConfig
-from .devices import device_offsets, hmd_forward, joints_from_devices
+from .devices import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
-from .foot_lock import FootLock
+from .foot_lock import FootLock, Legs
 from .inertialize import Inertializer
-from .leg_ik import two_bone_ik
 from .motion import Motion
 from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, facing_yaw, heading_rotations
 from .pose_database import DatabaseError, PoseDatabase
@@ -157,15 +156,10 @@ class Solver:
         self.head_centre = np.asarray(config.head_centre_from_hmd, dtype=float)
         self.model = orientation_model
         self.fixed_height = standing_hmd_height_m
-        m = self.mapping
-        self.legs = np.array([[m[j] for j in ("hips", f"{s}_thigh", f"{s}_shin", f"{s}_foot", f"{s}_toes")]
-                              for s in "lr"])
-        if np.any(self.skeleton.parents[self.legs[:, 1:]] != self.legs[:, :-1]):
-            raise DatabaseError("the foot lock needs each leg as a chain: hips > thigh > shin > foot > toes")
-        self.hips_chain = [m["hips"]]
-        """The joints from the skeleton's root down to the hips, root first."""
-        while self.skeleton.parents[self.hips_chain[0]] >= 0:
-            self.hips_chain.insert(0, int(self.skeleton.parents[self.hips_chain[0]]))
+        try:
+            self.legs = Legs.of(self.skeleton, self.mapping)
+        except ValueError as error:
+            raise DatabaseError(str(error)) from None
         self.reset()
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
@@ -207,8 +201,7 @@ class Solver:
         positions, rotations = self.hold_untracked(np.asarray(positions, float), np.asarray(rotations, float),
                                                    np.asarray(tracked, bool))
         hmd_position, hmd_rotation = positions[0], rotations[0]
-        target = hmd_position + quat.rotate(hmd_rotation, self.head_centre)
-        target[1] = 0.0
+        target = head_on_floor(hmd_position, hmd_rotation, self.head_centre)
         teleported = (state.previous_target is not None
                       and np.linalg.norm(target - state.previous_target) > config.teleport_distance_m)
         standing = self.standing_height(hmd_position[1])
@@ -239,8 +232,9 @@ class Solver:
         rotations_out, positions_out = self.play(dt)
         self.follow_target(target, dt)
         rotations_out[0], positions_out[0] = state.root_rotation, state.root_position
-        if config.foot_lock:
-            self.lock_feet(rotations_out, positions_out, dt)
+        if config.foot_lock:  # §6.2
+            self.legs.plant(rotations_out, positions_out, self.foot_lock,
+                            self.databases[state.database].poses.contacts[state.frame], dt)
         return LowerBodyFrame(rotations_out, positions_out, positions, rotations, state.database, state.frame,
                               target, searched, standing)
 
@@ -361,40 +355,6 @@ class Solver:
 
     # -- final adjustments -----------------------------------------------------------------------------------------
 
-    def lock_feet(self, rotations: np.ndarray, positions: np.ndarray, dt: float) -> None:
-        """§6.2: leg IK toward the foot lock's toe targets; edits the local rotations of thighs and shins.
-
-        The foot keeps its global rotation, so moving the ankle by the toe's correction puts the toe
-        on its lock.
-        """
-        global_rotations, global_positions = self.leg_transforms(rotations, positions)
-        ankles, toes = global_positions[:, 3], global_positions[:, 4]
-        contacts = self.databases[self.state.database].poses.contacts[self.state.frame]
-        targets = ankles + self.foot_lock.targets(toes, contacts, dt) - toes
-        thigh, shin = two_bone_ik(global_positions[:, 1], global_positions[:, 2], ankles, targets,
-                                  global_rotations[:, 1], global_rotations[:, 2])
-        legs = self.legs
-        rotations[legs[:, 1]] = quat.inverse_multiply(global_rotations[:, 0], thigh)
-        rotations[legs[:, 2]] = quat.inverse_multiply(thigh, shin)
-        rotations[legs[:, 3]] = quat.inverse_multiply(shin, global_rotations[:, 3])
-
-    def leg_transforms(self, rotations: np.ndarray, positions: np.ndarray):
-        """Global rotations and positions (2, 5, ...) of hips, thigh, shin, foot and toes for both legs."""
-        chain = self.legs
-        rotation, position = quat.identity(), np.zeros(3)
-        for joint in self.hips_chain:
-            position = position + quat.rotate(rotation, positions[joint])
-            rotation = quat.multiply(rotation, rotations[joint])
-        global_rotations = np.empty((2, 5, 4))
-        global_positions = np.empty((2, 5, 3))
-        global_rotations[:, 0], global_positions[:, 0] = rotation, position
-        for k in range(1, 5):
-            child = chain[:, k]
-            parent_rotation, parent_position = global_rotations[:, k - 1], global_positions[:, k - 1]
-            global_positions[:, k] = parent_position + quat.rotate(parent_rotation, positions[child])
-            global_rotations[:, k] = quat.multiply(parent_rotation, rotations[child])
-        return global_rotations, global_positions
-
     def pose_upper_body(self, frames: list[LowerBodyFrame], calibration: UpperBodyCalibration) -> Motion:
         """The upper-body IK (§6.1) over any number of lower-body frames at once."""
         motion = Motion(self.skeleton, np.stack([f.rotations for f in frames]), np.stack([f.positions for f in frames]),
@@ -424,6 +384,8 @@ class Solution:
     targets: np.ndarray
     searches: np.ndarray
     standing_height_m: float
+    method: str = "mm"
+    """'mm' (motion matching: databases, frames and searches say what it played) or 'n3p' (they are zero)."""
 
 
 def standing_height(stream: ThreePointStream, seconds: float) -> float:
@@ -437,7 +399,12 @@ def standing_height(stream: ThreePointStream, seconds: float) -> float:
 
 
 def solve(stream: ThreePointStream, solver: Solver) -> Solution:
-    """The offline driver: resample to the solver's rate, calibrate on the first half second, step every frame."""
+    """The offline driver: resample to the solver's rate, calibrate on the first half second, step every frame.
+
+    Other solvers (n3p_solver.N3PSolver) bring their own offline driver, `solver.solve(stream)`.
+    """
+    if not isinstance(solver, Solver):
+        return solver.solve(stream)
     stream = stream.resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one

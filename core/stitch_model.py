@@ -4,10 +4,7 @@ E: two fully connected layers with ReLU (d -> 256 -> 256); R: two bidirectional 
 units each way, the second reading the first's concatenated states; D: two fully connected layers
 (512 -> 256 -> d), ReLU after the first only. Poses are normalised by the training data's mean and
 deviation on the way in and restored on the way out; the contact part of the output is a logit,
-turned into a probability here. Weights are torch's (`train_stitch` exports them), so the GRU
-follows torch's gate equations:
-r = s(W_ir x + b_ir + W_hr h + b_hr), z = s(W_iz x + b_iz + W_hz h + b_hz),
-n = tanh(W_in x + b_in + r (W_hn h + b_hn)), h' = (1 - z) n + z h.
+turned into a probability here. Weights are torch's (`train_stitch` exports them); the cell is gru.py's.
 """
 from __future__ import annotations
 
@@ -17,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .gru import gru_step, sigmoid
 from .stitch_pose import PoseLayout
 
 HIDDEN_SIZE = 256
@@ -29,24 +27,14 @@ class StitchModelError(ValueError):
     """A model file that cannot be read or does not fit the skeleton."""
 
 
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
-
-
 def gru_direction(x: np.ndarray, w_ih, w_hh, b_ih, b_hh, reverse: bool) -> np.ndarray:
     """Hidden states (N, T, H) of one GRU direction over inputs (N, T, in), starting from zero."""
     n, frames, _ = x.shape
-    size = w_hh.shape[1]
     gates_in = x @ w_ih.T + b_ih
-    h = np.zeros((n, size), dtype=x.dtype)
-    out = np.empty((n, frames, size), dtype=x.dtype)
+    h = np.zeros((n, w_hh.shape[1]), dtype=x.dtype)
+    out = np.empty((n, frames, w_hh.shape[1]), dtype=x.dtype)
     for t in (range(frames - 1, -1, -1) if reverse else range(frames)):
-        gates_h = h @ w_hh.T + b_hh
-        r = sigmoid(gates_in[:, t, :size] + gates_h[:, :size])
-        z = sigmoid(gates_in[:, t, size:2 * size] + gates_h[:, size:2 * size])
-        candidate = np.tanh(gates_in[:, t, 2 * size:] + r * gates_h[:, 2 * size:])
-        h = (1.0 - z) * candidate + z * h
-        out[:, t] = h
+        h = out[:, t] = gru_step(gates_in[:, t], h, w_hh, b_hh)
     return out
 
 

@@ -90,8 +90,12 @@ class ThreePointStream:
         return [(float(self.times[i]), float(steps[i])) for i in long]
 
 
-def read_stream(path: str | Path) -> ThreePointStream:
-    """Read a CSV v1 stream; raise StreamFormatError naming the line of the first problem."""
+def read_stream(path: str | Path, hmd_only: bool = False) -> ThreePointStream:
+    """Read a CSV v1 stream; raise StreamFormatError naming the line of the first problem.
+
+    `hmd_only` accepts a stream without controller columns (an HMD-only headset): they read as
+    never tracked. Otherwise every column of the header is required.
+    """
     path = Path(path)
     try:
         text = path.read_text()
@@ -104,7 +108,8 @@ def read_stream(path: str | Path) -> ThreePointStream:
             continue
         if header is None:
             header = [h.strip() for h in stripped.split(",")]
-            missing = [c for c in COLUMNS if c not in header]
+            required = [c for c in COLUMNS if not hmd_only or c == "t" or c.startswith("head_")]
+            missing = [c for c in required if c not in header]
             if missing:
                 raise StreamFormatError(path, number, f"header lacks column(s) {', '.join(missing)}")
             duplicated = sorted({h for h in header if header.count(h) > 1})
@@ -132,7 +137,8 @@ def read_stream(path: str | Path) -> ThreePointStream:
         for d, device in enumerate(DEVICES):
             for f, field in enumerate(POSE_FIELDS):
                 column = f"{device}_{field}"
-                pose[r, d, f] = _number(path, number, column, fields[index[column]])
+                if column in index:
+                    pose[r, d, f] = _number(path, number, column, fields[index[column]])
             valid = f"{device}_valid"
             if valid in index:
                 value = fields[index[valid]].strip()

@@ -180,13 +180,8 @@ def _bake(bpy, session, rig):
     return obj, action
 
 
-@pytest.mark.parametrize("rig", ["mixamo", "rigify"])
-def test_bake_writes_a_new_action_whose_hands_meet_the_controllers(bpy, installed, session, rig):
-    obj, action = _bake(bpy, session, rig)
-    cache = _cache(installed, bpy)
-    assert obj.animation_data.action == action
-    start, end = action.frame_range
-    assert int(round(end - start)) + 1 == cache.frames
+def _hands_on_controllers(bpy, session, obj, cache) -> int:
+    """Frames (every 9th) where a wrist within the arm's reach was checked to lie within 1 cm of its controller."""
     scene = bpy.context.scene
     stream = read_stream(session["csv"]).resampled(30.0)
     wrists = implied_joint_positions(stream)[:, 1:]
@@ -207,7 +202,18 @@ def test_bake_writes_a_new_action_whose_hands_meet_the_controllers(bpy, installe
             if reach < arms[side] - 0.01:
                 assert np.linalg.norm(heads[side] - target) < 0.01
                 checked += 1
-    assert checked >= 10
+    return checked
+
+
+@pytest.mark.parametrize("rig", ["mixamo", "rigify"])
+def test_bake_writes_a_new_action_whose_hands_meet_the_controllers(bpy, installed, session, rig):
+    obj, action = _bake(bpy, session, rig)
+    cache = _cache(installed, bpy)
+    assert obj.animation_data.action == action
+    start, end = action.frame_range
+    assert int(round(end - start)) + 1 == cache.frames
+    assert _hands_on_controllers(bpy, session, obj, cache) >= 10
+    scene = bpy.context.scene
     # The report lies beside the .blend and its figures are in the panel's data.
     assert Path(scene.vr_avatar.solve.report_path).parent == session["folder"]
     assert Path(scene.vr_avatar.solve.report_path).exists()
@@ -221,6 +227,24 @@ def test_bake_leaves_the_existing_action_untouched(bpy, installed, session):
     assert own.use_fake_user                 # ... and kept the old one, keys and all
     keys = installed.keyframes.fcurve_values(own, obj, WAVE_CHANNEL, 4)
     np.testing.assert_allclose(keys, session["own_keys"], atol=1e-6)
+
+
+def test_neural3points_solves_and_bakes_without_a_database(bpy, installed, session):
+    settings = bpy.context.scene.vr_avatar
+    kept = [(item.path, item.height_min, item.height_max, item.poses) for item in settings.library.databases]
+    settings.solve.method = 'N3P'
+    settings.library.databases.clear()  # the predictor needs none
+    try:
+        obj, action = _bake(bpy, session, "mixamo")
+        cache = _cache(installed, bpy)
+        assert int(round(action.frame_range[1] - action.frame_range[0])) + 1 == cache.frames
+        assert cache.report["figures"]["method"] == "n3p" and "poses_used" not in cache.report["figures"]
+        assert _hands_on_controllers(bpy, session, obj, cache) >= 10
+    finally:
+        settings.solve.method = 'MM'
+        for path, height_min, height_max, poses in kept:
+            item = settings.library.databases.add()
+            item.path, item.height_min, item.height_max, item.poses = path, height_min, height_max, poses
 
 
 def test_bake_without_a_solve_or_a_target_reports_what_to_do(bpy, installed, session):

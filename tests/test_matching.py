@@ -225,7 +225,7 @@ def test_locked_feet_do_not_move_while_locked(database, model, walk_stream):
     for t in range(len(walk_stream)):
         frame = solver.step_lower_body(walk_stream.positions[t], walk_stream.rotations[t], walk_stream.tracked[t],
                                        1.0 / 60.0)
-        legs = solver.leg_transforms(frame.rotations, frame.positions)[1]
+        legs = solver.legs.transforms(frame.rotations, frame.positions)[1]
         toes.append(legs[:, 4])
         locked.append(solver.foot_lock.locked.copy())
         reach = np.linalg.norm(legs[:, 3] - legs[:, 1], axis=-1)

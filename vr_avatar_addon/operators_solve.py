@@ -52,7 +52,7 @@ def read_stream(settings):
     if not settings.stream.stream_path:
         raise VRAvatarError("Load a three-point stream first (VR Avatar › Stream)")
     try:
-        return core.stream.read_stream(path)
+        return core.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
     except (OSError, core.stream.StreamFormatError) as error:
         raise VRAvatarError(str(error)) from None
 
@@ -70,16 +70,22 @@ def avatar_target(context):
 
 
 def load_solver(context):
-    """A core Solver over the scene's motion databases with the panel's settings and calibration."""
+    """A core solver with the panel's method, settings and calibration (motion matching: over the scene's databases)."""
     settings = context.scene.vr_avatar
+    solve = settings.solve
+    explicit = solve.calibration == 'EXPLICIT'
+    if solve.method == 'N3P':
+        config = core.config.N3PConfig(hmd_only=solve.hmd_only, foot_lock=solve.foot_lock, hand_ik=solve.arm_ik)
+        try:
+            return core.n3p_solver.load_n3p_solver(None, config, solve.user_height if explicit else None)
+        except ValueError as error:
+            raise VRAvatarError(str(error)) from None
     paths = database_paths(settings)
     if not paths:
         raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library)")
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:
         raise VRAvatarError(f"motion database not found: {missing[0]}")
-    solve = settings.solve
-    explicit = solve.calibration == 'EXPLICIT'
     try:
         return core.solver.load_calibrated_solver(
             paths, solver_config(solve), "hmd" if solve.orientation == 'HMD' else None,

@@ -110,9 +110,17 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
 
     def draw_section(self, layout, context):
         solve = context.scene.vr_avatar.solve
-        for name in ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "orientation",
-                     "stride_scaled"):
-            layout.prop(solve, name)
+        layout.prop(solve, "method")
+        if solve.method == 'N3P':
+            settings = ("hmd_only", "foot_lock", "arm_ik", "stride_scaled")
+        else:
+            settings = ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "orientation",
+                        "stride_scaled")
+        for name in settings:
+            if name == "arm_ik" and solve.method == 'N3P':
+                layout.prop(solve, name, text="Hand IK")
+            else:
+                layout.prop(solve, name)
         layout.operator("vr_avatar.solve_stream", icon='PLAY')
         if solve.has_cache:
             if solve.cache_stale:

@@ -82,7 +82,17 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
 
 
 class VRAvatarSolveSettings(bpy.types.PropertyGroup):
-    """Solver settings (core SolverConfig) and the cached solve."""
+    """Solver settings (core SolverConfig, N3PConfig) and the cached solve."""
+    method: EnumProperty(
+        name="Method", description="How the full body is found from the three devices",
+        items=[('MM', "Motion Matching", "Motion matching over the library's databases, Parger IK for the arms "
+                "(MMVR): few foot artefacts, the root within α of the headset"),
+               ('N3P', "Neural3Points", "The learned full-body predictor (Ye et al., direct mode) with IK for "
+                "hands and feet; needs no database, also runs from the headset alone")],
+        default='MM', update=_mark_stale)
+    hmd_only: BoolProperty(name="Headset Only", description="Neural3Points: ignore the controllers and let the "
+                           "predictor forecast the hands (§8.2); a stream without controller columns loads too",
+                           default=False, update=_mark_stale)
     alpha_m: FloatProperty(
         name="Position Accuracy α", description="The avatar's root stays within this distance of the headset "
         "(MMVR §5.4: 0.3 m, 0.1 m for self-avatars)", default=SOLVER.alpha_m, min=0.01, max=2.0, unit='LENGTH',
