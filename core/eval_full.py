@@ -92,7 +92,7 @@ def plot_foot_skating(result: dict, methods, path: Path) -> None:
     activities = list(result[methods[0]]["activities"])
     series = {m: [result[m]["activities"][a]["foot_skate_cm_s"] for a in activities] for m in methods}
     series["ground truth"] = [result[methods[0]]["activities"][a]["foot_skate_gt_cm_s"] for a in activities]
-    figure, axes = pyplot.subplots(figsize=(max(7.0, 0.9 * len(activities) + 3), 4))
+    figure, axes = pyplot.subplots(figsize=(max(7.0, 0.55 * len(activities) + 3), 4.5))
     width = 0.8 / len(series)
     x = np.arange(len(activities))
     for k, (name, values) in enumerate(series.items()):

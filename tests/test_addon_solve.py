@@ -235,7 +235,7 @@ def test_neural3points_solves_and_bakes_without_a_database(bpy, installed, sessi
     settings.solve.method = 'N3P'
     settings.library.databases.clear()  # the predictor needs none
     try:
-        obj, action = _bake(bpy, session, "mixamo")
+        obj, action = _bake(bpy, session, "rigify")
         cache = _cache(installed, bpy)
         assert int(round(action.frame_range[1] - action.frame_range[0])) + 1 == cache.frames
         assert cache.report["figures"]["method"] == "n3p" and "poses_used" not in cache.report["figures"]
