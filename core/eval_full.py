@@ -22,8 +22,8 @@ from .config import N3PConfig, SimulationConfig, SolverConfig
 from .devices import implied_joint_positions
 from .eval_matching import LOOK_AROUND_DEG, METRICS, summarise
 from .metrics import score_motion
-from .mocap import activity, add_data_arguments, default_database_files, evaluation_files, find_bvh_files, \
-    print_progress
+from .mocap import activity, add_data_arguments, default_database_files, find_bvh_files, print_progress, \
+    selected_files
 from .n3p_model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from .n3p_solver import N3PSolver
 from .orientation import SHIPPED_MODEL as ORIENTATION_MODEL, OrientationModel
@@ -108,13 +108,7 @@ def plot_foot_skating(result: dict, methods, path: Path) -> None:
 
 def run(args) -> int:
     """Solve simulated streams with motion matching and Neural3Points; score both against the clips (SPEC §5)."""
-    files = evaluation_files(args)
-    if args.activities:
-        files = [f for f in files if activity(f.stem) in args.activities]
-    if args.limit:
-        files = files[: args.limit]
-    if not files:
-        raise ValueError("no clips to evaluate (check --data, --split and --activities)")
+    files = selected_files(args)
     database = None
     if "mm" in args.methods:
         if args.db:

@@ -19,7 +19,7 @@ from .bvh import read_bvh
 from .config import SimulationConfig, SolverConfig
 from .devices import implied_joint_positions
 from .metrics import score_motion
-from .mocap import activity, add_data_arguments, evaluation_files, print_progress
+from .mocap import activity, add_data_arguments, print_progress, selected_files
 from .orientation import SHIPPED_MODEL, OrientationModel
 from .pose_database import PoseDatabase
 from .simulate import simulate_stream
@@ -102,13 +102,7 @@ def summarise(scores: list[dict]) -> dict:
 
 def run(args) -> int:
     """Solve simulated streams of mocap clips and score them against the clips (SPEC §5)."""
-    files = evaluation_files(args)
-    if args.activities:
-        files = [f for f in files if activity(f.stem) in args.activities]
-    if args.limit:
-        files = files[: args.limit]
-    if not files:
-        raise ValueError("no clips to evaluate (check --data, --split and --activities)")
+    files = selected_files(args)
     database = PoseDatabase.load(args.db)
     config = SolverConfig(alpha_m=args.alpha)
     print(f"eval matching: {len(files)} clips, database {args.db} ({len(database)} poses)", file=sys.stderr)

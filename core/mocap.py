@@ -68,6 +68,18 @@ def evaluation_files(args) -> list[Path]:
     return split_by_file(files)[1] if args.split == "validation" else files
 
 
+def selected_files(args) -> list[Path]:
+    """The evaluation files, narrowed by `--activities` and `--limit`; an error if none is left."""
+    files = evaluation_files(args)
+    if args.activities:
+        files = [f for f in files if activity(f.stem) in args.activities]
+    if args.limit:
+        files = files[: args.limit]
+    if not files:
+        raise ValueError("no clips to evaluate (check --data, --split and --activities)")
+    return files
+
+
 def activity(name: str) -> str:
     """The motion in a Bandai file name: dataset-2_wave-left-hand_active_005 -> wave-left-hand."""
     match = re.match(r"dataset-\d+_(.+?)_[^_]+_\d+$", name)

@@ -217,3 +217,19 @@ def test_a_file_that_is_not_a_model_is_refused_by_name(tmp_path):
     np.savez(bad, something=np.zeros(3))
     with pytest.raises(N3PModelError, match="weights.npz: not a Neural3Points model"):
         N3PModel.load(bad)
+
+
+def test_eval_full_prints_the_spec_metrics_per_method_and_plots(tmp_path, capsys):
+    plot = tmp_path / "skate.png"
+    assert main(["eval", "full", "--data", str(DATA), "--activities", "walk", "--limit", "1",
+                 "--methods", "n3p", "n3p_hmd_only", "--plot", str(plot), "--json"]) == 0
+    import json
+    result = json.loads(capsys.readouterr().out)
+    for method in ("n3p", "n3p_hmd_only"):
+        figures = result[method]
+        for key in ("mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "root_cm", "angle_deg", "hand_cm",
+                    "foot_skate_cm_s", "foot_skate_gt_cm_s", "jitter", "ms_per_frame"):
+            assert np.isfinite(figures[key]), (method, key)
+        assert list(figures["activities"]) == ["walk"]
+    assert result["n3p"]["hand_cm"] < result["n3p_hmd_only"]["hand_cm"]
+    assert plot.stat().st_size > 1000
