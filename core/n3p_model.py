@@ -69,9 +69,13 @@ class N3PModel:
     """Height of the head joint in the training data's standing poses (for scaling users)."""
     info: dict = field(default_factory=dict)
 
+    def __post_init__(self):
+        self.networks = {name: {k[len(name) + 1:]: v for k, v in self.weights.items() if k.startswith(name + ".")}
+                         for name in SIZES}
+
     def run(self, name: str, x: np.ndarray, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One step of sub-predictor `name`: normalised input (..., in) and hidden states (3, ..., H) -> output, states."""
-        w = {k[len(name) + 1:]: v for k, v in self.weights.items() if k.startswith(name + ".")}
+        w = self.networks[name]
         e = np.maximum(x @ w["encoder.weight"].T + w["encoder.bias"], 0.0)
         states = []
         for layer in range(GRU_LAYERS):
