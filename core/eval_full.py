@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 from .bvh import read_bvh
 from .config import N3PConfig, SimulationConfig, SolverConfig
-from .devices import implied_joint_positions
-from .eval_matching import LOOK_AROUND_DEG, METRICS, summarise
-from .metrics import score_motion
-from .mocap import activity, add_data_arguments, default_database_files, find_bvh_files, print_progress, \
-    selected_files
+from .eval_matching import LOOK_AROUND_DEG, METRICS, score_solvers
+from .mocap import add_data_arguments, add_selection_arguments, default_database_files, find_bvh_files, \
+    print_progress, selected_files
 from .n3p_model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from .n3p_solver import N3PSolver
 from .orientation import SHIPPED_MODEL as ORIENTATION_MODEL, OrientationModel
 from .pose_database import PoseDatabase, build_database
-from .simulate import simulate_stream
-from .solver import Solver, solve
+from .solver import Solver
 
 METHODS = ("mm", "n3p", "n3p_hmd_only")
 PAPER = {"mpjpe_cm": 5.52, "mpjpe_cm_upper": 3.76, "mpjpe_cm_lower": 7.88}
@@ -53,32 +49,8 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
 def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=METHODS,
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), progress=None) -> dict:
     """Figures per method, per activity and per file."""
-    made = solvers(methods, database, model)
-    rows = {m: [] for m in made}
-    for i, path in enumerate(files):
-        simulated = simulate_stream(read_bvh(path), simulation)
-        implied = implied_joint_positions(simulated.stream, simulation.devices)[:, 1:]
-        for method, solver in made.items():
-            start = time.perf_counter()
-            solution = solve(simulated.stream, solver)
-            scores = score_motion(solution.motion, simulated.truth, implied, simulated.stream.tracked[:, 1:])
-            scores["foot_skate_gt_cm_s"] = scores.pop("foot_skate_cm_s_truth")
-            scores["frames"] = len(solution.motion)
-            scores["seconds"] = time.perf_counter() - start
-            rows[method].append((path.stem, scores))
-        if progress:
-            progress(i + 1, len(files), path.stem)
-    result = {}
-    for method, r in rows.items():
-        result[method] = summarise([s for _, s in r])
-        result[method]["fps"] = made[method].fps
-        groups: dict[str, list] = {}
-        for name, scores in r:
-            groups.setdefault(activity(name), []).append(scores)
-        result[method]["activities"] = {a: summarise(g) for a, g in sorted(groups.items())}
-        result[method]["files"] = {name: summarise([s]) for name, s in r}
+    result = score_solvers(files, solvers(methods, database, model), simulation, progress)
     result["paper_n3p_direct"] = PAPER
-    result["clips"] = len(files)
     return result
 
 
@@ -146,8 +118,7 @@ def add_command(eval_group) -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, help="methods to run")
     parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
-    parser.add_argument("--activities", nargs="+", help="only clips of these activities (e.g. walk run)")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N clips (0: all)")
+    add_selection_arguments(parser)
     parser.add_argument("--plot", default="out/eval_full_foot_skate.png", help="foot-skating plot (PNG; '' for none)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

@@ -68,6 +68,12 @@ def evaluation_files(args) -> list[Path]:
     return split_by_file(files)[1] if args.split == "validation" else files
 
 
+def add_selection_arguments(parser) -> None:
+    """The `--activities` and `--limit` options that `selected_files` reads."""
+    parser.add_argument("--activities", nargs="+", help="only clips of these activities (e.g. walk run)")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N clips (0: all)")
+
+
 def selected_files(args) -> list[Path]:
     """The evaluation files, narrowed by `--activities` and `--limit`; an error if none is left."""
     files = evaluation_files(args)
