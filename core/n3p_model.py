@@ -147,7 +147,7 @@ class N3PPredictor:
     def step(self, signals: np.ndarray, tracked: np.ndarray | None = None):
         """One frame from world signals (3, 9); controllers not tracked take the last o* (§8.2).
 
-        Returns (g_up, g_lo) raw, in the new heading frame, that frame (3,) and the signals used.
+        Returns (g_up, g_lo) raw, in the new heading frame, and that frame (3,).
         """
         model, state = self.model, self.state
         if state is None:
@@ -168,7 +168,7 @@ class N3PPredictor:
         out, state.hidden["up"] = model.run("up", np.concatenate([o, state.g_up]), state.hidden["up"])
         state.g_up = out[SIGNAL_SIZE:]
         state.next_signals = signals_out_of(state.heading, norm.restore("o", out[:SIGNAL_SIZE]))
-        return norm.restore("up", state.g_up), g_lo, state.heading.copy(), signals
+        return norm.restore("up", state.g_up), g_lo, state.heading.copy()
 
 
 def contacts_of(g_lo: np.ndarray) -> np.ndarray:

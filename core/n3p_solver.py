@@ -100,7 +100,7 @@ class N3PSolver:
             self.predictor.reset(np.array([signals[0, 0], signals[0, 2], yaw]))
         self.since_tick_s += dt
         if self.since_tick_s >= TICK_S - 1e-6:
-            self.prediction = self.predictor.step(signals, tracked)[:3]
+            self.prediction = self.predictor.step(signals, tracked)
             self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
         return self.pose(positions, rotations, tracked, scale, dt)
 

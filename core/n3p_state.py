@@ -115,11 +115,6 @@ def signals_out_of(h: np.ndarray, o: np.ndarray) -> np.ndarray:
     return np.concatenate([position, columns.reshape(*o.shape[:-1], 6)], axis=-1)
 
 
-def signal_poses(world: np.ndarray):
-    """(positions (..., 3, 3), rotations (..., 3, 4)) of the signals' joints."""
-    return world[..., :3], quat.from_6d(world[..., 3:])
-
-
 def joint_states(h: np.ndarray, positions: np.ndarray, previous: np.ndarray, rotations: np.ndarray,
                  reference: np.ndarray, fps: float) -> np.ndarray:
     """(T, K * 9): positions, velocities, orientations of K joints in the frames h; previous = positions a frame before."""
@@ -211,35 +206,36 @@ def global_pose(h: np.ndarray, g_up: np.ndarray, g_lo: np.ndarray, reference: np
 
 @dataclass(frozen=True)
 class OutputSkeleton:
-    """The skeleton the predictor's poses are written on, and where its canonical joints sit in it."""
+    """The skeleton the predictor's poses are written on, and where its canonical joints sit in it.
+
+    Joints outside the canonical set keep their rest rotation, so a joint above the hips (Bandai's
+    joint_Root) stays at the origin and the hips carry the translation in its frame.
+    """
 
     skeleton: Skeleton
     canonical: np.ndarray
+    followers: tuple[int, ...]
+    """Joints outside the canonical set that have a parent, parents first: they turn with it."""
+    above_hips: np.ndarray
+    """The rest offsets of the hips' ancestors, summed (3,)."""
 
     @classmethod
     def of(cls, skeleton: Skeleton) -> "OutputSkeleton":
-        return cls(skeleton, find_mapping(skeleton).indices())
+        canonical = find_mapping(skeleton).indices()
+        kept = set(canonical.tolist())
+        followers = tuple(j for j in range(len(skeleton)) if j not in kept and skeleton.parents[j] >= 0)
+        above, joint = np.zeros(3), int(skeleton.parents[canonical[0]])
+        while joint >= 0:
+            above, joint = above + skeleton.offsets[joint], int(skeleton.parents[joint])
+        return cls(skeleton, canonical, followers, above)
 
     def motion(self, rotations: np.ndarray, hips_positions: np.ndarray, fps: float, name: str = "") -> Motion:
-        """A Motion from world rotations of the canonical joints (T, 21, 4) and hips positions (T, 3).
-
-        Joints outside the canonical set keep their rest rotation, so a joint above the hips (Bandai's
-        joint_Root) stays at the origin and the hips carry the translation in its frame.
-        """
-        skeleton, canonical = self.skeleton, self.canonical
+        """A Motion from world rotations of the canonical joints (T, 21, 4) and hips positions (T, 3)."""
+        skeleton = self.skeleton
         world = np.tile(quat.identity(), (len(rotations), len(skeleton), 1))
-        world[:, canonical] = rotations
-        hips = canonical[0]
-        chain = [int(skeleton.parents[hips])]
-        while chain[-1] >= 0:
-            chain.append(int(skeleton.parents[chain[-1]]))
-        for j in range(len(skeleton)):  # non-canonical joints follow their parent (rest rotation)
-            if j not in set(canonical.tolist()) and skeleton.parents[j] >= 0:
-                world[:, j] = world[:, skeleton.parents[j]]
-        local = local_from_global(skeleton.parents, world)
+        world[:, self.canonical] = rotations
+        for j in self.followers:
+            world[:, j] = world[:, skeleton.parents[j]]
         positions = np.repeat(skeleton.offsets[None], len(rotations), axis=0)
-        above = np.zeros(3)
-        for j in chain[:-1][::-1]:
-            above = above + skeleton.offsets[j]
-        positions[:, hips] = hips_positions - above
-        return Motion(skeleton, local, positions, fps, name)
+        positions[:, self.canonical[0]] = hips_positions - self.above_hips
+        return Motion(skeleton, local_from_global(skeleton.parents, world), positions, fps, name)

@@ -1,4 +1,6 @@
 """Neural3Points (Ye et al. §4, direct mode): heading frames, states, losses, numpy/torch agreement, the solver."""
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -6,7 +8,8 @@ import torch
 from core import heading, quat
 from core.cli import main
 from core.config import N3PConfig, SimulationConfig
-from core.devices import implied_joint_positions
+from core.bvh import read_bvh
+from core.devices import hmd_forward, implied_joint_positions
 from core.humanoid import find_mapping
 from core.metrics import mpjpe_cm, score_motion
 from core.mocap import find_bvh_files, split_by_file
@@ -37,7 +40,6 @@ def validation_walk():
     """A walking clip of the validation split (never trained on) with its simulated stream."""
     validation = split_by_file(find_bvh_files([DATA]))[1]
     clip = next(f for f in validation if "_walk_" in f.name)
-    from core.bvh import read_bvh
     return simulate_stream(read_bvh(clip), SimulationConfig(look_around_deg=30.0, seed=4))
 
 
@@ -143,7 +145,6 @@ def test_the_shipped_model_beats_a_standing_pose_that_follows_the_head_on_a_vali
     # The baseline: the model's standing pose placed under the head, facing where the HMD looks, every frame.
     resampled = stream.resampled(30.0)
     head = tracker_signals(resampled.positions, resampled.rotations)[:, 0, :3]
-    from core.devices import hmd_forward
     yaw = quat.yaw_of_direction(hmd_forward(resampled.rotations[:, 0]))
     frames = np.column_stack([head[:, 0], head[:, 2], yaw])
     count = len(frames)
@@ -226,7 +227,6 @@ def test_eval_full_prints_the_spec_metrics_per_method_and_plots(tmp_path, capsys
     plot = tmp_path / "skate.png"
     assert main(["eval", "full", "--data", str(DATA), "--activities", "walk", "--limit", "1",
                  "--methods", "n3p", "n3p_hmd_only", "--plot", str(plot), "--json"]) == 0
-    import json
     result = json.loads(capsys.readouterr().out)
     for method in ("n3p", "n3p_hmd_only"):
         figures = result[method]
