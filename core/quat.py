@@ -10,6 +10,27 @@ import numpy as np
 
 _EPS = 1e-12
 AXES = {"x": 0, "y": 1, "z": 2}
+SMALL = 256
+"""Arrays with fewer numbers than this take the bilinear-table forms below: on a few rows numpy's
+cost is per call, not per number, and one outer product and one matrix product are far fewer
+calls than the products written out component by component."""
+
+
+def _bilinear_table(product, size: int) -> np.ndarray:
+    """T (size*size, out) with product(a, b) = (a outer b).ravel() @ T for a bilinear `product`."""
+    basis = np.eye(size)
+    return np.array([product(basis[i], basis[j]) for i in range(size) for j in range(size)], dtype=float)
+
+
+def _outer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a_i b_j flattened over the last axis: (..., len(a) * len(b))."""
+    o = a[..., :, None] * b[..., None, :]
+    return o.reshape(o.shape[:-2] + (o.shape[-2] * o.shape[-1],))
+
+
+def _norm(v: np.ndarray) -> np.ndarray:
+    """Length over the last axis, kept as a trailing axis of 1."""
+    return np.sqrt(np.einsum("...i,...i->...", v, v))[..., None]
 
 
 def identity(*shape: int) -> np.ndarray:
@@ -20,25 +41,26 @@ def identity(*shape: int) -> np.ndarray:
 
 
 def normalize(q: np.ndarray) -> np.ndarray:
-    return q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), _EPS)
+    return q / np.maximum(_norm(q), _EPS)
+
+
+_CONJUGATE = np.array([1.0, -1.0, -1.0, -1.0])
 
 
 def conjugate(q: np.ndarray) -> np.ndarray:
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
+    return q * _CONJUGATE
 
 
 inverse = conjugate  # unit quaternions only
 
 
-def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cross product over the last axis (np.cross's axis handling costs more than the math on small arrays)."""
+def _cross_components(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ax, ay, az = a[..., 0], a[..., 1], a[..., 2]
     bx, by, bz = b[..., 0], b[..., 1], b[..., 2]
     return np.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], axis=-1)
 
 
-def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a * b: apply b first, then a."""
+def _hamilton_components(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     return np.stack([
@@ -47,6 +69,49 @@ def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         aw * by - ax * bz + ay * bw + az * bx,
         aw * bz + ax * by - ay * bx + az * bw,
     ], axis=-1)
+
+
+_CROSS = _bilinear_table(_cross_components, 3)
+_HAMILTON = _bilinear_table(_hamilton_components, 4)
+
+
+def _rotation_matrix_entries(q: np.ndarray) -> np.ndarray:
+    """The nine entries of a unit quaternion's rotation matrix, row by row, as quadratic forms in q
+    (w² + x² + y² + z² = 1 stands in for the 1 in 1 - 2(y² + z²) and the like)."""
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    return np.stack([
+        w * w + x * x - y * y - z * z, 2 * (x * y - w * z), 2 * (x * z + w * y),
+        2 * (x * y + w * z), w * w - x * x + y * y - z * z, 2 * (y * z - w * x),
+        2 * (x * z - w * y), 2 * (y * z + w * x), w * w - x * x - y * y + z * z,
+    ], axis=-1)
+
+
+def _quadratic_table(form) -> np.ndarray:
+    """T (16, 9) with form(q) = (q outer q).ravel() @ T for a quadratic `form` of quaternions
+    (polarisation: each cross term is split evenly between (i, j) and (j, i))."""
+    basis = np.eye(4)
+
+    def coefficient(i: int, j: int) -> np.ndarray:
+        if i == j:
+            return form(basis[i])
+        return 0.5 * (form(basis[i] + basis[j]) - form(basis[i]) - form(basis[j]))
+
+    return np.array([coefficient(i, j) for i in range(4) for j in range(4)])
+
+
+_MATRIX = _quadratic_table(_rotation_matrix_entries)
+
+
+def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cross product over the last axis (np.cross's axis handling costs more than the math on small arrays)."""
+    if a.size + b.size < SMALL:
+        return _outer(a, b) @ _CROSS
+    return _cross_components(a, b)
+
+
+def multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b: apply b first, then a."""
+    return _outer(a, b) @ _HAMILTON
 
 
 def multiply_inverse(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -60,7 +125,10 @@ def inverse_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Rotate vectors v by unit quaternions q: v + 2w(u x v) + 2u x (u x v)."""
+    """Rotate vectors v by unit quaternions q: v + 2w(u x v) + 2u x (u x v), or q's matrix times v on few rows."""
+    if q.size + v.size < SMALL:
+        matrix = (_outer(q, q) @ _MATRIX).reshape(q.shape[:-1] + (3, 3))
+        return (matrix @ v[..., None])[..., 0]
     u = q[..., 1:]
     w = q[..., :1]
     t = 2.0 * cross(u, v)
@@ -150,26 +218,33 @@ def to_euler(q: np.ndarray, order: str) -> np.ndarray:
 
 def to_matrix(q: np.ndarray) -> np.ndarray:
     q = normalize(q)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
-    ], axis=-2)
+    return (_outer(q, q) @ _MATRIX).reshape(q.shape[:-1] + (3, 3))
 
 
-def from_matrix(m: np.ndarray) -> np.ndarray:
-    """Rotation matrix to quaternion (Shepperd's method: branch on the largest of w, x, y, z)."""
-    m = np.asarray(m, dtype=float)
+def _shepperd_rows(m: np.ndarray) -> np.ndarray:
+    """Shepperd's four candidate quaternions (..., 4, 4), each 4w, 4x, 4y or 4z times the rotation: row i
+    has 4 q_i^2 = its diagonal entry, so the row with the largest diagonal divides by the least error."""
     m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
     trace = m00 + m11 + m22
-    candidates = np.stack([
+    return np.stack([
         np.stack([1 + trace, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]], -1),
         np.stack([m[..., 2, 1] - m[..., 1, 2], 1 + m00 - m11 - m22, m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]], -1),
         np.stack([m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 - m00 + m11 - m22, m[..., 1, 2] + m[..., 2, 1]], -1),
         np.stack([m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 - m00 - m11 + m22], -1),
     ], axis=-2)
-    best = np.argmax(np.stack([trace, m00, m11, m22], axis=-1), axis=-1)
+
+
+_SHEPPERD_CONSTANT = _shepperd_rows(np.zeros((3, 3))).ravel()
+_SHEPPERD = np.array([_shepperd_rows(np.eye(9)[k].reshape(3, 3)).ravel() - _SHEPPERD_CONSTANT for k in range(9)])
+"""The candidates are affine in the matrix: m.ravel() @ _SHEPPERD + _SHEPPERD_CONSTANT."""
+
+
+def from_matrix(m: np.ndarray) -> np.ndarray:
+    """Rotation matrix to quaternion (Shepperd's method: branch on the largest of w, x, y, z)."""
+    m = np.asarray(m, dtype=float)
+    shape = m.shape[:-2]
+    candidates = (m.reshape(shape + (9,)) @ _SHEPPERD + _SHEPPERD_CONSTANT).reshape(shape + (4, 4))
+    best = np.argmax(np.einsum("...ii->...i", candidates), axis=-1)
     q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
     return positive_hemisphere(normalize(q))
 
@@ -183,9 +258,9 @@ def to_6d(q: np.ndarray) -> np.ndarray:
 def from_6d(d: np.ndarray) -> np.ndarray:
     """6D rotation back to quaternion by Gram-Schmidt on the two columns (Zhou et al. 2019)."""
     d = np.asarray(d, dtype=float)
-    c0 = d[..., :3] / np.maximum(np.linalg.norm(d[..., :3], axis=-1, keepdims=True), _EPS)
+    c0 = d[..., :3] / np.maximum(_norm(d[..., :3]), _EPS)
     c1 = d[..., 3:] - np.sum(c0 * d[..., 3:], axis=-1, keepdims=True) * c0
-    c1 = c1 / np.maximum(np.linalg.norm(c1, axis=-1, keepdims=True), _EPS)
+    c1 = c1 / np.maximum(_norm(c1), _EPS)
     c2 = cross(c0, c1)
     return from_matrix(np.stack([c0, c1, c2], axis=-1))
 
@@ -212,11 +287,12 @@ def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     more than a quarter turn apart therefore go through -u: half a turn about an axis
     perpendicular to u, then the short, accurate rotation from -u to v.
     """
-    u = u / np.maximum(np.linalg.norm(u, axis=-1, keepdims=True), _EPS)
-    v = v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), _EPS)
-    flip = np.sum(u * v, axis=-1, keepdims=True) < 0.0
+    u = u / np.maximum(_norm(u), _EPS)
+    v = v / np.maximum(_norm(v), _EPS)
+    cosine = np.einsum("...i,...i->...", u, v)[..., None]
+    flip = cosine < 0.0
     start = np.where(flip, -u, u)
-    q = normalize(np.concatenate([1.0 + np.sum(start * v, axis=-1, keepdims=True), cross(start, v)], axis=-1))
+    q = normalize(np.concatenate([1.0 + np.abs(cosine), cross(start, v)], axis=-1))
     if np.any(flip):
         helper = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
         perpendicular = cross(u, helper)

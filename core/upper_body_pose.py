@@ -18,7 +18,7 @@ from .character import body_yaw
 from .config import UpperBodyIKConfig
 from .humanoid import HumanoidMapping
 from .motion import Motion, forward_kinematics
-from .upper_body_ik import UpperBodyCalibration, arm_positions, solve_upper_body
+from .upper_body_ik import UpperBodyCalibration, arm_positions, shoulder_positions
 from .vector import length
 
 ARM_JOINTS = ("shoulder", "upper_arm", "forearm", "hand")
@@ -98,12 +98,11 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     rotations[:, j["head"]] = quat.multiply_inverse(hmd_rotations, attachments.hmd_in_head)
 
     frame = neck_frames(rotations[:, j["chest"]], frame_in_chest)
-    chain = solve_upper_body(head_targets, hmd_rotations, wrist_targets, controller_rotations, calibration, config,
-                             torso=(positions[:, j["neck"]], frame))
+    shoulders = shoulder_positions(positions[:, j["neck"]], frame, wrist_targets, calibration, config)
     arm = {name: np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS}
     for i in range(2):
         shoulder, upper_arm = arm["shoulder"][i], arm["upper_arm"][i]
-        aim(shoulder, upper_arm, chain.shoulders[:, i], below(shoulder, rotations[:, parents[shoulder]]))
+        aim(shoulder, upper_arm, shoulders[:, i], below(shoulder, rotations[:, parents[shoulder]]))
         rotations[:, upper_arm] = below(upper_arm, rotations[:, shoulder])
     upper_arm_m = float(length(offsets[:, arm["forearm"]]).mean())
     forearm_m = float(length(offsets[:, arm["hand"]]).mean())

@@ -8,7 +8,7 @@ _EPS = 1e-12
 
 def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Dot product over the last axis."""
-    return np.sum(a * b, axis=-1)
+    return np.einsum("...i,...i->...", a, b)
 
 
 def length(v: np.ndarray) -> np.ndarray:
