@@ -178,5 +178,9 @@ class OrientationPredictor:
 
 
 def facing_yaw(body_6d: np.ndarray) -> np.ndarray:
-    """Yaw (radians) of the facing (+Z of the body rotation) projected on the floor."""
-    return quat.yaw_of_direction(quat.rotate(quat.from_6d(body_6d), np.array([0.0, 0.0, 1.0])))
+    """Yaw (radians) of the facing (+Z of the body rotation) projected on the floor.
+
+    +Z is the rotation's third column, c0 x c1 of the 6D's two columns; Gram-Schmidt on c1 would
+    only scale it, which leaves its yaw as it is.
+    """
+    return quat.yaw_of_direction(quat.cross(body_6d[..., :3], body_6d[..., 3:]))

@@ -83,15 +83,16 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     rotations, positions = rotations.copy(), positions.copy()
     j = {name: mapping[name] for name in ("chest", "neck", "head")}
 
-    def aim(joint: int, child: int, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
-        """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`."""
+    def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
+        """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`
+        (joint and child may be index arrays, both sides at once)."""
         bone = quat.rotate(rotation, offsets[:, child])
         turned = quat.multiply(quat.between(bone, target - positions[:, joint]), rotation)
         rotations[:, joint] = turned
         positions[:, child] = positions[:, joint] + quat.rotate(turned, offsets[:, child])
         return turned
 
-    def below(joint: int, parent_rotation: np.ndarray) -> np.ndarray:
+    def below(joint, parent_rotation: np.ndarray) -> np.ndarray:
         return quat.multiply(parent_rotation, motion.rotations[:, joint])
 
     aim(j["neck"], j["head"], head_targets, below(j["neck"], rotations[:, parents[j["neck"]]]))
@@ -99,25 +100,21 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
 
     frame = neck_frames(rotations[:, j["chest"]], frame_in_chest)
     shoulders = shoulder_positions(positions[:, j["neck"]], frame, wrist_targets, calibration, config)
-    arm = {name: np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS}
-    for i in range(2):
-        shoulder, upper_arm = arm["shoulder"][i], arm["upper_arm"][i]
-        aim(shoulder, upper_arm, shoulders[:, i], below(shoulder, rotations[:, parents[shoulder]]))
-        rotations[:, upper_arm] = below(upper_arm, rotations[:, shoulder])
-    upper_arm_m = float(length(offsets[:, arm["forearm"]]).mean())
-    forearm_m = float(length(offsets[:, arm["hand"]]).mean())
-    elbows, wrists = arm_positions(positions[:, arm["upper_arm"]], wrist_targets, controller_rotations, frame,
+    shoulder, upper_arm, forearm, hand = (np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS)
+    aim(shoulder, upper_arm, shoulders, below(shoulder, rotations[:, parents[shoulder]]))
+    rotations[:, upper_arm] = below(upper_arm, rotations[:, shoulder])
+    upper_arm_m = float(length(offsets[:, forearm]).mean())
+    forearm_m = float(length(offsets[:, hand]).mean())
+    elbows, wrists = arm_positions(positions[:, upper_arm], wrist_targets, controller_rotations, frame,
                                    upper_arm_m, forearm_m, config)
-    for i in range(2):
-        upper_arm, forearm, hand = arm["upper_arm"][i], arm["forearm"][i], arm["hand"][i]
-        upper = aim(upper_arm, forearm, elbows[:, i], rotations[:, upper_arm])
-        aim(forearm, hand, wrists[:, i], below(forearm, upper))
-        rotations[:, hand] = quat.multiply_inverse(controller_rotations[:, i], attachments.grips_in_hands[i])
+    upper = aim(upper_arm, forearm, elbows, rotations[:, upper_arm])
+    aim(forearm, hand, wrists, below(forearm, upper))
+    rotations[:, hand] = quat.multiply_inverse(controller_rotations, attachments.grips_in_hands)
 
+    solved = np.array(solved_joints(mapping))
     local = motion.rotations.copy()
-    for joint in solved_joints(mapping):
-        solved = quat.inverse_multiply(rotations[:, parents[joint]], rotations[:, joint])
-        # Of q and -q (the same rotation), keep the one nearer the input, so the output is one curve.
-        nearer = np.sum(solved * motion.rotations[:, joint], axis=-1, keepdims=True) >= 0.0
-        local[:, joint] = np.where(nearer, solved, -solved)
+    turned = quat.inverse_multiply(rotations[:, parents[solved]], rotations[:, solved])
+    # Of q and -q (the same rotation), keep the one nearer the input, so the output is one curve.
+    nearer = np.sum(turned * motion.rotations[:, solved], axis=-1, keepdims=True) >= 0.0
+    local[:, solved] = np.where(nearer, turned, -turned)
     return Motion(skeleton, local, offsets, motion.fps, motion.name)
