@@ -130,16 +130,16 @@ class SolverConfig:
     """Frames between motion-matching searches (§5.3: "every a few frames (e.g., 10 frames)")."""
     end_margin: int = 20
     """Frames this close to a clip's end are never returned by a search (Holden et al.'s 20)."""
-    inertialization_halflife_s: float = 0.1
-    """Half-life of the offsets that hide each transition (Bollo's inertialization, §5.3)."""
-    velocity_halflife_s: float = 0.2
-    """Half-life of the spring-damper smoothing the HMD's floor velocity (eq. 3 with [Kir04])."""
-    orientation_halflife_s: float = 0.3
-    """Half-life of the spring-damper smoothing the predicted body orientation (eq. 4 with [Kir04])."""
+    inertialization_halflife_s: float = 0.05
+    """Half-life of the offsets that hide each transition (Bollo's inertialization, §5.3); tuned, see README."""
+    velocity_halflife_s: float = 0.1
+    """Half-life of the spring-damper smoothing the HMD's floor velocity (eq. 3 with [Kir04]); tuned, see README."""
+    orientation_halflife_s: float = 0.2
+    """Half-life of the spring-damper smoothing the predicted body orientation (eq. 4 with [Kir04]); tuned, see README."""
     alpha_m: float = 0.3
     """Position accuracy (§5.4): the root stays within this of the target; 0.1 m for self-avatars."""
-    root_follow_per_m: float = 1.0
-    """§5.4's nudge: per metre the character moves, the root closes this share of its gap to the target."""
+    root_follow_per_m: float = 2.0
+    """§5.4's nudge: per metre the character moves, the root closes this share of its gap to the target (tuned)."""
     head_centre_from_hmd: tuple[float, float, float] = (0.0, 0.0, 0.09)
     """Centre of the head in the HMD's frame (the HMD is at the eyes, -Z forward): its floor projection is the target."""
     orientation: str = "network"
@@ -148,8 +148,8 @@ class SolverConfig:
     """§6.2: hold a foot in contact where it touched down."""
     arm_ik: bool = True
     """§6.1: pose neck, shoulders and arms from the devices (Parger IK); off keeps the matched upper body."""
-    foot_unlock_distance_m: float = 0.2
-    """Release a lock when the matched pose's foot is this far from it (§6.2's maximum distance)."""
+    foot_unlock_distance_m: float = 0.3
+    """Release a lock when the matched pose's foot is this far from it (§6.2's maximum distance; tuned)."""
     foot_unlock_halflife_s: float = 0.1
     """Half-life over which a released foot returns to the matched pose."""
     teleport_distance_m: float = 1.0
