@@ -12,17 +12,32 @@ from .skeleton import Skeleton
 
 
 SMALL_BATCH = 16
-"""Up to this many frames, forward kinematics chains 3x3 matrices: numpy's per-call overhead dominates
-there, and a matrix product is one call where a quaternion product is a dozen."""
+"""Up to this many frames, forward kinematics chains 3x3 matrices: on a frame or two numpy's per-call
+cost rules, and a matrix chain makes a few calls fewer per joint than a quaternion chain."""
 
 
-def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray):
-    """Global rotations (..., J, 4) and positions (..., J, 3) from local ones; vectorised over leading axes."""
+def joints_with_ancestors(parents: np.ndarray, joints) -> list[int]:
+    """The given joints and all their ancestors, in index order (parents before children)."""
+    needed = set()
+    for joint in joints:
+        while joint >= 0 and joint not in needed:
+            needed.add(int(joint))
+            joint = parents[joint]
+    return sorted(needed)
+
+
+def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, joints=None):
+    """Global rotations (..., J, 4) and positions (..., J, 3) from local ones; vectorised over leading axes.
+
+    `joints` limits the work to those joints and their ancestors; the other joints are left zero.
+    """
+    order = range(len(parents)) if joints is None else joints_with_ancestors(parents, joints)
     if rotations[..., 0, 0].size <= SMALL_BATCH:
-        return _forward_kinematics_matrices(parents, rotations, positions)
-    global_rotations = np.empty_like(rotations)
-    global_positions = np.empty_like(positions)
-    for j, p in enumerate(parents):
+        return _forward_kinematics_matrices(parents, rotations, positions, order)
+    global_rotations = np.zeros_like(rotations)
+    global_positions = np.zeros_like(positions)
+    for j in order:
+        p = parents[j]
         if p < 0:
             global_rotations[..., j, :] = rotations[..., j, :]
             global_positions[..., j, :] = positions[..., j, :]
@@ -33,13 +48,14 @@ def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np
     return global_rotations, global_positions
 
 
-def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray):
+def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, order):
     """forward_kinematics for a few frames, through rotation matrices: the same rotations to 1e-15, though a
     quaternion may come out negated (from_matrix picks w >= 0)."""
     local = quat.to_matrix(rotations)
-    matrices = np.empty_like(local)
-    global_positions = np.empty(positions.shape)
-    for j, p in enumerate(parents):
+    matrices = np.zeros_like(local)
+    global_positions = np.zeros(positions.shape)
+    for j in order:
+        p = parents[j]
         if p < 0:
             matrices[..., j, :, :] = local[..., j, :, :]
             global_positions[..., j, :] = positions[..., j, :]

@@ -79,9 +79,9 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     """
     skeleton, offsets = motion.skeleton, motion.positions
     parents = skeleton.parents
-    rotations, positions = forward_kinematics(parents, motion.rotations, offsets)
-    rotations, positions = rotations.copy(), positions.copy()
     j = {name: mapping[name] for name in ("chest", "neck", "head")}
+    # Every joint posed here and the parents it hangs from; the legs are not needed.
+    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, solved_joints(mapping))
 
     def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`
