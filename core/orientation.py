@@ -98,19 +98,30 @@ class OrientationModel:
     info: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        # Normalisation folded into the first layer: ((x - mean) / std) W + b = x (W / std) + (b - (mean / std) W).
+        # Normalisation folded into the first layer: ((x - mean) / std) W + b = x (W / std) + (b - (mean / std) W),
+        # whose rows split into the device features' part and the previous orientation's.
         w, b = self.layers[0]
-        self._layers = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w)] + list(self.layers[1:])
+        w = w / self.input_std[:, None]
+        self._first_features, self._first_previous = w[:FEATURE_SIZE], w[FEATURE_SIZE:]
+        self._first_bias = b - (self.input_mean / self.input_std) @ self.layers[0][0]
+
+    def feature_activations(self, features: np.ndarray) -> np.ndarray:
+        """The first layer's sum (..., 32) over the device features (..., 36), bias included: the part of the
+        network that does not wait for the previous prediction, so a whole stream's comes in one call."""
+        return features @ self._first_features + self._first_bias
+
+    def forward_from(self, activations: np.ndarray, previous_6d: np.ndarray) -> np.ndarray:
+        """Raw 6D outputs (..., 6) from feature_activations and the previous orientation (..., 6)."""
+        h = np.maximum(activations + previous_6d @ self._first_previous, 0.0)
+        for i, (w, b) in enumerate(self.layers[1:], start=2):
+            h = h @ w + b
+            if i < len(self.layers):
+                h = np.maximum(h, 0.0)
+        return h
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Raw 6D outputs (..., 6) for inputs (..., 42)."""
-        h = x
-        last = len(self._layers) - 1
-        for i, (w, b) in enumerate(self._layers):
-            h = h @ w + b
-            if i < last:
-                h = np.maximum(h, 0.0)
-        return h
+        return self.forward_from(self.feature_activations(x[..., :FEATURE_SIZE]), x[..., FEATURE_SIZE:])
 
     def save(self, path: str | Path) -> None:
         arrays = {"input_mean": self.input_mean, "input_std": self.input_std}
@@ -146,7 +157,8 @@ def predict_body_orientation(model: OrientationModel, positions: np.ndarray, rot
     predictor = OrientationPredictor(model)
     predictor.reset(initial)
     matrices = quat.to_matrix(heading)
-    return np.stack([predictor.advance(features[t], matrices[t]) for t in range(len(features))])
+    activations = model.feature_activations(features)
+    return np.stack([predictor.advance(activations[t], matrices[t]) for t in range(len(features))])
 
 
 class OrientationPredictor:
@@ -161,11 +173,11 @@ class OrientationPredictor:
         self.previous_6d = None if body_6d is None else np.asarray(body_6d, dtype=float)
         self.previous_pose = None
 
-    def advance(self, features: np.ndarray, heading_matrix: np.ndarray) -> np.ndarray:
-        """One frame from its device features (36,) and heading matrix (3, 3); returns world 6D (orthonormal)."""
+    def advance(self, activations: np.ndarray, heading_matrix: np.ndarray) -> np.ndarray:
+        """One frame from its feature activations (32,) and heading matrix (3, 3); returns world 6D (orthonormal)."""
         # 6D as two row vectors: the heading frame's view of a world column c is c^T H, and back c^T H^T.
         rows = IDENTITY_ROWS @ heading_matrix.T if self.previous_6d is None else self.previous_6d.reshape(2, 3)
-        output = self.model.forward(np.concatenate([features, (rows @ heading_matrix).ravel()]))
+        output = self.model.forward_from(activations, (rows @ heading_matrix).ravel())
         self.previous_6d = (orthonormalize_6d(output).reshape(2, 3) @ heading_matrix.T).ravel()
         return self.previous_6d
 
@@ -174,7 +186,7 @@ class OrientationPredictor:
         previous = self.previous_pose or (positions, rotations)
         features, heading = device_features(positions[None], rotations[None], 1.0 / dt, *previous)
         self.previous_pose = (positions, rotations)
-        return self.advance(features[0], quat.to_matrix(heading[0]))
+        return self.advance(self.model.feature_activations(features[0]), quat.to_matrix(heading[0]))
 
 
 def facing_yaw(body_6d: np.ndarray) -> np.ndarray:
