@@ -102,6 +102,11 @@ def _quadratic_table(form) -> np.ndarray:
 _MATRIX = _quadratic_table(_rotation_matrix_entries)
 
 
+def _unit_to_matrix(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices (..., 3, 3) of unit quaternions."""
+    return (_outer(q, q) @ _MATRIX).reshape(q.shape[:-1] + (3, 3))
+
+
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Cross product over the last axis (np.cross's axis handling costs more than the math on small arrays)."""
     if a.size + b.size < SMALL:
@@ -127,8 +132,7 @@ def inverse_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def rotate(q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Rotate vectors v by unit quaternions q: v + 2w(u x v) + 2u x (u x v), or q's matrix times v on few rows."""
     if q.size + v.size < SMALL:
-        matrix = (_outer(q, q) @ _MATRIX).reshape(q.shape[:-1] + (3, 3))
-        return (matrix @ v[..., None])[..., 0]
+        return (_unit_to_matrix(q) @ v[..., None])[..., 0]
     u = q[..., 1:]
     w = q[..., :1]
     t = 2.0 * cross(u, v)
@@ -217,8 +221,7 @@ def to_euler(q: np.ndarray, order: str) -> np.ndarray:
 
 
 def to_matrix(q: np.ndarray) -> np.ndarray:
-    q = normalize(q)
-    return (_outer(q, q) @ _MATRIX).reshape(q.shape[:-1] + (3, 3))
+    return _unit_to_matrix(normalize(q))
 
 
 def _shepperd_rows(m: np.ndarray) -> np.ndarray:
