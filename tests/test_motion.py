@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from core import quat
-from core.humanoid import mirror_pairs
+from core.humanoid import find_mapping, mirror_pairs
 from core.motion import WORLD_MIRROR, Motion, forward_kinematics, local_from_global
 from core.skeleton import Skeleton
 
@@ -28,6 +28,22 @@ def test_forward_kinematics_vectorised_over_any_leading_axes(walk1):
     assert np.allclose(positions[0], walk1.global_positions())
     _, one_frame = forward_kinematics(walk1.skeleton.parents, walk1.rotations[7], walk1.positions[7])
     assert np.allclose(one_frame, walk1.global_positions()[7])
+
+
+def test_forward_kinematics_of_some_joints_computes_them_and_their_ancestors_only(walk1):
+    parents = walk1.skeleton.parents
+    hand = find_mapping(walk1.skeleton)["l_hand"]
+    asked = [hand]
+    for frames in (slice(7, 8), slice(None)):  # the matrix path (one frame) and the quaternion path (all)
+        rotations, positions = forward_kinematics(parents, walk1.rotations[frames], walk1.positions[frames], asked)
+        full_rotations, full_positions = forward_kinematics(parents, walk1.rotations[frames], walk1.positions[frames])
+        chain = [hand]
+        while parents[chain[-1]] >= 0:
+            chain.append(int(parents[chain[-1]]))
+        assert np.allclose(positions[:, chain], full_positions[:, chain], atol=1e-12)
+        assert np.all(quat.angle_between(rotations[:, chain], full_rotations[:, chain]) < 1e-7)
+        others = [j for j in range(len(parents)) if j not in chain]
+        assert others and np.all(positions[:, others] == 0.0)
 
 
 def test_skeleton_validation():

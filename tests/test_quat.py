@@ -134,3 +134,15 @@ def test_mean():
     q[1] *= -1
     assert same_rotation(quat.mean(q), quat.identity())
     assert same_rotation(quat.mean(q, weights=np.array([0.0, 0.0, 1.0, 0.0])), quat.from_yaw(0.2))
+
+
+def test_few_and_many_rows_take_different_forms_and_agree():
+    """quat.SMALL switches cross and rotate between the table form and the component form."""
+    rng = np.random.default_rng(3)
+    q = quat.normalize(rng.normal(size=(500, 4)))
+    a, b = rng.normal(size=(500, 3)), rng.normal(size=(500, 3))
+    assert a.size + b.size >= quat.SMALL and a[:2].size + b[:2].size < quat.SMALL
+    assert np.allclose(quat.cross(a, b)[:2], quat.cross(a[:2], b[:2]), atol=1e-12)
+    assert np.allclose(quat.cross(a, b), np.cross(a, b), atol=1e-12)
+    assert np.allclose(quat.rotate(q, a)[:2], quat.rotate(q[:2], a[:2]), atol=1e-12)
+    assert np.allclose(quat.rotate(q, a), (quat.to_matrix(q) @ a[..., None])[..., 0], atol=1e-12)
