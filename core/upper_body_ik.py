@@ -253,18 +253,14 @@ def arm_positions(shoulders, wrist_targets, controller_rotations, frame_rotation
 
 
 def solve_upper_body(hmd_positions, hmd_rotations, wrist_targets, controller_rotations,
-                     calibration: UpperBodyCalibration, config: UpperBodyIKConfig = UpperBodyIKConfig(),
-                     torso: tuple[np.ndarray, np.ndarray] | None = None) -> UpperBodyChain:
+                     calibration: UpperBodyCalibration, config: UpperBodyIKConfig = UpperBodyIKConfig()) -> UpperBodyChain:
     """The whole chain from the devices: HMD pose (..., 3)/(..., 4), wrist targets (..., 2, 3) implied by
     the controllers, controller rotations (..., 2, 4). Stateless: any number of frames at once.
 
-    `torso` = (neck positions (..., 3), neck frames (..., 4)) from a body that is already posed (the
-    lower-body solution) replaces §3.1's estimate from the HMD; shoulders and elbows follow as usual.
+    On an avatar whose torso is already posed, upper_body_pose.pose_upper_body takes the neck from
+    the torso instead and calls shoulder_positions and arm_positions itself.
     """
-    if torso is None:
-        neck, neck_rotation = neck_pose(hmd_positions, hmd_rotations, wrist_targets, calibration, config)
-    else:
-        neck, neck_rotation = torso
+    neck, neck_rotation = neck_pose(hmd_positions, hmd_rotations, wrist_targets, calibration, config)
     shoulders = shoulder_positions(neck, neck_rotation, wrist_targets, calibration, config)
     elbows, wrists = arm_positions(shoulders, wrist_targets, controller_rotations, neck_rotation,
                                    calibration.upper_arm_m, calibration.forearm_m, config)

@@ -80,8 +80,9 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     skeleton, offsets = motion.skeleton, motion.positions
     parents = skeleton.parents
     j = {name: mapping[name] for name in ("chest", "neck", "head")}
+    solved = np.array(solved_joints(mapping))
     # Every joint posed here and the parents it hangs from; the legs are not needed.
-    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, solved_joints(mapping))
+    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, solved)
 
     def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`
@@ -111,7 +112,6 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     aim(forearm, hand, wrists, below(forearm, upper))
     rotations[:, hand] = quat.multiply_inverse(controller_rotations, attachments.grips_in_hands)
 
-    solved = np.array(solved_joints(mapping))
     local = motion.rotations.copy()
     turned = quat.inverse_multiply(rotations[:, parents[solved]], rotations[:, solved])
     # Of q and -q (the same rotation), keep the one nearer the input, so the output is one curve.
