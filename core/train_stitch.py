@@ -113,25 +113,40 @@ def normalised_mse(model: StitchModel, pairs: StitchPairs, layout: PoseLayout) -
 
 
 def train(pairs: StitchPairs, validation: StitchPairs, layout: PoseLayout, epochs: int, minutes: float | None = None,
-          seed: int = 0, info: dict | None = None, checkpoint: Path | None = None, log=print):
+          seed: int = 0, info: dict | None = None, checkpoint: Path | None = None, log=print,
+          resume: StitchModel | None = None):
     """Train §5.1 for `epochs` (or until `minutes` run out); returns the numpy model and the per-epoch curve.
-    With `checkpoint`, the model so far is saved there after every epoch."""
+    With `checkpoint`, the model so far is saved there after every epoch. `resume` continues a saved
+    model: its weights, normalisation and curve (Adam's moments start afresh: the file does not keep them)."""
     import torch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    mean, std = normalisation(pairs, layout)
+    if resume is not None:
+        mean, std = resume.mean.astype(np.float64), resume.std.astype(np.float64)
+    else:
+        mean, std = normalisation(pairs, layout)
     mean_t, std_t = torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
     inputs = (torch.from_numpy(pairs.inputs) - mean_t) / std_t
     truths = (torch.from_numpy(pairs.truths) - mean_t) / std_t
     val_inputs = (torch.from_numpy(validation.inputs) - mean_t) / std_t
     val_truths = (torch.from_numpy(validation.truths) - mean_t) / std_t
     module = network(layout.size)
+    previous = dict(resume.info) if resume is not None else {}
+    if resume is not None:
+        if resume.size != layout.size:
+            raise ValueError(f"cannot resume a model of pose size {resume.size} on pose size {layout.size}")
+        module.load_state_dict({k: torch.from_numpy(v) for k, v in resume.weights.items()})
     optimiser = torch.optim.Adam(module.parameters(), lr=LEARNING_RATE)
-    curve, started = [], time.perf_counter()
+    curve = list(previous.get("curve", []))
+    first_epoch = int(previous.get("epochs_trained", 0)) + 1
+    earlier_s = float(previous.get("training_seconds", 0.0))
+    started = time.perf_counter()
     info = dict(info or {})
+    if resume is not None:
+        info["resumed_at_epochs"] = previous.get("resumed_at_epochs", []) + [first_epoch - 1]
     model = export(module, mean, std, layout, info)
-    for epoch in range(1, epochs + 1):
+    for epoch in range(first_epoch, first_epoch + epochs):
         module.train()
         order = torch.from_numpy(rng.permutation(len(inputs)))
         sums = {}
@@ -148,7 +163,7 @@ def train(pairs: StitchPairs, validation: StitchPairs, layout: PoseLayout, epoch
         module.eval()
         with torch.no_grad():
             val_terms = losses(module(val_inputs), val_inputs, val_truths, mean_t, std_t, layout)
-        elapsed = time.perf_counter() - started
+        elapsed = earlier_s + time.perf_counter() - started
         row = {"epoch": epoch, "seconds": round(elapsed, 1),
                **{f"train_{k}": round(v / batches, 5) for k, v in sums.items()},
                **{f"validation_{k}": round(float(v), 5) for k, v in val_terms.items()}}
@@ -160,7 +175,7 @@ def train(pairs: StitchPairs, validation: StitchPairs, layout: PoseLayout, epoch
         model = export(module, mean, std, layout, info)
         if checkpoint is not None:
             model.save(checkpoint)
-        if minutes is not None and elapsed > 60.0 * minutes:
+        if minutes is not None and time.perf_counter() - started > 60.0 * minutes:
             break
     return model, curve
 
@@ -199,6 +214,7 @@ def run(args) -> int:
     from .stitch_data import generate_pairs, load_clip, reference_databases
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
+    resume = StitchModel.load(args.resume) if args.resume else None
     files = locomotion_files(find_bvh_files(args.data)) or find_bvh_files(args.data)
     training_files, validation_files = split_by_file(files)
     print(f"train stitch: {len(training_files)} training and {len(validation_files)} validation clips",
@@ -228,7 +244,7 @@ def run(args) -> int:
         "t_begin": T_BEGIN, "seed": args.seed, "pair_generation_seconds": generation_s, "torch": torch.__version__,
     }
     model, curve = train(pairs, validation, layout, args.epochs, args.minutes, args.seed, info, checkpoint=output,
-                         log=lambda line: print(line, file=sys.stderr))
+                         log=lambda line: print(line, file=sys.stderr), resume=resume)
     model.info["validation_mse"] = normalised_mse(model, validation, layout)
     model.save(output)
     output.with_suffix(".json").write_text(json.dumps(model.info, indent=1) + "\n")
@@ -245,4 +261,6 @@ def add_command(train_group) -> None:
     parser.add_argument("--epochs", type=int, default=5000, help="paper: 5000 (4 hours on a GPU)")
     parser.add_argument("--minutes", type=float, default=None, help="stop after the epoch that passes this time")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resume", metavar="MODEL", help="continue training this model (its epochs count on; "
+                        "--epochs and --minutes are the additional ones)")
     parser.set_defaults(run=run)

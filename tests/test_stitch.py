@@ -18,7 +18,8 @@ from core.stitch_data import (ReferenceDatabase, generate_pairs, load_clip, refe
                               segment_splits)
 from core.stitch_model import SHIPPED_MODEL, StitchModel, StitchModelError
 from core.stitch_pose import PoseLayout, motion_from_vectors, pose_vectors, root_yaw, contact_levels
-from core.train_stitch import begin_weights, export, losses, network, normalisation
+from core.stitch_data import StitchPairs
+from core.train_stitch import begin_weights, export, losses, network, normalisation, train
 from conftest import DATASET_1, DATASET_2
 
 CLIPS = [DATASET_1 / "dataset-1_walk_normal_001.bvh", DATASET_1 / "dataset-1_run_normal_001.bvh",
@@ -126,6 +127,20 @@ def test_numpy_network_matches_torch(small_model, pairs, layout):
     out = model.forward(x)
     assert out.shape == x.shape and model.forward(x[0]).shape == x[0].shape
     assert np.abs(out - expected).max() < 1e-4
+
+
+def test_training_resumes_where_a_saved_model_stopped(pairs, layout, tmp_path):
+    few = StitchPairs(pairs.inputs[:8], pairs.truths[:8], pairs.splits[:8])
+    first, _ = train(few, few, layout, epochs=1, log=lambda line: None)
+    first.save(tmp_path / "one.npz")
+    saved = StitchModel.load(tmp_path / "one.npz")
+    unchanged, _ = train(few, few, layout, epochs=0, log=lambda line: None, resume=saved)
+    assert all(np.array_equal(unchanged.weights[k], first.weights[k]) for k in first.weights)
+    assert np.array_equal(unchanged.mean, first.mean)
+    more, curve = train(few, few, layout, epochs=1, log=lambda line: None, resume=saved)
+    assert [row["epoch"] for row in curve] == [1, 2] and more.info["epochs_trained"] == 2
+    assert more.info["resumed_at_epochs"] == [1]
+    assert any(not np.array_equal(more.weights[k], first.weights[k]) for k in first.weights)
 
 
 def test_loss_terms_on_hand_made_tensors(layout):
