@@ -19,6 +19,8 @@ import numpy as np
 
 from . import quat
 from .leg_ik import two_bone_ik
+from .motion import forward_kinematics
+from .vector import length
 from .spring import decay_toward_zero
 
 RELOCK_GAP_M = 0.01
@@ -49,12 +51,12 @@ class FootLock:
 
     def targets(self, feet: np.ndarray, contacts: np.ndarray, dt: float) -> np.ndarray:
         """Targets (2, 3) for the matched pose's contact points `feet` (2, 3) given its contacts (2,) this frame."""
-        far = np.linalg.norm(feet - self.lock_positions, axis=-1) > self.unlock_distance_m
+        far = length(feet - self.lock_positions) > self.unlock_distance_m
         self.release(far | ~contacts, feet)
         self.release_offsets, self.release_velocities = decay_toward_zero(
             self.release_offsets, self.release_velocities, self.release_halflife_s, dt)
         free = feet + self.release_offsets
-        settled = np.linalg.norm(self.release_offsets, axis=-1) < RELOCK_GAP_M
+        settled = length(self.release_offsets) < RELOCK_GAP_M
         lock = contacts & ~self.locked & settled
         self.lock_positions[lock] = free[lock]
         self.release_offsets[lock] = 0.0
@@ -69,8 +71,8 @@ class Legs:
 
     chains: np.ndarray
     """(2, 5) joint indices, left then right."""
-    hips_chain: tuple[int, ...]
-    """The joints from the skeleton's root down to the hips, root first."""
+    parents: np.ndarray
+    """The skeleton's parent indices."""
 
     @classmethod
     def of(cls, skeleton, mapping) -> "Legs":
@@ -78,26 +80,12 @@ class Legs:
                            for s in "lr"])
         if np.any(skeleton.parents[chains[:, 1:]] != chains[:, :-1]):
             raise ValueError("the foot lock needs each leg as a chain: hips > thigh > shin > foot > toes")
-        hips_chain = [int(mapping["hips"])]
-        while skeleton.parents[hips_chain[0]] >= 0:
-            hips_chain.insert(0, int(skeleton.parents[hips_chain[0]]))
-        return cls(chains, tuple(hips_chain))
+        return cls(chains, skeleton.parents)
 
     def transforms(self, rotations: np.ndarray, positions: np.ndarray):
         """Global rotations and positions (2, 5, ...) of hips, thigh, shin, foot and toes from one local pose."""
-        rotation, position = quat.identity(), np.zeros(3)
-        for joint in self.hips_chain:
-            position = position + quat.rotate(rotation, positions[joint])
-            rotation = quat.multiply(rotation, rotations[joint])
-        global_rotations = np.empty((2, 5, 4))
-        global_positions = np.empty((2, 5, 3))
-        global_rotations[:, 0], global_positions[:, 0] = rotation, position
-        for k in range(1, 5):
-            child = self.chains[:, k]
-            parent_rotation, parent_position = global_rotations[:, k - 1], global_positions[:, k - 1]
-            global_positions[:, k] = parent_position + quat.rotate(parent_rotation, positions[child])
-            global_rotations[:, k] = quat.multiply(parent_rotation, rotations[child])
-        return global_rotations, global_positions
+        global_rotations, global_positions = forward_kinematics(self.parents, rotations, positions, self.chains[:, -1])
+        return global_rotations[self.chains], global_positions[self.chains]
 
     def plant(self, rotations: np.ndarray, positions: np.ndarray, lock: FootLock, contacts: np.ndarray,
               dt: float) -> None:

@@ -12,8 +12,8 @@ from .skeleton import Skeleton
 
 
 SMALL_BATCH = 16
-"""Up to this many frames, forward kinematics chains 3x3 matrices: on a frame or two numpy's per-call
-cost rules, and a matrix chain makes a few calls fewer per joint than a quaternion chain."""
+"""Up to this many frames, forward kinematics chains 4x4 rigid transforms: on a frame or two numpy's
+per-call cost rules, and one matrix product per joint is far fewer calls than a quaternion chain."""
 
 
 def joints_with_ancestors(parents: np.ndarray, joints) -> list[int]:
@@ -49,21 +49,17 @@ def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np
 
 
 def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, order):
-    """forward_kinematics for a few frames, through rotation matrices: the same rotations to 1e-15, though a
-    quaternion may come out negated (from_matrix picks w >= 0)."""
-    local = quat.to_matrix(rotations)
-    matrices = np.zeros_like(local)
-    global_positions = np.zeros(positions.shape)
+    """forward_kinematics for a few frames, through 4x4 rigid transforms (one product per joint): the same
+    rotations to 1e-15, though a quaternion may come out negated (from_matrix picks w >= 0)."""
+    local = np.zeros(rotations.shape[:-1] + (4, 4))
+    local[..., :3, :3] = quat.to_matrix(rotations)
+    local[..., :3, 3] = positions
+    local[..., 3, 3] = 1.0
+    transforms = np.zeros_like(local)
     for j in order:
         p = parents[j]
-        if p < 0:
-            matrices[..., j, :, :] = local[..., j, :, :]
-            global_positions[..., j, :] = positions[..., j, :]
-        else:
-            matrices[..., j, :, :] = matrices[..., p, :, :] @ local[..., j, :, :]
-            global_positions[..., j, :] = ((matrices[..., p, :, :] @ positions[..., j, :, None])[..., 0]
-                                           + global_positions[..., p, :])
-    return quat.from_matrix(matrices), global_positions
+        transforms[..., j, :, :] = local[..., j, :, :] if p < 0 else transforms[..., p, :, :] @ local[..., j, :, :]
+    return quat.from_matrix(transforms[..., :3, :3]), transforms[..., :3, 3]
 
 
 def local_from_global(parents: np.ndarray, global_rotations: np.ndarray) -> np.ndarray:

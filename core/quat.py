@@ -169,13 +169,16 @@ def from_rotation_vector(r: np.ndarray) -> np.ndarray:
 
 
 def to_rotation_vector(q: np.ndarray) -> np.ndarray:
-    """Quaternion to axis-angle vector (angle in [0, pi]): the logarithm map times two."""
-    q = positive_hemisphere(normalize(q))
-    sin_half = np.linalg.norm(q[..., 1:], axis=-1, keepdims=True)
-    angle = 2.0 * np.arctan2(sin_half, q[..., :1])
-    small = sin_half < 1e-8
-    scale = np.where(small, 2.0 / np.maximum(q[..., :1], _EPS), angle / np.where(small, 1.0, sin_half))
-    return scale * q[..., 1:]
+    """Quaternion to axis-angle vector (angle in [0, pi]): the logarithm map times two.
+
+    The angle is 2 atan2(|xyz|, |w|), and the vector is xyz scaled by angle / |xyz| (which tends to
+    2 / |w| as |xyz| -> 0, where atan2 keeps it exact), signed by w to take the shorter arc.
+    """
+    q = normalize(q)
+    sin_half = _norm(q[..., 1:])
+    w = q[..., :1]
+    scale = 2.0 * np.arctan2(sin_half, np.abs(w)) / np.maximum(sin_half, 1e-300)
+    return np.copysign(scale, w) * q[..., 1:]
 
 
 def from_axis_rotation(axis: str, angle: np.ndarray) -> np.ndarray:
@@ -248,7 +251,8 @@ def from_matrix(m: np.ndarray) -> np.ndarray:
     shape = m.shape[:-2]
     candidates = (m.reshape(shape + (9,)) @ _SHEPPERD + _SHEPPERD_CONSTANT).reshape(shape + (4, 4))
     best = np.argmax(np.einsum("...ii->...i", candidates), axis=-1)
-    q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
+    rows = candidates.reshape(-1, 4, 4)
+    q = rows[np.arange(len(rows)), best.ravel()].reshape(shape + (4,))
     return positive_hemisphere(normalize(q))
 
 
@@ -284,22 +288,21 @@ def slerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """The shortest rotation taking direction u onto direction v.
+    """The shortest rotation taking direction u onto direction v (neither need be unit length).
 
-    (1 + u.v, u x v) normalised is that rotation, but it cancels badly as u nears -v. Directions
+    (|u||v| + u.v, u x v) normalised is that rotation, but it cancels badly as u nears -v. Directions
     more than a quarter turn apart therefore go through -u: half a turn about an axis
-    perpendicular to u, then the short, accurate rotation from -u to v.
+    perpendicular to u, then the short, accurate rotation (|u||v| - u.v, -u x v) from -u to v.
     """
-    u = u / np.maximum(_norm(u), _EPS)
-    v = v / np.maximum(_norm(v), _EPS)
     cosine = np.einsum("...i,...i->...", u, v)[..., None]
+    lengths = np.sqrt(np.einsum("...i,...i->...", u, u) * np.einsum("...i,...i->...", v, v))[..., None]
     flip = cosine < 0.0
-    start = np.where(flip, -u, u)
-    q = normalize(np.concatenate([1.0 + np.abs(cosine), cross(start, v)], axis=-1))
-    if np.any(flip):
-        helper = np.where(np.abs(u[..., :1]) < 0.9, np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+    sign = 1.0 - 2.0 * flip
+    q = normalize(np.concatenate([lengths + sign * cosine, sign * cross(u, v)], axis=-1))
+    if flip.any():
+        helper = np.where(np.abs(u[..., :1]) < 0.9 * _norm(u), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
         perpendicular = cross(u, helper)
-        perpendicular /= np.linalg.norm(perpendicular, axis=-1, keepdims=True)
+        perpendicular /= np.maximum(_norm(perpendicular), _EPS)
         half_turn = np.concatenate([np.zeros_like(perpendicular[..., :1]), perpendicular], axis=-1)
         q = np.where(flip, multiply(q, half_turn), q)
     return q

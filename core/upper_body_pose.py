@@ -81,8 +81,10 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     parents = skeleton.parents
     j = {name: mapping[name] for name in ("chest", "neck", "head")}
     solved = np.array(solved_joints(mapping))
-    # Every joint posed here and the parents it hangs from; the legs are not needed.
-    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, solved)
+    # The chest and the joints hanging from it (neck and shoulders) are all forward kinematics must
+    # place: each aim below sets its joint's rotation and its child's position.
+    shoulder, upper_arm, forearm, hand = (np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS)
+    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, [j["neck"], *shoulder])
 
     def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`
@@ -101,11 +103,10 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
 
     frame = neck_frames(rotations[:, j["chest"]], frame_in_chest)
     shoulders = shoulder_positions(positions[:, j["neck"]], frame, wrist_targets, calibration, config)
-    shoulder, upper_arm, forearm, hand = (np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS)
     aim(shoulder, upper_arm, shoulders, below(shoulder, rotations[:, parents[shoulder]]))
     rotations[:, upper_arm] = below(upper_arm, rotations[:, shoulder])
-    upper_arm_m = float(length(offsets[:, forearm]).mean())
-    forearm_m = float(length(offsets[:, hand]).mean())
+    upper_arm_m = float(length(skeleton.offsets[forearm]).mean())
+    forearm_m = float(length(skeleton.offsets[hand]).mean())
     elbows, wrists = arm_positions(positions[:, upper_arm], wrist_targets, controller_rotations, frame,
                                    upper_arm_m, forearm_m, config)
     upper = aim(upper_arm, forearm, elbows, rotations[:, upper_arm])
