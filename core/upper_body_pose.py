@@ -89,10 +89,10 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`
         (joint and child may be index arrays, both sides at once)."""
-        bone = quat.rotate(rotation, offsets[:, child])
-        turned = quat.multiply(quat.between(bone, target - positions[:, joint]), rotation)
+        offset, origin = offsets[:, child], positions[:, joint]
+        turned = quat.multiply(quat.between(quat.rotate(rotation, offset), target - origin), rotation)
         rotations[:, joint] = turned
-        positions[:, child] = positions[:, joint] + quat.rotate(turned, offsets[:, child])
+        positions[:, child] = origin + quat.rotate(turned, offset)
         return turned
 
     def below(joint, parent_rotation: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ def unit(v: np.ndarray) -> np.ndarray:
 def unit_or(v: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """Unit direction of v; where v is (nearly) zero, of `fallback` instead, blending smoothly in between."""
     size = length(v)
-    if np.all(size >= 1e-6):  # nothing to blend: the common case, in far fewer numpy calls
+    if (size >= 1e-6).all():  # nothing to blend: the common case, in far fewer numpy calls
         return v / size[..., None]
     weight = np.clip(size / 1e-6, 0.0, 1.0)[..., None]
     return unit(weight * v / np.maximum(size, _EPS)[..., None] + (1.0 - weight) * unit(fallback))
@@ -41,7 +41,7 @@ def unit_across(v: np.ndarray, axis: np.ndarray, fallback: np.ndarray) -> np.nda
     """
     across = reject(v, axis)
     size = length(across)
-    if np.all(size >= 1e-3):  # nothing to blend: the common case, in far fewer numpy calls
+    if (size >= 1e-3).all():  # nothing to blend: the common case, in far fewer numpy calls
         return across / size[..., None]
     weight = np.clip(size / 1e-3, 0.0, 1.0)[..., None]
     return unit(weight * across / np.maximum(size, _EPS)[..., None] + (1.0 - weight) * unit(reject(fallback, axis)))
