@@ -31,7 +31,7 @@ def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np
 
     `joints` limits the work to those joints and their ancestors; the other joints are left zero.
     """
-    order = range(len(parents)) if joints is None else joints_with_ancestors(parents, joints)
+    order = list(range(len(parents))) if joints is None else joints_with_ancestors(parents, joints)
     if rotations[..., 0, 0].size <= SMALL_BATCH:
         return _forward_kinematics_matrices(parents, rotations, positions, order)
     global_rotations = np.zeros_like(rotations)
@@ -59,7 +59,9 @@ def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, pos
     for j in order:
         p = parents[j]
         transforms[..., j, :, :] = local[..., j, :, :] if p < 0 else transforms[..., p, :, :] @ local[..., j, :, :]
-    return quat.from_matrix(transforms[..., :3, :3]), transforms[..., :3, 3]
+    global_rotations = np.zeros(rotations.shape)
+    global_rotations[..., order, :] = quat.from_matrix(transforms[..., order, :3, :3])
+    return global_rotations, transforms[..., :3, 3]
 
 
 def local_from_global(parents: np.ndarray, global_rotations: np.ndarray) -> np.ndarray:

@@ -43,7 +43,7 @@ def test_forward_kinematics_of_some_joints_computes_them_and_their_ancestors_onl
         assert np.allclose(positions[:, chain], full_positions[:, chain], atol=1e-12)
         assert np.all(quat.angle_between(rotations[:, chain], full_rotations[:, chain]) < 1e-7)
         others = [j for j in range(len(parents)) if j not in chain]
-        assert others and np.all(positions[:, others] == 0.0)
+        assert others and np.all(positions[:, others] == 0.0) and np.all(rotations[:, others] == 0.0)
 
 
 def test_skeleton_validation():
