@@ -298,7 +298,9 @@ def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     lengths = np.sqrt(np.einsum("...i,...i->...", u, u) * np.einsum("...i,...i->...", v, v))[..., None]
     flip = cosine < 0.0
     sign = 1.0 - 2.0 * flip
-    q = normalize(np.concatenate([lengths + sign * cosine, sign * cross(u, v)], axis=-1))
+    # w >= |u||v| > 0 unless a direction is zero, which gives the identity.
+    q = np.concatenate([lengths + sign * cosine + (lengths == 0.0), sign * cross(u, v)], axis=-1)
+    q = q / np.maximum(_norm(q), 1e-300)
     if flip.any():
         helper = np.where(np.abs(u[..., :1]) < 0.9 * _norm(u), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
         perpendicular = cross(u, helper)

@@ -98,6 +98,13 @@ def test_between_nearly_opposite_vectors():
     assert np.allclose(quat.rotate(quat.between(u, v), u / np.linalg.norm(u)), v, atol=1e-12)
 
 
+def test_between_a_zero_or_tiny_direction():
+    zero, x, y = np.zeros(3), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    assert np.array_equal(quat.between(zero, x), quat.identity()) and np.array_equal(quat.between(x, zero), quat.identity())
+    q = quat.between(1e-9 * x, 1e-9 * y)
+    assert np.isclose(np.linalg.norm(q), 1.0) and np.allclose(quat.rotate(q, x), y, atol=1e-12)
+
+
 def test_between_opposite_vectors():
     u = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     q = quat.between(u, -u)
