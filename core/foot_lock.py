@@ -20,8 +20,8 @@ import numpy as np
 from . import quat
 from .leg_ik import two_bone_ik
 from .motion import forward_kinematics
-from .vector import length
 from .spring import decay_toward_zero
+from .vector import length
 
 RELOCK_GAP_M = 0.01
 """A released foot may lock again once its gap to the pose is below this."""

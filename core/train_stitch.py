@@ -122,29 +122,28 @@ def train(pairs: StitchPairs, validation: StitchPairs, layout: PoseLayout, epoch
 
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    if resume is not None:
-        mean, std = resume.mean.astype(np.float64), resume.std.astype(np.float64)
-    else:
+    module = network(layout.size)
+    info = dict(info or {})
+    previous = {}
+    if resume is None:
         mean, std = normalisation(pairs, layout)
+    else:
+        if resume.size != layout.size:
+            raise ValueError(f"cannot resume a model of pose size {resume.size} on pose size {layout.size}")
+        mean, std = resume.mean.astype(np.float64), resume.std.astype(np.float64)
+        module.load_state_dict({k: torch.from_numpy(v) for k, v in resume.weights.items()})
+        previous = resume.info
+        info["resumed_at_epochs"] = previous.get("resumed_at_epochs", []) + [int(previous.get("epochs_trained", 0))]
     mean_t, std_t = torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
     inputs = (torch.from_numpy(pairs.inputs) - mean_t) / std_t
     truths = (torch.from_numpy(pairs.truths) - mean_t) / std_t
     val_inputs = (torch.from_numpy(validation.inputs) - mean_t) / std_t
     val_truths = (torch.from_numpy(validation.truths) - mean_t) / std_t
-    module = network(layout.size)
-    previous = dict(resume.info) if resume is not None else {}
-    if resume is not None:
-        if resume.size != layout.size:
-            raise ValueError(f"cannot resume a model of pose size {resume.size} on pose size {layout.size}")
-        module.load_state_dict({k: torch.from_numpy(v) for k, v in resume.weights.items()})
     optimiser = torch.optim.Adam(module.parameters(), lr=LEARNING_RATE)
     curve = list(previous.get("curve", []))
     first_epoch = int(previous.get("epochs_trained", 0)) + 1
     earlier_s = float(previous.get("training_seconds", 0.0))
     started = time.perf_counter()
-    info = dict(info or {})
-    if resume is not None:
-        info["resumed_at_epochs"] = previous.get("resumed_at_epochs", []) + [first_epoch - 1]
     model = export(module, mean, std, layout, info)
     for epoch in range(first_epoch, first_epoch + epochs):
         module.train()
