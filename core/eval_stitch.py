@@ -27,7 +27,7 @@ from .stitch import FPS, METHODS, StitchError, place_feet, stitch, stitch_vector
 from .stitch_data import StitchPairs, generate_pairs, load_clip, reference_databases
 from .stitch_model import SHIPPED_MODEL, StitchModel
 from .motion import Motion
-from .stitch_pose import PoseLayout, contact_levels, motion_from_vectors, predicted_contacts
+from .stitch_pose import PoseLayout, contact_levels, motion_from_vectors, predicted_contacts, toe_contacts
 
 LONG_SEQUENCES = 12
 LONG_CLIPS = 4
@@ -47,10 +47,10 @@ def toe_positions(vectors: np.ndarray, layout: PoseLayout, skeleton, feet: str =
     """Toe joint positions (T, 2, 3) of the motion that pose vectors describe, from the identity root.
 
     feet: 'fk' (forward kinematics of the rotations only), 'placed' (IK to p's feet, as `stitch` rebuilds
-    a motion without foot lock) or 'locked' (placed and held on the predicted contacts)."""
+    a motion without foot lock) or 'locked' (placed and held on the predicted toe contacts)."""
     motion = motion_from_vectors(vectors, layout, skeleton, FPS, np.zeros(3), 0.0)
     if feet != "fk":
-        motion = place_feet(motion, vectors, layout, predicted_contacts(vectors, layout) if feet == "locked" else None)
+        motion = place_feet(motion, vectors, layout, toe_contacts(vectors, layout) if feet == "locked" else None)
     mapping = find_mapping(skeleton)
     return motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
 

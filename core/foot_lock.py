@@ -3,12 +3,14 @@
 Per foot, per frame: a foot that the database marks in contact locks its contact point (the toe
 joint) at its current output position; it stays there until the matched pose's toe is more than a
 maximum distance away or the contact ends. A released foot does not jump back: the gap between the
-lock and the pose's toe decays with a spring, and the foot may lock again once that gap has closed.
-The answer is a target per toe; the solver moves the ankle by the same amount with the leg IK.
+lock and the pose's toe decays with a spring. A new contact (the next step) locks the foot at once,
+where its output is, gap included, unless the gap is past the unlock distance: waiting for the gap to
+close let the foot slide through the first frames of its step (see README). A foot released because
+the pose left it behind while its contact goes on locks again only once its gap has closed. The
+answer is a target per toe; the solver moves the ankle by the same amount with the leg IK.
 
 Deviation: §6.2 also unlocks "when Motion Matching changes the pose". Transitions come every few
-frames, and a foot released there waits for its gap to close, so feet spent about half of their
-contact time unlocked; keeping locks through transitions (the new pose's contacts still end them)
+frames, and feet released there spent about half of their contact time unlocked; keeping locks through transitions (the new pose's contacts still end them)
 cut foot skating by a sixth on walking clips (see README).
 """
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .spring import decay_toward_zero
 from .vector import length
 
 RELOCK_GAP_M = 0.01
-"""A released foot may lock again once its gap to the pose is below this."""
+"""A foot released while its contact goes on (too far from the pose) may lock again once its gap is below this."""
 
 
 @dataclass
@@ -37,9 +39,12 @@ class FootLock:
     lock_positions: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
     release_offsets: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
     release_velocities: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
+    in_contact: np.ndarray = field(default_factory=lambda: np.zeros(2, bool))
+    """The contacts of the previous frame: a contact that was not there then is a new step."""
 
     def reset(self) -> None:
         self.locked[:] = False
+        self.in_contact[:] = False
         self.release_offsets[:] = 0.0
         self.release_velocities[:] = 0.0
 
@@ -56,8 +61,10 @@ class FootLock:
         self.release_offsets, self.release_velocities = decay_toward_zero(
             self.release_offsets, self.release_velocities, self.release_halflife_s, dt)
         free = feet + self.release_offsets
-        settled = length(self.release_offsets) < RELOCK_GAP_M
-        lock = contacts & ~self.locked & settled
+        gap = length(self.release_offsets)
+        new_step = contacts & ~self.in_contact & (gap <= self.unlock_distance_m)
+        lock = contacts & ~self.locked & (new_step | (gap < RELOCK_GAP_M))
+        self.in_contact = contacts.copy()
         self.lock_positions[lock] = free[lock]
         self.release_offsets[lock] = 0.0
         self.release_velocities[lock] = 0.0

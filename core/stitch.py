@@ -9,8 +9,8 @@
    10 frames (Bollo's quintic, inertialize.blend_seam). w, s = 180, 90 or 60, 30 as in §7.
 3. Rebuild the motion: the root accumulated from the refined displacements from K's first root,
    rotations from q, the hips from p; leg IK then puts the feet at p's ankles and toes (§5), and
-   holds them while the predicted contacts say they are down (foot_lock.FootLock, the same lock the
-   live solver uses). Every method's vectors are rebuilt this way.
+   holds each toe while its predicted toe contact says it is down (foot_lock.FootLock, the same lock
+   the live solver uses). Every method's vectors are rebuilt this way.
 `WindowRefiner` takes frames as they come (a live motion-matching output) or all at once; both give
 the same result. Baselines: `concat` (K as aligned) and `inertialization` (each clip seam blended
 over 30 frames, as §7.5 runs IB).
@@ -31,7 +31,7 @@ from .motion import Motion
 from .pose_database import database_skeleton, rooted_motion
 from .stitch_model import StitchModel
 from .stitch_pose import (PoseLayout, align_roots, match_root_path, motion_from_vectors, on_floor, pose_vectors,
-                          predicted_contacts, root_yaw)
+                          root_yaw, toe_contacts)
 
 FPS = 60.0
 METHODS = ("concat", "inertialization", "rmr")
@@ -174,7 +174,8 @@ def place_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout, contacts
 
     Two-bone IK on thigh and shin brings the ankle to p's ankle, and the foot turns to point at p's
     toe. With `contacts` (T, 2), FootLock first holds each toe where it touched down (the same lock as
-    the live solver's), the ankle moving with it.
+    the live solver's), the ankle moving with it. The lock pins the toe joint, so its contacts are the
+    toes' (toe_contacts): a heel contact starts while the toe is still in the air and moving.
     """
     mapping = find_mapping(motion.skeleton)
     legs = np.array([[mapping[f"{s}_{j}"] for j in ("thigh", "shin", "foot", "toes")] for s in "lr"])
@@ -203,7 +204,7 @@ def place_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout, contacts
 
 @dataclass
 class Stitched:
-    """A stitched motion on the database skeleton, the aligned input it came from, and its foot contacts."""
+    """A stitched motion on the database skeleton, the aligned input it came from, and its toe contacts."""
 
     motion: Motion
     aligned: AlignedClips
@@ -237,7 +238,7 @@ def stitch(motions: list[Motion], config: StitchConfig = DEFAULTS, model: Stitch
     start = aligned.motion.positions[0, 0]
     motion = motion_from_vectors(vectors, aligned.layout, aligned.motion.skeleton, FPS, start,
                                  root_yaw(aligned.motion.rotations[:1, 0])[0], aligned.motion.name)
-    contacts = predicted_contacts(vectors, aligned.layout)
+    contacts = toe_contacts(vectors, aligned.layout)
     motion = place_feet(motion, vectors, aligned.layout, contacts if config.foot_lock else None)
     return Stitched(motion, aligned, vectors, contacts)
 

@@ -206,3 +206,8 @@ def predicted_contacts(x: np.ndarray, layout: PoseLayout) -> np.ndarray:
     """(T, 2) bool: left and right foot down (heel or toe) in pose vectors whose c holds 0/1 or probabilities."""
     c = x[:, layout.c] > 0.5
     return np.stack([c[:, 0] | c[:, 1], c[:, 2] | c[:, 3]], axis=-1)
+
+
+def toe_contacts(x: np.ndarray, layout: PoseLayout) -> np.ndarray:
+    """(T, 2) bool: left and right toe down; the contacts that hold the toe joint, where the foot lock pins a foot."""
+    return x[:, layout.c][:, [1, 3]] > 0.5

@@ -298,3 +298,22 @@ def test_match_root_path_ends_where_the_reference_ends():
     assert np.linalg.norm(ends[2][0][-1] - ends[0][0][-1]) < 0.01
     assert abs(ends[2][1][-1] - ends[0][1][-1]) < 0.005
     assert np.abs(matched - drifted).max() < 0.01            # an even shift, not a replacement
+
+
+def test_foot_lock_holds_each_toe_while_its_toe_contact_lasts(walk1):
+    from core.humanoid import find_mapping
+
+    parts = [walk1[:150], walk1[170:320]]
+    free, locked = (stitch(parts, StitchConfig("concat", foot_lock=lock)) for lock in (False, True))
+    mapping = find_mapping(locked.motion.skeleton)
+    toes = [m.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]] for m in (free, locked)]
+    steps = [np.hypot(*np.moveaxis(np.diff(t[..., [0, 2]], axis=0), -1, 0)) for t in toes]
+    held = locked.contacts[1:] & locked.contacts[:-1]
+    seam = locked.aligned.starts[1]
+    assert 0.3 < held.mean() < 0.9
+    # Within the first clip every held toe stays put (to the leg IK's reach); free ones slide. After the
+    # seam the pose jumps, and a toe released past the unlock distance moves until its next contact.
+    assert np.all(steps[1][:seam - 1][held[:seam - 1]] < 1e-3)
+    assert np.mean(steps[0][:seam - 1][held[:seam - 1]]) > 1e-3
+    assert np.mean(steps[1][held] < 1e-6) > 0.9
+    assert foot_slide_m(toes[1]) < foot_slide_m(toes[0])
