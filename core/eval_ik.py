@@ -28,7 +28,7 @@ from .mocap import activity, add_data_arguments, evaluation_files, print_progres
 from .motion import Motion, forward_kinematics
 from .simulate import simulate_stream
 from .upper_body_ik import solve_upper_body
-from .upper_body_pose import ARM_JOINTS, calibrate_upper_body, neck_frames, pose_upper_body, solved_joints
+from .upper_body_pose import ARM_JOINTS, UpperBodyJoints, calibrate_upper_body, neck_frames, pose_upper_body, solved_joints
 from .vector import length, unit
 
 CALIBRATION_S = 0.5
@@ -74,8 +74,8 @@ def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fa
     calibration, attachments, frame_in_chest = calibrate_upper_body(truth, stream, mapping, n)
     start = reference_pose(truth, mapping, n)
 
-    posed = pose_upper_body(start, mapping, heads, hmd_rotations, wrists, controllers, attachments,
-                            frame_in_chest, calibration, config).global_positions()
+    posed = pose_upper_body(start, UpperBodyJoints.of(truth.skeleton, mapping), heads, hmd_rotations, wrists,
+                            controllers, attachments, frame_in_chest, calibration, config).global_positions()
     chain = solve_upper_body(hmd_positions, hmd_rotations, wrists, controllers, calibration, config)
     solved = {
         "parger": Solved(posed[:, mapping["neck"]], posed[:, arm["upper_arm"]], posed[:, arm["forearm"]],

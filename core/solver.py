@@ -33,7 +33,7 @@ from .simulate import simulate_stream
 from .spring import rotation_spring_toward, spring_toward
 from .stream import ThreePointStream
 from .upper_body_ik import UpperBodyCalibration, arm_length_from_span
-from .upper_body_pose import DeviceAttachments, calibrate_upper_body, pose_upper_body
+from .upper_body_pose import DeviceAttachments, UpperBodyJoints, calibrate_upper_body, pose_upper_body
 
 TRAJECTORY_TIMES_S = np.array([1.0, 2.0, 3.0]) / 3.0
 """Eq. 7-8: the query's trajectory 0.33, 0.66 and 1 s ahead."""
@@ -158,6 +158,7 @@ class Solver:
         self.fixed_height = standing_hmd_height_m
         try:
             self.legs = Legs.of(self.skeleton, self.mapping)
+            self.upper_body = UpperBodyJoints.of(self.skeleton, self.mapping)
         except ValueError as error:
             raise DatabaseError(str(error)) from None
         self.reset()
@@ -368,7 +369,7 @@ class Solver:
         joints = joints_from_devices(devices_p, devices_r, self.offsets)
         if not self.config.arm_ik:
             return motion
-        return pose_upper_body(motion, self.mapping, joints[:, 0], devices_r[:, 0], joints[:, 1:], devices_r[:, 1:],
+        return pose_upper_body(motion, self.upper_body, joints[:, 0], devices_r[:, 0], joints[:, 1:], devices_r[:, 1:],
                                self.rig.attachments, self.rig.frame_in_chest, calibration)
 
 

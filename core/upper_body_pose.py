@@ -62,29 +62,53 @@ def solved_joints(mapping: HumanoidMapping) -> list[int]:
     return [mapping["neck"], mapping["head"]] + [mapping[f"{s}_{j}"] for s in "lr" for j in ARM_JOINTS]
 
 
+@dataclass(frozen=True)
+class UpperBodyJoints:
+    """What pose_upper_body needs of a skeleton, found once: joint indices (arms as left, right pairs)
+    and the arms' bone lengths."""
+
+    parents: np.ndarray
+    chest: int
+    neck: int
+    head: int
+    shoulder: np.ndarray
+    upper_arm: np.ndarray
+    forearm: np.ndarray
+    hand: np.ndarray
+    solved: np.ndarray
+    """solved_joints, as an index array."""
+    upper_arm_m: float
+    forearm_m: float
+
+    @classmethod
+    def of(cls, skeleton, mapping: HumanoidMapping) -> "UpperBodyJoints":
+        arm = {name: np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS}
+        return cls(skeleton.parents, mapping["chest"], mapping["neck"], mapping["head"], arm["shoulder"],
+                   arm["upper_arm"], arm["forearm"], arm["hand"], np.array(solved_joints(mapping)),
+                   float(length(skeleton.offsets[arm["forearm"]]).mean()),
+                   float(length(skeleton.offsets[arm["hand"]]).mean()))
+
+
 def neck_frames(chest_rotations: np.ndarray, frame_in_chest: np.ndarray) -> np.ndarray:
     """The IK's neck frame (x left, y up, z forward) carried by the chest: chest rotation * its offset."""
     return quat.multiply(chest_rotations, frame_in_chest)
 
 
-def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.ndarray, hmd_rotations: np.ndarray,
+def pose_upper_body(motion: Motion, joints: UpperBodyJoints, head_targets: np.ndarray, hmd_rotations: np.ndarray,
                     wrist_targets: np.ndarray, controller_rotations: np.ndarray, attachments: DeviceAttachments,
                     frame_in_chest: np.ndarray, calibration: UpperBodyCalibration,
                     config: UpperBodyIKConfig = UpperBodyIKConfig()) -> Motion:
     """The motion with its neck, head, shoulders, arms and hands solved; the rest untouched.
 
-    head_targets (T, 3) and wrist_targets (T, 2, 3) are the joint positions the devices imply;
-    hmd_rotations (T, 4) and controller_rotations (T, 2, 4) their rotations. frame_in_chest (4,) is
-    the neck frame in the chest joint's frame (from a reference pose).
+    joints: UpperBodyJoints.of(motion.skeleton, its mapping). head_targets (T, 3) and wrist_targets
+    (T, 2, 3) are the joint positions the devices imply; hmd_rotations (T, 4) and controller_rotations
+    (T, 2, 4) their rotations. frame_in_chest (4,) is the neck frame in the chest joint's frame (from a
+    reference pose).
     """
-    skeleton, offsets = motion.skeleton, motion.positions
-    parents = skeleton.parents
-    j = {name: mapping[name] for name in ("chest", "neck", "head")}
-    solved = np.array(solved_joints(mapping))
+    offsets, parents, j = motion.positions, joints.parents, joints
     # The chest and the joints hanging from it (neck and shoulders) are all forward kinematics must
     # place: each aim below sets its joint's rotation and its child's position.
-    shoulder, upper_arm, forearm, hand = (np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS)
-    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, [j["neck"], *shoulder])
+    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, [j.neck, *j.shoulder])
 
     def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`
@@ -98,24 +122,23 @@ def pose_upper_body(motion: Motion, mapping: HumanoidMapping, head_targets: np.n
     def below(joint, parent_rotation: np.ndarray) -> np.ndarray:
         return quat.multiply(parent_rotation, motion.rotations[:, joint])
 
-    aim(j["neck"], j["head"], head_targets, below(j["neck"], rotations[:, parents[j["neck"]]]))
-    rotations[:, j["head"]] = quat.multiply_inverse(hmd_rotations, attachments.hmd_in_head)
+    aim(j.neck, j.head, head_targets, below(j.neck, rotations[:, parents[j.neck]]))
+    rotations[:, j.head] = quat.multiply_inverse(hmd_rotations, attachments.hmd_in_head)
 
-    frame = neck_frames(rotations[:, j["chest"]], frame_in_chest)
-    shoulders = shoulder_positions(positions[:, j["neck"]], frame, wrist_targets, calibration, config)
-    aim(shoulder, upper_arm, shoulders, below(shoulder, rotations[:, parents[shoulder]]))
-    rotations[:, upper_arm] = below(upper_arm, rotations[:, shoulder])
-    upper_arm_m = float(length(skeleton.offsets[forearm]).mean())
-    forearm_m = float(length(skeleton.offsets[hand]).mean())
-    elbows, wrists = arm_positions(positions[:, upper_arm], wrist_targets, controller_rotations, frame,
-                                   upper_arm_m, forearm_m, config)
-    upper = aim(upper_arm, forearm, elbows, rotations[:, upper_arm])
-    aim(forearm, hand, wrists, below(forearm, upper))
-    rotations[:, hand] = quat.multiply_inverse(controller_rotations, attachments.grips_in_hands)
+    frame = neck_frames(rotations[:, j.chest], frame_in_chest)
+    shoulders = shoulder_positions(positions[:, j.neck], frame, wrist_targets, calibration, config)
+    aim(j.shoulder, j.upper_arm, shoulders, below(j.shoulder, rotations[:, parents[j.shoulder]]))
+    rotations[:, j.upper_arm] = below(j.upper_arm, rotations[:, j.shoulder])
+    elbows, wrists = arm_positions(positions[:, j.upper_arm], wrist_targets, controller_rotations, frame,
+                                   j.upper_arm_m, j.forearm_m, config)
+    upper = aim(j.upper_arm, j.forearm, elbows, rotations[:, j.upper_arm])
+    aim(j.forearm, j.hand, wrists, below(j.forearm, upper))
+    rotations[:, j.hand] = quat.multiply_inverse(controller_rotations, attachments.grips_in_hands)
 
     local = motion.rotations.copy()
+    solved = j.solved
     turned = quat.inverse_multiply(rotations[:, parents[solved]], rotations[:, solved])
     # Of q and -q (the same rotation), keep the one nearer the input, so the output is one curve.
     nearer = np.sum(turned * motion.rotations[:, solved], axis=-1, keepdims=True) >= 0.0
     local[:, solved] = np.where(nearer, turned, -turned)
-    return Motion(skeleton, local, offsets, motion.fps, motion.name)
+    return Motion(motion.skeleton, local, offsets, motion.fps, motion.name)

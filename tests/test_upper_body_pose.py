@@ -10,7 +10,7 @@ from core.devices import implied_joint_positions
 from core.eval_ik import evaluate, reference_pose
 from core.fabrik import solve_chain, within_cone
 from core.simulate import simulate_stream
-from core.upper_body_pose import calibrate_upper_body, pose_upper_body
+from core.upper_body_pose import UpperBodyJoints, calibrate_upper_body, pose_upper_body
 from conftest import WALK_1, WALK_2
 from test_cli import core
 
@@ -24,8 +24,9 @@ def posed(walk2):
     n = 30
     calibration, attachments, frame = calibrate_upper_body(truth, stream, mapping, n)
     start = reference_pose(truth, mapping, n)
-    result = pose_upper_body(start, mapping, implied[:, 0], stream.rotations[:, 0], implied[:, 1:],
-                             stream.rotations[:, 1:], attachments, frame, calibration)
+    result = pose_upper_body(start, UpperBodyJoints.of(truth.skeleton, mapping), implied[:, 0],
+                             stream.rotations[:, 0], implied[:, 1:], stream.rotations[:, 1:], attachments, frame,
+                             calibration)
     return sim, start, result, implied, attachments
 
 
