@@ -1,5 +1,7 @@
 """Shared fixtures: the real motion capture beside the repository (../shared/data/bandai)."""
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from importlib import util
@@ -15,7 +17,9 @@ if os.environ.get("CI"):
 
 # Blender (bpy) keeps its user configuration and extension cache here, never in the real home;
 # this must happen before any test imports bpy.
-os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="vr_avatar_blender_"))
+if "BLENDER_USER_RESOURCES" not in os.environ:  # a fresh folder per run, removed when the run ends
+    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="vr_avatar_blender_")
+    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
 
 from core.bvh import read_bvh
 
