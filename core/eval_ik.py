@@ -28,7 +28,8 @@ from .mocap import activity, add_data_arguments, evaluation_files, print_progres
 from .motion import Motion, forward_kinematics
 from .simulate import simulate_stream
 from .upper_body_ik import solve_upper_body
-from .upper_body_pose import ARM_JOINTS, UpperBodyJoints, calibrate_upper_body, neck_frames, pose_upper_body, solved_joints
+from .upper_body_pose import (ARM_JOINTS, UpperBodyJoints, calibrate_upper_body, neck_frames, pose_upper_body,
+                              solved_joints)
 from .vector import length, unit
 
 CALIBRATION_S = 0.5

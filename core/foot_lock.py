@@ -10,8 +10,9 @@ the pose left it behind while its contact goes on locks again only once its gap 
 answer is a target per toe; the solver moves the ankle by the same amount with the leg IK.
 
 Deviation: §6.2 also unlocks "when Motion Matching changes the pose". Transitions come every few
-frames, and feet released there spent about half of their contact time unlocked; keeping locks through transitions (the new pose's contacts still end them)
-cut foot skating by a sixth on walking clips (see README).
+frames, and feet released there spent about half of their contact time unlocked; keeping locks
+through transitions (the new pose's contacts still end them) cut foot skating by a sixth on walking
+clips (see README).
 """
 from __future__ import annotations
 

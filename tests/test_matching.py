@@ -188,6 +188,35 @@ def test_a_locked_foot_stays_put_until_released():
     assert not lock.locked[0] and np.linalg.norm(released[0] - feet[0]) < 0.25 * 0.2
 
 
+def test_a_new_step_locks_at_once_and_a_foot_left_behind_waits_for_its_gap_to_close():
+    dt, both = 1.0 / 60.0, np.array([True, True])
+    feet = np.array([[0.0, 0.0, 0.0], [0.3, 0.0, 0.0]])
+    lock = FootLock(unlock_distance_m=0.2)
+    lock.targets(feet, both, dt)
+    lifted = feet + [0.0, 0.0, 0.1]  # both contacts end with the pose 10 cm ahead: released, gaps of 10 cm
+    lock.targets(lifted, np.array([False, False]), dt)
+    gaps = np.linalg.norm(lock.release_offsets, axis=-1)
+    assert not lock.locked.any() and np.all(gaps > 0.05)
+    # The next step begins while the gaps are still closing: it locks where the output is, with no jump.
+    free = lock.targets(lifted, np.array([True, False]), dt)
+    assert lock.locked.tolist() == [True, False]
+    held = lock.targets(lifted + [0.0, 0.0, 0.02], np.array([True, False]), dt)
+    np.testing.assert_allclose(held[0], free[0])
+
+    # A foot the pose leaves behind mid-contact is released, and stays free while its gap closes.
+    lock = FootLock(unlock_distance_m=0.2)
+    lock.targets(feet, both, dt)
+    away = feet + [0.0, 0.0, 0.25]
+    lock.targets(away, both, dt)
+    assert not lock.locked.any()
+    for _ in range(3):  # about a half-life: the gap is still centimetres
+        lock.targets(away, both, dt)
+        assert not lock.locked.any()
+    for _ in range(120):  # two seconds of the same contact: the gap closes below 1 cm and the foot locks again
+        lock.targets(away, both, dt)
+    assert lock.locked.all()
+
+
 # -- the solver ------------------------------------------------------------------------------------------------------
 
 
