@@ -9,20 +9,17 @@ that long takes ~15 s): the target is the BVH's armature imported through the ad
 holds the BVH's own motion looped to BAKE_FRAMES frames (a jump at each loop), converted to pose-bone
 basis values with bone_space exactly as a solve's retargeted rotations are.
 """
-import atexit
 import contextlib
 import json
 import os
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-if "BLENDER_USER_RESOURCES" not in os.environ:  # a fresh folder per run, removed when the run ends
-    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="vr_avatar_bench_")
-    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
+from blender_home import use_temporary_blender_home
+
+use_temporary_blender_home("vr_avatar_bench_")
 
 import bpy  # noqa: E402  (after BLENDER_USER_RESOURCES)
 import numpy as np  # noqa: E402

@@ -1,25 +1,21 @@
 """Shared fixtures: the real motion capture beside the repository (../shared/data/bandai)."""
-import atexit
 import os
-import shutil
 import sys
-import tempfile
 from importlib import util
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 
+from blender_home import use_temporary_blender_home
+
 # CI runs the property tests on a fixed example sequence (reproducible); local runs keep exploring.
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
-# Blender (bpy) keeps its user configuration and extension cache here, never in the real home;
-# this must happen before any test imports bpy.
-if "BLENDER_USER_RESOURCES" not in os.environ:  # a fresh folder per run, removed when the run ends
-    os.environ["BLENDER_USER_RESOURCES"] = tempfile.mkdtemp(prefix="vr_avatar_blender_")
-    atexit.register(shutil.rmtree, os.environ["BLENDER_USER_RESOURCES"], ignore_errors=True)
+# Before any test imports bpy.
+use_temporary_blender_home("vr_avatar_blender_")
 
 from core.bvh import read_bvh
 
