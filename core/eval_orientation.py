@@ -2,7 +2,8 @@
 
 Streams are simulated from mocap with look-around; the error is the absolute yaw difference
 between the predicted facing and the virtual root's (SPEC §5 `angle_deg`), per frame, starting
-every clip from HMD-forward (what a live session knows at its first frame).
+every clip from its first frame alone (what a live session knows when it starts): the network settles
+on that frame from HMD-forward (orientation.SETTLE_STEPS).
 """
 from __future__ import annotations
 

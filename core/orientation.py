@@ -30,6 +30,11 @@ FORWARD = np.array([0.0, 0.0, -1.0])
 # 6D of the identity: the body facing exactly where the heading frame faces.
 IDENTITY_6D = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
 IDENTITY_ROWS = IDENTITY_6D.reshape(2, 3)
+SETTLE_STEPS = 50
+"""Network passes over the first frame before its prediction is used (not in the paper, which does not say
+how a session starts): the network was trained (Algorithm 1) to run r = 50 steps on its own outputs, so
+starting from HMD-forward and feeding it the first frame 50 times lets it reach its own answer for that
+frame instead of taking about a second of real frames to recover from the guess."""
 
 
 def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
@@ -150,8 +155,8 @@ def predict_body_orientation(model: OrientationModel, positions: np.ndarray, rot
                              initial: np.ndarray | None = None) -> np.ndarray:
     """Raw predicted body orientations, world 6D (T, 6), for a whole stream (offline driver).
 
-    `initial` is the world 6D orientation before the first frame; by default the body faces
-    where the HMD looks.
+    `initial` is the world 6D orientation before the first frame; by default the network settles on the
+    first frame from the HMD's heading (SETTLE_STEPS).
     """
     features, heading = device_features(positions, rotations, fps)
     predictor = OrientationPredictor(model)
@@ -174,11 +179,19 @@ class OrientationPredictor:
         self.previous_pose = None
 
     def advance(self, activations: np.ndarray, heading_matrix: np.ndarray) -> np.ndarray:
-        """One frame from its feature activations (32,) and heading matrix (3, 3); returns world 6D (orthonormal)."""
+        """One frame from its feature activations (32,) and heading matrix (3, 3); returns world 6D (orthonormal).
+
+        Without a previous prediction (after an unseeded reset) the body starts facing the heading and the
+        network settles on this frame for SETTLE_STEPS passes."""
         # 6D as two row vectors: the heading frame's view of a world column c is c^T H, and back c^T H^T.
-        rows = IDENTITY_ROWS @ heading_matrix.T if self.previous_6d is None else self.previous_6d.reshape(2, 3)
-        output = self.model.forward_from(activations, (rows @ heading_matrix).ravel())
-        self.previous_6d = (orthonormalize_6d(output).reshape(2, 3) @ heading_matrix.T).ravel()
+        passes = 1
+        if self.previous_6d is None:
+            self.previous_6d = (IDENTITY_ROWS @ heading_matrix.T).ravel()
+            passes = SETTLE_STEPS
+        for _ in range(passes):
+            rows = self.previous_6d.reshape(2, 3)
+            output = self.model.forward_from(activations, (rows @ heading_matrix).ravel())
+            self.previous_6d = (orthonormalize_6d(output).reshape(2, 3) @ heading_matrix.T).ravel()
         return self.previous_6d
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:

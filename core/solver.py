@@ -118,10 +118,15 @@ class SolverState:
     facing_rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
     previous_target: np.ndarray | None = None
     hmd: tuple | None = None
+    """The device poses of the last frame the HMD was tracked in."""
+    last_tracked: tuple | None = None
+    """The device poses of the last frame all three were tracked in, while they still are."""
     hands_in_heading: tuple | None = None
     standing_height_m: float | None = None
     """The calibrated standing HMD height; None while it is being measured."""
     height_samples: list = field(default_factory=list)
+    mean_height_m: float = 0.0
+    """The mean of height_samples."""
     elapsed_s: float = 0.0
 
 
@@ -183,7 +188,8 @@ class Solver:
             return state.standing_height_m
         if state.elapsed_s < self.config.calibration_s or not state.height_samples:
             state.height_samples.append(hmd_height)
-        return float(np.mean(state.height_samples))
+            state.mean_height_m = sum(state.height_samples) / len(state.height_samples)
+        return state.mean_height_m
 
     def upper_body_calibration(self, standing_height: float) -> UpperBodyCalibration:
         return replace(self.rig.calibration, hmd_height_m=standing_height)
@@ -242,18 +248,23 @@ class Solver:
     def hold_untracked(self, positions, rotations, tracked):
         """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's heading."""
         state = self.state
+        if tracked.all():  # nothing to hold; the hands' poses in the heading frame are found if tracking is lost
+            positions, rotations = positions.copy(), rotations.copy()
+            state.hmd = state.last_tracked = (positions, rotations)
+            return positions, rotations
         if tracked[0]:
-            state.hmd = (positions[0].copy(), rotations[0].copy())
+            state.hmd = (positions.copy(), rotations.copy())
         elif state.hmd is None:
             raise ValueError("the HMD has not been tracked yet: the solver needs its pose to place the avatar")
+        if state.last_tracked is not None:
+            state.hands_in_heading = hands_in_heading(*state.last_tracked)
+            state.last_tracked = None
+        elif state.hands_in_heading is None:
+            state.hands_in_heading = (np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]]), quat.identity(2))
         positions, rotations = positions.copy(), rotations.copy()
-        positions[0], rotations[0] = state.hmd
+        positions[0], rotations[0] = state.hmd[0][0], state.hmd[1][0]
         heading = heading_rotations(rotations[0])
-        local_positions = quat.inverse_rotate(heading, positions[1:] - positions[0])
-        local_rotations = quat.inverse_multiply(heading, rotations[1:])
-        if state.hands_in_heading is None:
-            rest = np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]])
-            state.hands_in_heading = (rest, quat.identity(2))
+        local_positions, local_rotations = hands_in_heading(positions, rotations)
         held_positions, held_rotations = state.hands_in_heading
         hands = tracked[1:]
         held_positions = np.where(hands[:, None], local_positions, held_positions)
@@ -265,9 +276,8 @@ class Solver:
 
     def predict_body_yaw(self, positions, rotations, dt: float, teleported: bool) -> float:
         """The body's facing (radians): the orientation network's prediction (§4) or the HMD's forward."""
-        hmd_yaw = float(quat.yaw_of_direction(hmd_forward(rotations[0])))
         if self.predictor is None or self.config.orientation == "hmd":
-            return hmd_yaw
+            return float(quat.yaw_of_direction(hmd_forward(rotations[0])))
         if teleported:
             self.predictor.reset()
         return float(facing_yaw(self.predictor.step(positions, rotations, dt)))
@@ -282,6 +292,8 @@ class Solver:
 
     def choose_database(self, ratio: float) -> int:
         """The database whose height range holds the ratio; otherwise the one whose range is nearest (§5.5)."""
+        if len(self.databases) == 1:
+            return 0
         distances = [max(db.poses.height_range[0] - ratio, ratio - db.poses.height_range[1], 0.0)
                      for db in self.databases]
         return int(np.argmin(distances))
@@ -338,7 +350,7 @@ class Solver:
         world_angular = quat.rotate(state.root_rotation, angular[0])
         state.root_position = state.root_position + world_velocity * dt
         state.root_position[1] = 0.0
-        turn = quat.from_rotation_vector(np.array([0.0, world_angular[1] * dt, 0.0]))
+        turn = quat.from_yaw(world_angular[1] * dt)
         state.root_rotation = quat.normalize(quat.multiply(turn, state.root_rotation))
         self.root_speed = float(np.hypot(world_velocity[0], world_velocity[2]))
         return rotations, positions
@@ -387,6 +399,13 @@ class Solution:
     standing_height_m: float
     method: str = "mm"
     """'mm' (motion matching: databases, frames and searches say what it played) or 'n3p' (they are zero)."""
+
+
+def hands_in_heading(positions: np.ndarray, rotations: np.ndarray):
+    """The controllers' positions (2, 3) and rotations (2, 4) in the HMD's heading frame."""
+    heading = heading_rotations(rotations[0])
+    return (quat.inverse_rotate(heading, positions[1:] - positions[0]),
+            quat.inverse_multiply(heading, rotations[1:]))
 
 
 def standing_height(stream: ThreePointStream, seconds: float) -> float:

@@ -64,7 +64,7 @@ def prepare_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DEG, seed
 
 
 def angle_errors_deg(model: OrientationModel, clip: OrientationClip, fps: float = 60.0) -> np.ndarray:
-    """Per-frame absolute yaw error of the network on a clip, degrees, starting from HMD-forward."""
+    """Per-frame absolute yaw error of the network on a clip, degrees, the network settled on its first frame."""
     predicted = predict_body_orientation(model, clip.positions, clip.rotations, fps)
     return np.degrees(np.abs((facing_yaw(predicted) - clip.truth_yaw + np.pi) % (2 * np.pi) - np.pi))
 

@@ -296,6 +296,26 @@ def test_tracking_loss_time_gaps_and_a_teleport_neither_crash_nor_produce_nan(da
         assert np.isfinite(pose.positions).all()
 
 
+def test_a_lost_controller_is_held_where_it_was_relative_to_the_hmds_heading(database, model, walk_stream):
+    solver = Solver([database], SolverConfig(), model)
+    positions, rotations = walk_stream.positions[10], walk_stream.rotations[10]
+    for t in range(5):  # all tracked: passed through unchanged
+        seen = solver.hold_untracked(walk_stream.positions[t + 6], walk_stream.rotations[t + 6], np.ones(3, bool))
+        assert np.array_equal(seen[0], walk_stream.positions[t + 6])
+    # The user turns 90 degrees and walks 2 m while the left controller is lost (its sample is NaN).
+    turn = quat.from_yaw(np.array(np.pi / 2))
+    moved_p, moved_r = quat.rotate(turn, positions) + np.array([1.0, 0.0, 2.0]), quat.multiply(turn, rotations)
+    lost_p, lost_r = moved_p.copy(), moved_r.copy()
+    lost_p[1], lost_r[1] = np.nan, np.nan
+    held_p, held_r = solver.hold_untracked(lost_p, lost_r, np.array([True, False, True]))
+    assert np.abs(held_p - moved_p).max() < 1e-9
+    assert np.abs(np.abs(np.sum(held_r * moved_r, axis=-1)) - 1.0).max() < 1e-9
+    # Still lost a frame later, after a further turn: it keeps following the heading.
+    held_again, _ = solver.hold_untracked(quat.rotate(turn, lost_p), quat.multiply(turn, lost_r),
+                                          np.array([True, False, True]))
+    assert np.abs(held_again - quat.rotate(turn, moved_p)).max() < 1e-9
+
+
 def test_the_hmd_height_ratio_picks_the_database_and_a_switch_searches(model, walk_stream):
     upright = build_database([read_bvh(p) for p in DB_CLIPS[:2]], DatabaseConfig(height_range=(0.9, 10.0)))
     low = build_database([read_bvh(RUN)], DatabaseConfig(height_range=(0.0, 0.9)))

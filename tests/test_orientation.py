@@ -132,3 +132,20 @@ def test_shipped_model_beats_hmd_forward_on_a_held_back_clip():
     network = angle_deg(facing_yaw(predicted), clip.truth_yaw).mean()
     hmd_forward = angle_deg(quat.yaw_of_direction(clip.headings[:, :, 2]), clip.truth_yaw).mean()
     assert network < 0.6 * hmd_forward, (network, hmd_forward)
+
+
+def test_a_fresh_predictor_settles_on_its_first_frame_instead_of_starting_from_hmd_forward():
+    model = OrientationModel.load(ASSETS / "orientation.npz")
+    settled, started, hmd = [], [], []
+    for seed in range(5):  # look-around draws: the head starts turned from the body by up to 66 degrees
+        clip = prepare_clips([held_back_clip()], look_around_deg=60.0, seed=seed)[0]
+        heading_6d = (IDENTITY_6D.reshape(2, 3) @ clip.headings[0].T).ravel()
+        settled.append(predict_body_orientation(model, clip.positions, clip.rotations, 60.0))
+        started.append(predict_body_orientation(model, clip.positions, clip.rotations, 60.0, initial=heading_6d))
+        hmd.append(angle_deg(quat.yaw_of_direction(clip.headings[:30, :, 2]), clip.truth_yaw[:30]))
+        settled[-1], started[-1] = (angle_deg(facing_yaw(p[:30]), clip.truth_yaw[:30]) for p in (settled[-1], started[-1]))
+    settled, started, hmd = np.array(settled), np.array(started), np.array(hmd)
+    # Settled, the very first frame is already the network's answer, far from the HMD's facing.
+    assert settled[:, 0].mean() < 0.4 * hmd[:, 0].mean(), (settled[:, 0], hmd[:, 0])
+    assert settled[:, 0].mean() < 0.6 * started[:, 0].mean(), (settled[:, 0], started[:, 0])
+    assert settled.mean() < 0.9 * started.mean(), (settled.mean(), started.mean())
