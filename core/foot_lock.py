@@ -91,23 +91,37 @@ class Legs:
         return cls(chains, skeleton.parents)
 
     def transforms(self, rotations: np.ndarray, positions: np.ndarray):
-        """Global rotations and positions (2, 5, ...) of hips, thigh, shin, foot and toes from one local pose."""
+        """Global rotations and positions (..., 2, 5, 4 or 3) of hips, thigh, shin, foot and toes from local poses
+        (..., J, 4 or 3)."""
         global_rotations, global_positions = forward_kinematics(self.parents, rotations, positions, self.chains[:, -1])
-        return global_rotations[self.chains], global_positions[self.chains]
+        return global_rotations[..., self.chains, :], global_positions[..., self.chains, :]
 
     def plant(self, rotations: np.ndarray, positions: np.ndarray, lock: FootLock, contacts: np.ndarray,
-              dt: float) -> None:
-        """Leg IK toward the lock's toe targets for this frame's contacts (2,); edits thigh, shin and foot rotations.
+              dt: float | np.ndarray, restarts: np.ndarray | None = None) -> None:
+        """Leg IK toward the lock's toe targets; edits thigh, shin and foot rotations of poses (T, J, ...) in place.
 
-        The foot keeps its global rotation, so moving the ankle by the toe's correction puts the toe
-        on its lock.
+        contacts (T, 2) per frame; dt (s) one for all frames or (T,); the lock is reset before each frame
+        flagged in `restarts` (T,) (the avatar placed anew). The lock carries state, so it runs frame by
+        frame in order; forward kinematics and the IK run over all frames at once (one frame live, a whole
+        solve offline). A single pose (J, ...) with contacts (2,) works too. The foot keeps its global
+        rotation, so moving the ankle by the toe's correction puts the toe on its lock.
         """
+        if rotations.ndim == 2:
+            return self.plant(rotations[None], positions[None], lock, np.asarray(contacts)[None], dt,
+                              None if restarts is None else np.asarray(restarts)[None])
         global_rotations, global_positions = self.transforms(rotations, positions)
-        ankles, toes = global_positions[:, 3], global_positions[:, 4]
-        targets = ankles + lock.targets(toes, contacts, dt) - toes
-        thigh, shin = two_bone_ik(global_positions[:, 1], global_positions[:, 2], ankles, targets,
-                                  global_rotations[:, 1], global_rotations[:, 2])
-        chains = self.chains
-        rotations[chains[:, 1]] = quat.inverse_multiply(global_rotations[:, 0], thigh)
-        rotations[chains[:, 2]] = quat.inverse_multiply(thigh, shin)
-        rotations[chains[:, 3]] = quat.inverse_multiply(shin, global_rotations[:, 3])
+        ankles, toes = global_positions[:, :, 3], global_positions[:, :, 4]
+        dt = np.broadcast_to(np.asarray(dt, float), len(toes))
+        held = np.empty_like(toes)
+        for t in range(len(toes)):
+            if restarts is not None and restarts[t]:
+                lock.reset()
+            held[t] = lock.targets(toes[t], contacts[t], dt[t])
+        thigh, shin = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], ankles, ankles + held - toes,
+                                  global_rotations[:, :, 1], global_rotations[:, :, 2])
+        solved = self.chains[:, 1:4]
+        turned = quat.inverse_multiply(np.stack([global_rotations[:, :, 0], thigh, shin], axis=2),
+                                       np.stack([thigh, shin, global_rotations[:, :, 3]], axis=2))
+        # The sign the pose had (forward kinematics of a few frames may return -q for q).
+        nearer = np.sum(turned * rotations[:, solved], axis=-1, keepdims=True) >= 0.0
+        rotations[:, solved] = np.where(nearer, turned, -turned)

@@ -10,8 +10,10 @@ Per frame (`Solver.step`, the live driver):
 5. root: integrated from the pose's root velocity, nudged toward the target in proportion to its
    speed, clamped to within alpha of it (§5.4);
 6. foot lock (§6.2) with two-bone leg IK, then the upper-body IK on the matched torso (§6.1).
-`solve` (the offline driver) resamples a stream and runs steps 1-6 through the same code; only the
-stateless upper-body IK runs once over all frames instead of once per frame.
+`solve` (the offline driver) resamples a stream and runs steps 1-6 through the same code: steps 1-5
+frame by frame, then step 6 once over all frames (`finish_poses`): the foot lock's state still
+advances frame by frame, but its forward kinematics and leg IK, and the stateless upper-body IK, run
+vectorised. Nothing in steps 1-5 reads step 6's result, so both drivers give the same poses.
 """
 from __future__ import annotations
 
@@ -98,6 +100,11 @@ class LowerBodyFrame:
     """(3,) the centre of the head on the floor."""
     searched: bool
     standing_height_m: float
+    contacts: np.ndarray
+    """(2,) the played pose's toe contacts, for the foot lock."""
+    placed: bool
+    """The avatar was put at the target this frame (first frame, teleport): the foot lock starts afresh."""
+    dt: float
 
 
 @dataclass
@@ -199,10 +206,10 @@ class Solver:
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         lower = self.step_lower_body(positions, rotations, tracked, dt)
-        return self.pose_upper_body([lower], self.upper_body_calibration(lower.standing_height_m))
+        return self.finish_poses([lower], self.upper_body_calibration(lower.standing_height_m))
 
     def step_lower_body(self, positions, rotations, tracked, dt: float) -> LowerBodyFrame:
-        """Steps 1-6 of the module docstring except the upper-body IK (sequential, stateful)."""
+        """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK."""
         state, config = self.state, self.config
         dt = float(dt) if dt > 0 else 1.0 / self.fps
         positions, rotations = self.hold_untracked(np.asarray(positions, float), np.asarray(rotations, float),
@@ -216,7 +223,8 @@ class Solver:
 
         body_yaw = self.predict_body_yaw(positions, rotations, dt, teleported)
         goal_facing = quat.from_yaw(body_yaw)
-        if not state.started or teleported:
+        placed = not state.started or teleported
+        if placed:
             self.place(target, goal_facing)
         raw_velocity = (target - state.previous_target) / dt if state.started and not teleported else np.zeros(3)
         state.velocity, state.acceleration = spring_toward(state.velocity, state.acceleration, raw_velocity,
@@ -239,11 +247,9 @@ class Solver:
         rotations_out, positions_out = self.play(dt)
         self.follow_target(target, dt)
         rotations_out[0], positions_out[0] = state.root_rotation, state.root_position
-        if config.foot_lock:  # §6.2
-            self.legs.plant(rotations_out, positions_out, self.foot_lock,
-                            self.databases[state.database].poses.contacts[state.frame], dt)
         return LowerBodyFrame(rotations_out, positions_out, positions, rotations, state.database, state.frame,
-                              target, searched, standing)
+                              target, searched, standing, self.databases[state.database].poses.contacts[state.frame],
+                              placed, dt)
 
     def hold_untracked(self, positions, rotations, tracked):
         """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's heading."""
@@ -288,7 +294,6 @@ class Solver:
         state.root_position, state.root_rotation = target.copy(), facing.copy()
         state.facing, state.facing_rate = facing.copy(), np.zeros(3)
         state.velocity, state.acceleration = np.zeros(3), np.zeros(3)
-        self.foot_lock.reset()
 
     def choose_database(self, ratio: float) -> int:
         """The database whose height range holds the ratio; otherwise the one whose range is nearest (§5.5)."""
@@ -335,7 +340,7 @@ class Solver:
     def database_pose(self, database: int, frame: int):
         """(rotations, angular velocities, positions, velocities) of one pose; joint 0 carries the root's rates."""
         poses = self.databases[database].poses
-        rotations = poses.rotations[frame].astype(float)
+        rotations = quat.normalize(poses.rotations[frame].astype(float))  # stored as float32: unit to 1e-7 only
         positions = poses.positions[frame].astype(float)
         rotations[0], positions[0] = quat.identity(), 0.0
         return (rotations, poses.angular_velocities[frame].astype(float), positions,
@@ -368,11 +373,15 @@ class Solver:
 
     # -- final adjustments -----------------------------------------------------------------------------------------
 
-    def pose_upper_body(self, frames: list[LowerBodyFrame], calibration: UpperBodyCalibration) -> Motion:
-        """The upper-body IK (§6.1) over any number of lower-body frames at once."""
-        motion = Motion(self.skeleton, np.stack([f.rotations for f in frames]), np.stack([f.positions for f in frames]),
-                        self.fps)
-        return self.pose_arms(motion, np.stack([f.device_positions for f in frames]),
+    def finish_poses(self, frames: list[LowerBodyFrame], calibration: UpperBodyCalibration) -> Motion:
+        """Step 6 over lower-body frames that follow the ones finished before: the foot lock (§6.2, in frame
+        order; its leg IK over all frames at once), then the upper-body IK (§6.1, stateless, all at once)."""
+        rotations, positions = np.stack([f.rotations for f in frames]), np.stack([f.positions for f in frames])
+        if self.config.foot_lock:
+            self.legs.plant(rotations, positions, self.foot_lock, np.stack([f.contacts for f in frames]),
+                            np.array([f.dt for f in frames]), np.array([f.placed for f in frames]))
+        return self.pose_arms(Motion(self.skeleton, rotations, positions, self.fps),
+                              np.stack([f.device_positions for f in frames]),
                               np.stack([f.device_rotations for f in frames]), calibration)
 
     def pose_arms(self, motion: Motion, devices_p: np.ndarray, devices_r: np.ndarray,
@@ -433,7 +442,7 @@ def solve(stream: ThreePointStream, solver: Solver) -> Solution:
     for t in range(first, len(stream)):
         dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
         frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
-    motion = solver.pose_upper_body(frames, solver.upper_body_calibration(height))
+    motion = solver.finish_poses(frames, solver.upper_body_calibration(height))
     if first > 0:  # before the HMD is first seen the avatar waits in its first pose
         motion = Motion(motion.skeleton, np.concatenate([np.repeat(motion.rotations[:1], first, 0), motion.rotations]),
                         np.concatenate([np.repeat(motion.positions[:1], first, 0), motion.positions]),

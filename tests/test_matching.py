@@ -11,7 +11,7 @@ from core import quat
 from core.bvh import read_bvh
 from core.config import DatabaseConfig, SimulationConfig, SolverConfig
 from core.features import FeatureScale, pose_features
-from core.foot_lock import FootLock
+from core.foot_lock import FootLock, Legs
 from core.humanoid import find_mapping
 from core.inertialize import Inertializer
 from core.motion import Motion
@@ -232,8 +232,8 @@ def test_live_stepping_and_offline_solving_give_identical_output(database, model
     # The same numbers, up to the summation order of the IK's batched products (1e-8 at most).
     np.testing.assert_allclose(np.concatenate([m.rotations for m in live]), offline.rotations, atol=1e-7)
     np.testing.assert_allclose(np.concatenate([m.positions for m in live]), offline.positions, atol=1e-7)
-    # The legs are solved frame by frame on both paths: equal to rounding (numpy's SIMD kernels may
-    # round the last bit differently on another CPU, so not bit for bit).
+    # The foot lock's state advances frame by frame on both paths and its leg IK differs only in batch
+    # size: equal to rounding (numpy's SIMD kernels may round the last bit differently, so not bit for bit).
     legs = [database.mapping[f"{s}_{j}"] for s in "lr" for j in ("thigh", "shin", "foot")]
     np.testing.assert_allclose(np.concatenate([m.rotations for m in live])[:, legs], offline.rotations[:, legs],
                                rtol=0, atol=1e-12)
@@ -248,13 +248,35 @@ def test_the_root_stays_within_alpha_of_the_target_every_frame(database, model, 
     assert solution.searches.sum() >= len(root) // 10  # every 10 frames at least
 
 
+def test_planting_a_whole_clip_at_once_equals_planting_it_frame_by_frame(database):
+    """The offline driver's foot lock: one call over all frames, resets included, as the live one per frame."""
+    legs = Legs.of(database.skeleton, database.mapping)
+    rotations, positions = database.rotations[:120].astype(float), database.positions[:120].astype(float)
+    positions[:, 0, 2] += np.linspace(0.0, 1.5, 120)  # the root dragged forward: locked feet must hold against it
+    contacts = database.contacts[:120]
+    restarts = np.zeros(120, bool)
+    restarts[[0, 70]] = True
+    batched_rotations = rotations.copy()
+    legs.plant(batched_rotations, positions, FootLock(), contacts, 1.0 / 60.0, restarts)
+    lock, single_rotations = FootLock(), rotations.copy()
+    for t in range(120):
+        if restarts[t]:
+            lock.reset()
+        legs.plant(single_rotations[t], positions[t], lock, contacts[t], 1.0 / 60.0)
+    np.testing.assert_allclose(batched_rotations, single_rotations, rtol=0, atol=1e-12)
+    assert np.abs(batched_rotations - rotations).max() > 0.01  # the lock did turn the legs
+    # Without the reset at frame 70 the lock would carry on from frame 69: a different result.
+    carried = rotations.copy()
+    legs.plant(carried, positions, FootLock(), contacts, 1.0 / 60.0, np.arange(120) == 0)
+    assert np.abs(carried[70:] - batched_rotations[70:]).max() > 1e-3
+
+
 def test_locked_feet_do_not_move_while_locked(database, model, walk_stream):
     solver = Solver([database], SolverConfig(), model, standing_hmd_height_m=1.55)
     toes, locked, stretched = [], [], []
     for t in range(len(walk_stream)):
-        frame = solver.step_lower_body(walk_stream.positions[t], walk_stream.rotations[t], walk_stream.tracked[t],
-                                       1.0 / 60.0)
-        legs = solver.legs.transforms(frame.rotations, frame.positions)[1]
+        pose = solver.step(walk_stream.positions[t], walk_stream.rotations[t], walk_stream.tracked[t], 1.0 / 60.0)
+        legs = solver.legs.transforms(pose.rotations[0], pose.positions[0])[1]
         toes.append(legs[:, 4])
         locked.append(solver.foot_lock.locked.copy())
         reach = np.linalg.norm(legs[:, 3] - legs[:, 1], axis=-1)
