@@ -111,12 +111,11 @@ class Legs:
                               None if restarts is None else np.asarray(restarts)[None])
         global_rotations, global_positions = self.transforms(rotations, positions)
         ankles, toes = global_positions[:, :, 3], global_positions[:, :, 4]
-        dt = np.broadcast_to(np.asarray(dt, float), len(toes))
         held = np.empty_like(toes)
         for t in range(len(toes)):
             if restarts is not None and restarts[t]:
                 lock.reset()
-            held[t] = lock.targets(toes[t], contacts[t], dt[t])
+            held[t] = lock.targets(toes[t], contacts[t], dt[t] if np.ndim(dt) else dt)
         thigh, shin = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], ankles, ankles + held - toes,
                                   global_rotations[:, :, 1], global_rotations[:, :, 2])
         solved = self.chains[:, 1:4]
