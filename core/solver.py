@@ -263,14 +263,16 @@ class Solver:
         elif state.hmd is None:
             raise ValueError("the HMD has not been tracked yet: the solver needs its pose to place the avatar")
         if state.last_tracked is not None:
-            state.hands_in_heading = hands_in_heading(*state.last_tracked)
+            seen_positions, seen_rotations = state.last_tracked
+            state.hands_in_heading = hands_in_heading(seen_positions, seen_rotations,
+                                                      heading_rotations(seen_rotations[0]))
             state.last_tracked = None
         elif state.hands_in_heading is None:
             state.hands_in_heading = (np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]]), quat.identity(2))
         positions, rotations = positions.copy(), rotations.copy()
         positions[0], rotations[0] = state.hmd[0][0], state.hmd[1][0]
         heading = heading_rotations(rotations[0])
-        local_positions, local_rotations = hands_in_heading(positions, rotations)
+        local_positions, local_rotations = hands_in_heading(positions, rotations, heading)
         held_positions, held_rotations = state.hands_in_heading
         hands = tracked[1:]
         held_positions = np.where(hands[:, None], local_positions, held_positions)
@@ -410,9 +412,8 @@ class Solution:
     """'mm' (motion matching: databases, frames and searches say what it played) or 'n3p' (they are zero)."""
 
 
-def hands_in_heading(positions: np.ndarray, rotations: np.ndarray):
-    """The controllers' positions (2, 3) and rotations (2, 4) in the HMD's heading frame."""
-    heading = heading_rotations(rotations[0])
+def hands_in_heading(positions: np.ndarray, rotations: np.ndarray, heading: np.ndarray):
+    """The controllers' positions (2, 3) and rotations (2, 4) in the frame `heading` (the HMD's, heading_rotations)."""
     return (quat.inverse_rotate(heading, positions[1:] - positions[0]),
             quat.inverse_multiply(heading, rotations[1:]))
 
