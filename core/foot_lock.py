@@ -122,5 +122,4 @@ class Legs:
         turned = quat.inverse_multiply(np.stack([global_rotations[:, :, 0], thigh, shin], axis=2),
                                        np.stack([thigh, shin, global_rotations[:, :, 3]], axis=2))
         # The sign the pose had (forward kinematics of a few frames may return -q for q).
-        nearer = np.sum(turned * rotations[:, solved], axis=-1, keepdims=True) >= 0.0
-        rotations[:, solved] = np.where(nearer, turned, -turned)
+        rotations[:, solved] = quat.nearest_sign(turned, rotations[:, solved])

@@ -148,6 +148,11 @@ def positive_hemisphere(q: np.ndarray) -> np.ndarray:
     return np.where(q[..., :1] < 0.0, -q, q)
 
 
+def nearest_sign(q: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """q or -q, whichever lies in `reference`'s hemisphere (the same rotations, signed like the reference)."""
+    return np.where(np.sum(q * reference, axis=-1, keepdims=True) >= 0.0, q, -q)
+
+
 def unroll(q: np.ndarray, axis: int = 0) -> np.ndarray:
     """Flip signs along `axis` (time) so consecutive quaternions lie in the same hemisphere."""
     q = np.moveaxis(np.array(q, dtype=float), axis, 0)

@@ -125,7 +125,7 @@ class SolverState:
     facing_rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
     previous_target: np.ndarray | None = None
     hmd: tuple | None = None
-    """The device poses of the last frame the HMD was tracked in."""
+    """The HMD's pose (position, rotation) in the last frame it was tracked in."""
     last_tracked: tuple | None = None
     """The device poses of the last frame all three were tracked in, while they still are."""
     hands_in_heading: tuple | None = None
@@ -256,10 +256,11 @@ class Solver:
         state = self.state
         if tracked.all():  # nothing to hold; the hands' poses in the heading frame are found if tracking is lost
             positions, rotations = positions.copy(), rotations.copy()
-            state.hmd = state.last_tracked = (positions, rotations)
+            state.last_tracked = (positions, rotations)
+            state.hmd = (positions[0], rotations[0])
             return positions, rotations
         if tracked[0]:
-            state.hmd = (positions.copy(), rotations.copy())
+            state.hmd = (positions[0].copy(), rotations[0].copy())
         elif state.hmd is None:
             raise ValueError("the HMD has not been tracked yet: the solver needs its pose to place the avatar")
         if state.last_tracked is not None:
@@ -270,7 +271,7 @@ class Solver:
         elif state.hands_in_heading is None:
             state.hands_in_heading = (np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]]), quat.identity(2))
         positions, rotations = positions.copy(), rotations.copy()
-        positions[0], rotations[0] = state.hmd[0][0], state.hmd[1][0]
+        positions[0], rotations[0] = state.hmd
         heading = heading_rotations(rotations[0])
         local_positions, local_rotations = hands_in_heading(positions, rotations, heading)
         held_positions, held_rotations = state.hands_in_heading

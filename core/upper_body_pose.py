@@ -139,6 +139,5 @@ def pose_upper_body(motion: Motion, joints: UpperBodyJoints, head_targets: np.nd
     solved = j.solved
     turned = quat.inverse_multiply(rotations[:, parents[solved]], rotations[:, solved])
     # Of q and -q (the same rotation), keep the one nearer the input, so the output is one curve.
-    nearer = np.sum(turned * motion.rotations[:, solved], axis=-1, keepdims=True) >= 0.0
-    local[:, solved] = np.where(nearer, turned, -turned)
+    local[:, solved] = quat.nearest_sign(turned, motion.rotations[:, solved])
     return Motion(motion.skeleton, local, offsets, motion.fps, motion.name)
