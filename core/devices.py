@@ -46,11 +46,8 @@ def hmd_forward(rotations: np.ndarray) -> np.ndarray:
     return quat.rotate(rotations, np.array([0.0, 0.0, -1.0]))
 
 
-def controller_thumb(rotations: np.ndarray) -> np.ndarray:
-    """Direction from the little finger to the thumb across the fist (..., 3): the grip's -Z axis."""
-    return quat.rotate(rotations, np.array([0.0, 0.0, -1.0]))
-
-
-def controller_fingers(rotations: np.ndarray) -> np.ndarray:
-    """Direction from the wrist toward the fingers (..., 3): the grip's -Y axis."""
-    return quat.rotate(rotations, np.array([0.0, -1.0, 0.0]))
+def controller_axes(rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Directions (..., 3) from the wrist toward the fingers (the grip's -Y axis) and from the little finger
+    to the thumb across the fist (its -Z axis)."""
+    axes = quat.to_matrix(rotations)
+    return -axes[..., :, 1], -axes[..., :, 2]

@@ -292,20 +292,29 @@ def slerp(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     return normalize(wa * a + wb * b)
 
 
+def _dot_cross_components(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.sum(a * b, axis=-1, keepdims=True), _cross_components(a, b)], axis=-1)
+
+
+_DOT_CROSS = _bilinear_table(_dot_cross_components, 3)
+
+
 def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """The shortest rotation taking direction u onto direction v (neither need be unit length).
 
     (|u||v| + u.v, u x v) normalised is that rotation, but it cancels badly as u nears -v. Directions
     more than a quarter turn apart therefore go through -u: half a turn about an axis
     perpendicular to u, then the short, accurate rotation (|u||v| - u.v, -u x v) from -u to v.
+    |u||v| is the length of (u.v, u x v) (Lagrange's identity), so one bilinear product gives all three.
     """
-    cosine = np.einsum("...i,...i->...", u, v)[..., None]
-    lengths = np.sqrt(np.einsum("...i,...i->...", u, u) * np.einsum("...i,...i->...", v, v))[..., None]
-    flip = cosine < 0.0
-    sign = 1.0 - 2.0 * flip
-    # w >= |u||v| > 0 unless a direction is zero, which gives the identity.
-    q = np.concatenate([lengths + sign * cosine + (lengths == 0.0), sign * cross(u, v)], axis=-1)
-    q = q / np.maximum(_norm(q), 1e-300)
+    dot_cross = _outer(u, v) @ _DOT_CROSS
+    sign = np.copysign(1.0, dot_cross[..., :1])
+    q = sign * dot_cross
+    # w = |u||v| + |u.v|; a zero direction (w = 0) gives the identity.
+    w = _norm(dot_cross) + q[..., :1]
+    q[..., :1] = w + (w == 0.0)
+    q = q / _norm(q)
+    flip = sign < 0.0
     if flip.any():
         helper = np.where(np.abs(u[..., :1]) < 0.9 * _norm(u), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
         perpendicular = cross(u, helper)

@@ -2,8 +2,8 @@
 
 The accelerated search follows the scheme of Daniel Holden's Motion-Matching `database.h`: the searchable frames
 are grouped into consecutive runs (small boxes of 16 frames inside large boxes of 64), each box keeps the per-dim
-min and max of its frames, and a box is skipped when the distance from the query to the box already exceeds the
-best cost found. Here every layer is processed in one numpy batch instead of a loop over boxes and frames.
+centre and half extent of its frames, and a box is skipped when the distance from the query to the box already
+exceeds the best cost found. Here every layer is processed in one numpy batch instead of a loop over boxes and frames.
 
 Both searches return the same frame, bit for bit: costs are always computed by `squared_distances`, and among
 equal costs the smallest frame index wins.
@@ -28,24 +28,24 @@ SEED_SMALL_BOXES = 32
 def squared_distances(features: np.ndarray, query: np.ndarray) -> np.ndarray:
     """Squared Euclidean distance of each row of features (M, D) to query (D,)."""
     diff = features - query
-    np.square(diff, out=diff)
-    return diff.sum(axis=1)
+    return np.einsum("ij,ij->i", diff, diff)
 
 
-def box_lower_bounds(box_min: np.ndarray, box_max: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Squared distance from query (D,) to each axis-aligned box (B, D): a lower bound on its frames' costs."""
-    # Since box_min <= box_max, at most one of (box_min - q) and (q - box_max) is positive per dim,
-    # so max(box_min - q, q - box_max, 0) is the sum of their positive parts: the gap to the box.
-    gap = np.maximum(box_min - query, query - box_max)
+def box_lower_bounds(box_centre: np.ndarray, box_half: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Squared distance from query (D,) to each axis-aligned box (B, D) given by its centre and half extent:
+    a lower bound on its frames' costs. Per dim the gap to the box is max(|q - centre| - half, 0)."""
+    gap = box_centre - query
+    np.abs(gap, out=gap)
+    gap -= box_half
     np.maximum(gap, 0.0, out=gap)
-    np.square(gap, out=gap)
-    return gap.sum(axis=1)
+    return np.einsum("ij,ij->i", gap, gap)
 
 
 def box_extents(rows: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-dim min and max of each consecutive run of `size` rows (the last run may be shorter)."""
+    """Per-dim centre and half extent of each consecutive run of `size` rows (the last run may be shorter)."""
     starts = np.arange(0, len(rows), size)
-    return np.minimum.reduceat(rows, starts, axis=0), np.maximum.reduceat(rows, starts, axis=0)
+    low, high = np.minimum.reduceat(rows, starts, axis=0), np.maximum.reduceat(rows, starts, axis=0)
+    return 0.5 * (low + high), 0.5 * (high - low)
 
 
 def members(boxes: np.ndarray, size: int, count: int) -> np.ndarray:
@@ -69,10 +69,10 @@ class FeatureIndex:
     large_box: int = 64
     rows: np.ndarray = field(init=False, repr=False)
     frame_of_row: np.ndarray = field(init=False, repr=False)
-    small_min: np.ndarray = field(init=False, repr=False)
-    small_max: np.ndarray = field(init=False, repr=False)
-    large_min: np.ndarray = field(init=False, repr=False)
-    large_max: np.ndarray = field(init=False, repr=False)
+    small_centre: np.ndarray = field(init=False, repr=False)
+    small_half: np.ndarray = field(init=False, repr=False)
+    large_centre: np.ndarray = field(init=False, repr=False)
+    large_half: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.features = np.asarray(self.features, dtype=np.float64)
@@ -83,8 +83,8 @@ class FeatureIndex:
             raise ValueError("large_box must be a positive multiple of small_box")
         self.frame_of_row = np.flatnonzero(self.searchable)
         self.rows = np.ascontiguousarray(self.features[self.frame_of_row])
-        self.small_min, self.small_max = box_extents(self.rows, self.small_box)
-        self.large_min, self.large_max = box_extents(self.rows, self.large_box)
+        self.small_centre, self.small_half = box_extents(self.rows, self.small_box)
+        self.large_centre, self.large_half = box_extents(self.rows, self.large_box)
 
     def nearest_brute(self, query, best_index: int = -1, best_cost: float = np.inf) -> tuple[int, float]:
         """Brute force: the searchable frame with the smallest squared distance to query, if it is below best_cost;
@@ -96,13 +96,13 @@ class FeatureIndex:
         query = np.asarray(query, dtype=np.float64)
         if len(self.rows) == 0:
             return best_index, best_cost
-        large_bounds = box_lower_bounds(self.large_min, self.large_max, query)
+        large_bounds = box_lower_bounds(self.large_centre, self.large_half, query)
         bound = pruning_bound(min(best_cost, self._seed_cost(large_bounds, query)))
         # Every frame with cost <= the seed's cost lies in a kept small box of a kept large box, so the minimum
         # over the kept frames, taken in index order, is the global minimum with the smallest index among ties.
         per_large = self.large_box // self.small_box
-        small = members(np.flatnonzero(large_bounds <= bound), per_large, len(self.small_min))
-        small_bounds = box_lower_bounds(self.small_min[small], self.small_max[small], query)
+        small = members(np.flatnonzero(large_bounds <= bound), per_large, len(self.small_centre))
+        small_bounds = box_lower_bounds(self.small_centre[small], self.small_half[small], query)
         # Tighten the bound with the frames of the most promising small boxes before the final cut.
         count = min(SEED_SMALL_BOXES, len(small))
         if count:

@@ -20,24 +20,30 @@ def damping_from_halflife(halflife: float) -> float:
     return LN2_TIMES_4 / (halflife + 1e-8)
 
 
+def _critically_damped(error: np.ndarray, velocity: np.ndarray, halflife: float, dt):
+    """The error to a still goal and its velocity, `dt` seconds later.
+
+    With y = d/2, j0 = error and j1 = velocity + j0 y the solution is
+    x(t) = e^(-yt) (j0 + j1 t) and v(t) = e^(-yt) (velocity - j1 y t).
+    """
+    y = 0.5 * damping_from_halflife(halflife)
+    j1 = velocity + error * y
+    decay = np.exp(-y * dt)
+    return decay * (error + j1 * dt), decay * (velocity - j1 * y * dt)
+
+
 def spring_toward(x: np.ndarray, v: np.ndarray, goal: np.ndarray, halflife: float, dt: float | np.ndarray):
     """Position and velocity of a critically damped spring pulled toward a still `goal`, `dt` seconds later.
 
-    With y = d/2, j0 = x - goal and j1 = v + j0 y the solution is
-    x(t) = goal + e^(-yt) (j0 + j1 t) and v(t) = e^(-yt) (v - j1 y t). `dt` may be an array of
-    times (broadcast against x's leading axes) to predict several instants at once.
+    `dt` may be an array of times (broadcast against x's leading axes) to predict several instants at once.
     """
-    y = 0.5 * damping_from_halflife(halflife)
-    dt = np.asarray(dt, dtype=float)
-    j0 = x - goal
-    j1 = v + j0 * y
-    decay = np.exp(-y * dt)
-    return goal + decay * (j0 + j1 * dt), decay * (v - j1 * y * dt)
+    error, velocity = _critically_damped(x - goal, v, halflife, np.asarray(dt, dtype=float))
+    return goal + error, velocity
 
 
 def decay_toward_zero(x: np.ndarray, v: np.ndarray, halflife: float, dt: float):
     """An offset and its velocity decaying to zero (the inertialization spring)."""
-    return spring_toward(x, v, np.zeros_like(x), halflife, dt)
+    return _critically_damped(x, v, halflife, dt)
 
 
 def rotation_spring_toward(q: np.ndarray, w: np.ndarray, goal: np.ndarray, halflife: float,
@@ -46,16 +52,13 @@ def rotation_spring_toward(q: np.ndarray, w: np.ndarray, goal: np.ndarray, halfl
 
     The error is the rotation vector of q * goal^-1 (shorter arc); it obeys the same equation.
     """
-    y = 0.5 * damping_from_halflife(halflife)
     dt = np.asarray(dt, dtype=float)
-    j0 = quat.to_rotation_vector(quat.multiply_inverse(q, goal))
-    j1 = w + j0 * y
-    decay = np.exp(-y * dt)[..., None] if dt.ndim else np.exp(-y * dt)
-    t = dt[..., None] if dt.ndim else dt
-    rotation = quat.multiply(quat.from_rotation_vector(decay * (j0 + j1 * t)), goal)
-    return rotation, decay * (w - j1 * y * t)
+    error, velocity = _critically_damped(quat.to_rotation_vector(quat.multiply_inverse(q, goal)), w, halflife,
+                                         dt[..., None] if dt.ndim else dt)
+    return quat.multiply(quat.from_rotation_vector(error), goal), velocity
 
 
 def rotation_decay_toward_identity(q: np.ndarray, w: np.ndarray, halflife: float, dt: float):
     """A rotation offset and its angular velocity decaying to the identity."""
-    return rotation_spring_toward(q, w, quat.identity(*q.shape[:-1]), halflife, dt)
+    error, velocity = _critically_damped(quat.to_rotation_vector(q), w, halflife, dt)
+    return quat.from_rotation_vector(error), velocity

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import quat
 from .config import UpperBodyIKConfig
-from .devices import controller_fingers, controller_thumb, hmd_forward
+from .devices import controller_axes, hmd_forward
 from .vector import dot, length, reject, unit, unit_across, unit_or
 
 SIDE = np.array([1.0, -1.0])
@@ -154,14 +154,17 @@ def shoulder_positions(neck, neck_rotation, wrists, calibration: UpperBodyCalibr
                        config: UpperBodyIKConfig = UpperBodyIKConfig()) -> np.ndarray:
     """Arm anchors (..., 2, 3): the neutral shoulders turned forward (yaw) and up (roll) toward far hands."""
     offset = np.asarray(calibration.shoulder_from_neck, float) * MIRROR
-    frame = neck_rotation[..., None, :]
-    neutral = neck[..., None, :] + quat.rotate(frame, offset)
-    reach = wrists - neutral
+    axes = quat.to_matrix(neck_rotation)[..., None, :, :]
+    neutral = neck[..., None, :] + (axes @ offset[:, :, None])[..., 0]
+    # The reach in the neck's frame: its z part turns the shoulder forward (yaw), its y part up (roll).
+    reach = ((wrists - neutral)[..., None, :] @ axes)[..., 0, :]
     arm = calibration.upper_arm_m + calibration.forearm_m
-    yaw = np.radians(shoulder_turn_deg(dot(reach, quat.rotate(frame, _Z)), arm, config))
-    roll = np.radians(shoulder_turn_deg(dot(reach, quat.rotate(frame, _Y)), arm, config))
-    turn = quat.multiply(quat.from_axis_rotation("y", -SIDE * yaw), quat.from_axis_rotation("z", SIDE * roll))
-    return neck[..., None, :] + quat.rotate(frame, quat.rotate(turn, offset))
+    half = 0.5 * np.radians(shoulder_turn_deg(reach[..., [2, 1]], arm, config)) * SIDE[:, None]
+    cos, sin = np.cos(half), np.sin(half)
+    # Rotation about y by -SIDE * yaw, then about z by SIDE * roll: (c_y c_z, -s_y s_z, -s_y c_z, c_y s_z) in halves.
+    cy, cz, sy, sz = cos[..., 0], cos[..., 1], sin[..., 0], sin[..., 1]
+    turn = np.stack([cy * cz, -sy * sz, -sy * cz, cy * sz], axis=-1)
+    return neck[..., None, :] + (axes @ quat.rotate(turn, offset)[..., None])[..., 0]
 
 
 def swivel_from_hand_deg(hand_in_shoulder, config: UpperBodyIKConfig) -> np.ndarray:
@@ -204,8 +207,8 @@ def hand_angles_deg(shoulders, elbows, wrists, elbow_direction, controller_rotat
     along = unit(wrists - elbows)
     across = unit_across(shoulders - elbows, along, -elbow_direction)
     side = quat.cross(across, along)
-    fingers = controller_fingers(controller_rotations)
-    thumb = -SIDE[:, None] * unit_across(controller_thumb(controller_rotations), fingers, _X)
+    fingers, thumb = controller_axes(controller_rotations)  # orthonormal: the thumb is across the fingers
+    thumb = -SIDE[:, None] * thumb
     back = quat.cross(fingers, thumb)
     yaw = np.degrees(np.arctan2(dot(side, fingers), dot(along, fingers))) * SIDE
     roll = np.degrees(np.arctan2(dot(across, thumb), dot(across, back))) * -SIDE
@@ -220,17 +223,17 @@ def arm_positions(shoulders, wrist_targets, controller_rotations, frame_rotation
     define the swivel angle and the shoulder coordinates of eq. 4. A target out of reach gives a
     straight arm pointing at it.
     """
-    frame = frame_rotation[..., None, :]
+    axes = quat.to_matrix(frame_rotation)[..., None, :, :]
     to_hand = wrist_targets - shoulders
-    hand_in_shoulder = quat.inverse_rotate(frame, to_hand) * MIRROR
-    up, forward = quat.rotate(frame, _Y), quat.rotate(frame, _Z)
+    hand_in_shoulder = (to_hand[..., None, :] @ axes)[..., 0, :] * MIRROR
+    up, forward = axes[..., :, 1], axes[..., :, 2]
     axis = unit_or(to_hand, -up)
     swivel_up = unit_across(up, axis, forward)
     swivel_out = SIDE[:, None] * quat.cross(swivel_up, axis)
 
     swivel = np.radians(swivel_from_hand_deg(hand_in_shoulder, config))[..., None]
     elbow_direction = np.cos(swivel) * swivel_up + np.sin(swivel) * swivel_out
-    rest = quat.rotate(frame, np.asarray(config.elbow_rest_direction) * MIRROR)
+    rest = (axes @ (np.asarray(config.elbow_rest_direction) * MIRROR)[:, :, None])[..., 0]
     near_axis, behind = singularity_weights(hand_in_shoulder, config)
     elbow_direction = elbow_direction + near_axis[..., None] * (rest - elbow_direction)
     elbow_direction = elbow_direction + behind[..., None] * (rest - elbow_direction)

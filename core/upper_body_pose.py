@@ -17,7 +17,7 @@ from . import quat
 from .character import body_yaw
 from .config import UpperBodyIKConfig
 from .humanoid import HumanoidMapping
-from .motion import Motion, forward_kinematics
+from .motion import Motion, ancestors, forward_kinematics
 from .upper_body_ik import UpperBodyCalibration, arm_positions, shoulder_positions
 from .vector import length
 
@@ -79,6 +79,8 @@ class UpperBodyJoints:
     """solved_joints, as an index array."""
     upper_arm_m: float
     forearm_m: float
+    shoulders_on_neck: bool
+    """Whether the shoulders hang from the neck (3ds Max Biped's clavicles do) rather than from the torso."""
 
     @classmethod
     def of(cls, skeleton, mapping: HumanoidMapping) -> "UpperBodyJoints":
@@ -86,7 +88,16 @@ class UpperBodyJoints:
         return cls(skeleton.parents, mapping["chest"], mapping["neck"], mapping["head"], arm["shoulder"],
                    arm["upper_arm"], arm["forearm"], arm["hand"], np.array(solved_joints(mapping)),
                    float(length(skeleton.offsets[arm["forearm"]]).mean()),
-                   float(length(skeleton.offsets[arm["hand"]]).mean()))
+                   float(length(skeleton.offsets[arm["hand"]]).mean()),
+                   any(mapping["neck"] in ancestors(skeleton.parents, s) for s in arm["shoulder"]))
+
+    @property
+    def neck_and_shoulders(self) -> np.ndarray:
+        return np.array([self.neck, *self.shoulder])
+
+    @property
+    def head_and_upper_arms(self) -> np.ndarray:
+        return np.array([self.head, *self.upper_arm])
 
 
 def neck_frames(chest_rotations: np.ndarray, frame_in_chest: np.ndarray) -> np.ndarray:
@@ -122,12 +133,18 @@ def pose_upper_body(motion: Motion, joints: UpperBodyJoints, head_targets: np.nd
     def below(joint, parent_rotation: np.ndarray) -> np.ndarray:
         return quat.multiply(parent_rotation, motion.rotations[:, joint])
 
-    aim(j.neck, j.head, head_targets, below(j.neck, rotations[:, parents[j.neck]]))
-    rotations[:, j.head] = quat.multiply_inverse(hmd_rotations, attachments.hmd_in_head)
-
     frame = neck_frames(rotations[:, j.chest], frame_in_chest)
     shoulders = shoulder_positions(positions[:, j.neck], frame, wrist_targets, calibration, config)
-    aim(j.shoulder, j.upper_arm, shoulders, below(j.shoulder, rotations[:, parents[j.shoulder]]))
+    if j.shoulders_on_neck:  # the neck's turn carries the shoulders, so it comes first
+        aim(j.neck, j.head, head_targets, below(j.neck, rotations[:, parents[j.neck]]))
+        positions[:, j.shoulder] = positions[:, j.neck, None] + quat.rotate(rotations[:, j.neck, None],
+                                                                             offsets[:, j.shoulder])
+        aim(j.shoulder, j.upper_arm, shoulders, below(j.shoulder, rotations[:, parents[j.shoulder]]))
+    else:  # neck and shoulders hang from the torso: one aim turns all three
+        neck_and_shoulders = j.neck_and_shoulders
+        aim(neck_and_shoulders, j.head_and_upper_arms, np.concatenate([head_targets[:, None], shoulders], axis=1),
+            below(neck_and_shoulders, rotations[:, parents[neck_and_shoulders]]))
+    rotations[:, j.head] = quat.multiply_inverse(hmd_rotations, attachments.hmd_in_head)
     rotations[:, j.upper_arm] = below(j.upper_arm, rotations[:, j.shoulder])
     elbows, wrists = arm_positions(positions[:, j.upper_arm], wrist_targets, controller_rotations, frame,
                                    j.upper_arm_m, j.forearm_m, config)

@@ -9,7 +9,9 @@ from core.config import SimulationConfig
 from core.devices import implied_joint_positions
 from core.eval_ik import evaluate, reference_pose
 from core.fabrik import solve_chain, within_cone
+from core.motion import Motion
 from core.simulate import simulate_stream
+from core.skeleton import Skeleton
 from core.upper_body_pose import UpperBodyJoints, calibrate_upper_body, pose_upper_body
 from conftest import WALK_1, WALK_2
 from test_cli import core
@@ -56,6 +58,41 @@ def test_head_follows_the_hmd_and_the_torso_is_untouched(posed):
     np.testing.assert_array_equal(result.rotations[:, torso], start.rotations[:, torso])
     # the neck points the head joint at the HMD-implied head as well as its fixed bone length allows
     assert np.linalg.norm(positions[:, mapping["head"]] - implied[:, 0], axis=-1).mean() < 0.03
+
+
+def hang_shoulders_from_neck(motion, mapping):
+    """The same global poses on a rig whose shoulders hang from the neck, as 3ds Max Biped's clavicles do."""
+    neck, shoulders = mapping["neck"], [mapping["l_shoulder"], mapping["r_shoulder"]]
+    rotations, positions = motion.global_transforms()
+    parents = motion.skeleton.parents.copy()
+    parents[shoulders] = neck
+    local_rotations, local_positions = motion.rotations.copy(), motion.positions.copy()
+    local_rotations[:, shoulders] = quat.inverse_multiply(rotations[:, [neck]], rotations[:, shoulders])
+    local_positions[:, shoulders] = quat.inverse_rotate(rotations[:, [neck]],
+                                                        positions[:, shoulders] - positions[:, [neck]])
+    skeleton = Skeleton(motion.skeleton.names, parents, local_positions[0], motion.skeleton.end_sites)
+    return Motion(skeleton, local_rotations, local_positions, motion.fps)
+
+
+def test_shoulders_hanging_from_the_neck_are_carried_by_its_turn(posed):
+    sim, start, result, implied, attachments = posed
+    mapping = sim.mapping
+    rig = hang_shoulders_from_neck(start, mapping)
+    joints = UpperBodyJoints.of(rig.skeleton, mapping)
+    assert joints.shoulders_on_neck and not UpperBodyJoints.of(start.skeleton, mapping).shoulders_on_neck
+    calibration, _, frame = calibrate_upper_body(sim.truth, sim.stream, mapping, 30)
+    on_neck = pose_upper_body(rig, joints, implied[:, 0], sim.stream.rotations[:, 0], implied[:, 1:],
+                              sim.stream.rotations[:, 1:], attachments, frame, calibration)
+    rotations, positions = on_neck.global_transforms()
+    hands, anchors = [mapping["l_hand"], mapping["r_hand"]], [mapping["l_upper_arm"], mapping["r_upper_arm"]]
+    arm = joints.upper_arm_m + joints.forearm_m
+    reachable = np.linalg.norm(implied[:, 1:] - positions[:, anchors], axis=-1) < arm - 1e-3
+    assert reachable.mean() > 0.5
+    assert np.linalg.norm(positions[:, hands] - implied[:, 1:], axis=-1)[reachable].max() < 1e-6
+    # The clavicles turn with the neck, so the shoulders sit where the neck's turn put them.
+    neck = mapping["neck"]
+    carried = positions[:, [neck]] + quat.rotate(rotations[:, [neck]], rig.positions[:, joints.shoulder])
+    np.testing.assert_allclose(positions[:, joints.shoulder], carried, atol=1e-12)
 
 
 def test_fabrik_reaches_keeps_bone_lengths_and_limits():
