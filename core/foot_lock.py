@@ -97,19 +97,23 @@ class Legs:
         return global_rotations[..., self.chains, :], global_positions[..., self.chains, :]
 
     def plant(self, rotations: np.ndarray, positions: np.ndarray, lock: FootLock, contacts: np.ndarray,
-              dt: float | np.ndarray, restarts: np.ndarray | None = None) -> None:
+              dt: float | np.ndarray, restarts: np.ndarray | None = None, global_pose=None) -> None:
         """Leg IK toward the lock's toe targets; edits thigh, shin and foot rotations of poses (T, J, ...) in place.
 
         contacts (T, 2) per frame; dt (s) one for all frames or (T,); the lock is reset before each frame
         flagged in `restarts` (T,) (the avatar placed anew). The lock carries state, so it runs frame by
         frame in order; forward kinematics and the IK run over all frames at once (one frame live, a whole
         solve offline). A single pose (J, ...) with contacts (2,) works too. The foot keeps its global
-        rotation, so moving the ankle by the toe's correction puts the toe on its lock.
+        rotation, so moving the ankle by the toe's correction puts the toe on its lock. `global_pose`: the poses'
+        global rotations and positions (T, J, ...) if already known, at least down the legs.
         """
         if rotations.ndim == 2:
             return self.plant(rotations[None], positions[None], lock, np.asarray(contacts)[None], dt,
                               None if restarts is None else np.asarray(restarts)[None])
-        global_rotations, global_positions = self.transforms(rotations, positions)
+        if global_pose is None:
+            global_rotations, global_positions = self.transforms(rotations, positions)
+        else:
+            global_rotations, global_positions = global_pose[0][:, self.chains], global_pose[1][:, self.chains]
         ankles, toes = global_positions[:, :, 3], global_positions[:, :, 4]
         held = np.empty_like(toes)
         for t in range(len(toes)):

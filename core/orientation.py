@@ -47,10 +47,18 @@ def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
     return quat.from_yaw(quat.yaw_of_direction(forward))
 
 
+def heading_matrices(hmd_rotations: np.ndarray) -> np.ndarray:
+    """heading_rotations as rotation matrices (..., 3, 3): a turn about +Y by the HMD's floor yaw."""
+    yaw = quat.yaw_of_direction(quat.rotate(hmd_rotations, FORWARD))
+    cos, sin = np.cos(yaw), np.sin(yaw)
+    zero, one = np.zeros_like(yaw), np.ones_like(yaw)
+    return np.stack([cos, zero, sin, zero, one, zero, -sin, zero, cos], axis=-1).reshape(yaw.shape + (3, 3))
+
+
 def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,
                     previous_positions: np.ndarray | None = None,
                     previous_rotations: np.ndarray | None = None):
-    """Features (T, 36) in MMVR order {x^v, x^w, x^r} and heading rotations (T, 4).
+    """Features (T, 36) in MMVR order {x^v, x^w, x^r} and heading frames as rotation matrices (T, 3, 3).
 
     `positions` (T, 3, 3) and `rotations` (T, 3, 4) are device poses in world space, devices in
     stream order (HMD, left, right). Velocities are backward differences; the first frame uses
@@ -61,17 +69,18 @@ def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,
         previous_positions, previous_rotations = positions[0], rotations[0]
     previous_positions = np.concatenate([previous_positions[None], positions[:-1]])
     previous_rotations = np.concatenate([previous_rotations[None], rotations[:-1]])
-    heading = heading_rotations(rotations[:, 0])
-    local_heading = heading[:, None]
-    velocity = quat.inverse_rotate(local_heading, (positions - previous_positions) * fps)
+    heading = heading_matrices(rotations[:, 0])
+    velocity = (positions - previous_positions) * fps
     angular = quat.to_rotation_vector(quat.multiply_inverse(rotations, previous_rotations)) * fps
-    angular = quat.inverse_rotate(local_heading, angular)
-    rotation_6d = quat.to_6d(quat.inverse_multiply(local_heading, rotations))
+    axes = np.swapaxes(quat.to_matrix(rotations)[..., :2], -1, -2)  # each device's first two columns, as rows
+    # Per device: velocity, angular velocity and the 6D's two columns, all turned into the heading frame
+    # at once (a row vector times H is H^T v).
+    local = np.concatenate([velocity[:, :, None], angular[:, :, None], axes], axis=2) @ heading[:, None]
     frames = len(positions)
     if offline and frames > 1:  # the first frame has no predecessor: it takes its successor's rates
-        velocity[0], angular[0] = velocity[1], angular[1]
-    features = np.concatenate([velocity.reshape(frames, -1), angular.reshape(frames, -1),
-                               rotation_6d.reshape(frames, -1)], axis=1)
+        local[0, :, :2] = local[1, :, :2]
+    features = np.concatenate([local[:, :, 0].reshape(frames, -1), local[:, :, 1].reshape(frames, -1),
+                               local[:, :, 2:].reshape(frames, -1)], axis=1)
     return features, heading
 
 
@@ -161,9 +170,8 @@ def predict_body_orientation(model: OrientationModel, positions: np.ndarray, rot
     features, heading = device_features(positions, rotations, fps)
     predictor = OrientationPredictor(model)
     predictor.reset(initial)
-    matrices = quat.to_matrix(heading)
     activations = model.feature_activations(features)
-    return np.stack([predictor.advance(activations[t], matrices[t]) for t in range(len(features))])
+    return np.stack([predictor.advance(activations[t], heading[t]) for t in range(len(features))])
 
 
 class OrientationPredictor:
@@ -199,7 +207,7 @@ class OrientationPredictor:
         previous = self.previous_pose or (positions, rotations)
         features, heading = device_features(positions[None], rotations[None], 1.0 / dt, *previous)
         self.previous_pose = (positions, rotations)
-        return self.advance(self.model.feature_activations(features[0]), quat.to_matrix(heading[0]))
+        return self.advance(self.model.feature_activations(features[0]), heading[0])
 
 
 def facing_yaw(body_6d: np.ndarray) -> np.ndarray:

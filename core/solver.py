@@ -27,7 +27,7 @@ from .devices import device_offsets, head_on_floor, hmd_forward, joints_from_dev
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .foot_lock import FootLock, Legs
 from .inertialize import Inertializer
-from .motion import Motion
+from .motion import Motion, forward_kinematics
 from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, facing_yaw, heading_rotations
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
@@ -173,6 +173,8 @@ class Solver:
             self.upper_body = UpperBodyJoints.of(self.skeleton, self.mapping)
         except ValueError as error:
             raise DatabaseError(str(error)) from None
+        # Step 6 needs global poses down to the toes (foot lock) and the neck and shoulders (IK).
+        self.finished_ends = [*self.legs.chains[:, -1], *self.upper_body.torso_ends]
         self.reset()
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
@@ -380,21 +382,24 @@ class Solver:
         """Step 6 over lower-body frames that follow the ones finished before: the foot lock (§6.2, in frame
         order; its leg IK over all frames at once), then the upper-body IK (§6.1, stateless, all at once)."""
         rotations, positions = np.stack([f.rotations for f in frames]), np.stack([f.positions for f in frames])
+        # One forward kinematics serves both: the foot lock turns leg joints only, the IK starts from the torso.
+        global_pose = forward_kinematics(self.skeleton.parents, rotations, positions, self.finished_ends)
         if self.config.foot_lock:
             self.legs.plant(rotations, positions, self.foot_lock, np.stack([f.contacts for f in frames]),
-                            np.array([f.dt for f in frames]), np.array([f.placed for f in frames]))
+                            np.array([f.dt for f in frames]), np.array([f.placed for f in frames]), global_pose)
         return self.pose_arms(Motion(self.skeleton, rotations, positions, self.fps),
                               np.stack([f.device_positions for f in frames]),
-                              np.stack([f.device_rotations for f in frames]), calibration)
+                              np.stack([f.device_rotations for f in frames]), calibration, global_pose)
 
     def pose_arms(self, motion: Motion, devices_p: np.ndarray, devices_r: np.ndarray,
-                  calibration: UpperBodyCalibration) -> Motion:
-        """The upper-body IK (§6.1) of a motion on the database skeleton toward devices (T, 3, ...) per frame."""
+                  calibration: UpperBodyCalibration, global_pose=None) -> Motion:
+        """The upper-body IK (§6.1) of a motion on the database skeleton toward devices (T, 3, ...) per frame;
+        `global_pose` as pose_upper_body takes it."""
         joints = joints_from_devices(devices_p, devices_r, self.offsets)
         if not self.config.arm_ik:
             return motion
         return pose_upper_body(motion, self.upper_body, joints[:, 0], devices_r[:, 0], joints[:, 1:], devices_r[:, 1:],
-                               self.rig.attachments, self.rig.frame_in_chest, calibration)
+                               self.rig.attachments, self.rig.frame_in_chest, calibration, global_pose=global_pose)
 
 
 @dataclass

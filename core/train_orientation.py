@@ -57,7 +57,7 @@ def prepare_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DEG, seed
             yaw = body_yaw(simulated.truth.global_positions(), simulated.mapping)
             features, heading = device_features(stream.positions, stream.rotations, fps)
             clips.append(OrientationClip(variant.name, stream.positions, stream.rotations, features,
-                                         quat.to_matrix(heading), quat.to_6d(quat.from_yaw(yaw)), yaw))
+                                         heading, quat.to_6d(quat.from_yaw(yaw)), yaw))
         if progress:
             progress(i + 1, len(files))
     return clips

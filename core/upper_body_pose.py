@@ -92,6 +92,11 @@ class UpperBodyJoints:
                    any(mapping["neck"] in ancestors(skeleton.parents, s) for s in arm["shoulder"]))
 
     @property
+    def torso_ends(self) -> list[int]:
+        """The joints whose global poses pose_upper_body starts from (with all above them)."""
+        return [self.neck, *self.shoulder]
+
+    @property
     def neck_and_shoulders(self) -> np.ndarray:
         return np.array([self.neck, *self.shoulder])
 
@@ -108,18 +113,21 @@ def neck_frames(chest_rotations: np.ndarray, frame_in_chest: np.ndarray) -> np.n
 def pose_upper_body(motion: Motion, joints: UpperBodyJoints, head_targets: np.ndarray, hmd_rotations: np.ndarray,
                     wrist_targets: np.ndarray, controller_rotations: np.ndarray, attachments: DeviceAttachments,
                     frame_in_chest: np.ndarray, calibration: UpperBodyCalibration,
-                    config: UpperBodyIKConfig = UpperBodyIKConfig()) -> Motion:
+                    config: UpperBodyIKConfig = UpperBodyIKConfig(), global_pose=None) -> Motion:
     """The motion with its neck, head, shoulders, arms and hands solved; the rest untouched.
 
     joints: UpperBodyJoints.of(motion.skeleton, its mapping). head_targets (T, 3) and wrist_targets
     (T, 2, 3) are the joint positions the devices imply; hmd_rotations (T, 4) and controller_rotations
     (T, 2, 4) their rotations. frame_in_chest (4,) is the neck frame in the chest joint's frame (from a
-    reference pose).
+    reference pose). `global_pose`: the motion's global rotations and positions (T, J, ...) if already known,
+    at least for the chest, neck and shoulders; they are written over.
     """
     offsets, parents, j = motion.positions, joints.parents, joints
     # The chest and the joints hanging from it (neck and shoulders) are all forward kinematics must
     # place: each aim below sets its joint's rotation and its child's position.
-    rotations, positions = forward_kinematics(parents, motion.rotations, offsets, [j.neck, *j.shoulder])
+    if global_pose is None:
+        global_pose = forward_kinematics(parents, motion.rotations, offsets, joints.torso_ends)
+    rotations, positions = global_pose
 
     def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
         """Global rotation of `joint` turned from `rotation` so its bone to `child` points at `target`
