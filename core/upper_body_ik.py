@@ -150,11 +150,13 @@ def shoulder_turn_deg(reach_along_axis, arm_length: float, config: UpperBodyIKCo
     return np.clip(turn, 0.0, config.shoulder_max_deg)
 
 
-def shoulder_positions(neck, neck_rotation, wrists, calibration: UpperBodyCalibration,
+def shoulder_positions(neck, neck_axes, wrists, calibration: UpperBodyCalibration,
                        config: UpperBodyIKConfig = UpperBodyIKConfig()) -> np.ndarray:
-    """Arm anchors (..., 2, 3): the neutral shoulders turned forward (yaw) and up (roll) toward far hands."""
+    """Arm anchors (..., 2, 3): the neutral shoulders turned forward (yaw) and up (roll) toward far hands.
+
+    neck_axes (..., 3, 3): the neck frame's rotation matrix (columns x left, y up, z forward)."""
     offset = np.asarray(calibration.shoulder_from_neck, float) * MIRROR
-    axes = quat.to_matrix(neck_rotation)[..., None, :, :]
+    axes = neck_axes[..., None, :, :]
     neutral = neck[..., None, :] + (axes @ offset[:, :, None])[..., 0]
     # The reach in the neck's frame: its z part turns the shoulder forward (yaw), its y part up (roll).
     reach = ((wrists - neutral)[..., None, :] @ axes)[..., 0, :]
@@ -184,15 +186,18 @@ def singularity_weights(hand_in_shoulder, config: UpperBodyIKConfig):
 
 
 def wrist_correction_deg(yaw_deg, roll_deg, config: UpperBodyIKConfig) -> np.ndarray:
-    """Eq. 5 summed over its four thresholds: c * (angle - threshold)^2 for each one exceeded, degrees."""
-    yaw, roll = np.asarray(yaw_deg), np.asarray(roll_deg)
-    limit, gain = config.wrist_yaw_limit_deg, config.wrist_yaw_gain_deg
-    return (np.where(yaw > limit, (yaw - limit) ** 2 / gain, 0.0)
-            - np.where(yaw < -limit, (yaw + limit) ** 2 / gain, 0.0)
-            + np.where(roll < config.wrist_roll_lower_deg,
-                       (roll - config.wrist_roll_lower_deg) ** 2 / config.wrist_roll_lower_gain_deg, 0.0)
-            + np.where(roll > config.wrist_roll_upper_deg,
-                       (roll - config.wrist_roll_upper_deg) ** 2 / config.wrist_roll_upper_gain_deg, 0.0))
+    """Eq. 5 summed over its four thresholds: c * (angle - threshold)^2 for each one exceeded, degrees.
+
+    The thresholds, in order: yaw above its upper limit, yaw below its lower (-limit, c = -1/gain), roll below
+    its lower and roll above its upper; each term's excess is max(0, +-(angle - threshold))."""
+    limit = config.wrist_yaw_limit_deg
+    thresholds = np.array([limit, -limit, config.wrist_roll_lower_deg, config.wrist_roll_upper_deg])
+    above = np.array([1.0, -1.0, -1.0, 1.0])
+    gains = np.array([config.wrist_yaw_gain_deg, -config.wrist_yaw_gain_deg, config.wrist_roll_lower_gain_deg,
+                      config.wrist_roll_upper_gain_deg])
+    angles = np.stack([yaw_deg, yaw_deg, roll_deg, roll_deg], axis=-1)
+    excess = np.maximum((angles - thresholds) * above, 0.0)
+    return (excess * excess) @ (1.0 / gains)
 
 
 def hand_angles_deg(shoulders, elbows, wrists, elbow_direction, controller_rotations):
@@ -215,15 +220,15 @@ def hand_angles_deg(shoulders, elbows, wrists, elbow_direction, controller_rotat
     return yaw, (roll + 135.0) % 360.0 - 135.0
 
 
-def arm_positions(shoulders, wrist_targets, controller_rotations, frame_rotation, upper_arm_m: float,
+def arm_positions(shoulders, wrist_targets, controller_rotations, frame_axes, upper_arm_m: float,
                   forearm_m: float, config: UpperBodyIKConfig = UpperBodyIKConfig()):
     """Elbows and reached wrists (..., 2, 3) for arm anchors and wrist targets, in the body frame given.
 
-    `frame_rotation` (..., 4) is the neck's frame (or the avatar's chest), whose up and forward axes
-    define the swivel angle and the shoulder coordinates of eq. 4. A target out of reach gives a
+    `frame_axes` (..., 3, 3) is the rotation matrix of the neck's frame (or the avatar's chest), whose up and
+    forward axes define the swivel angle and the shoulder coordinates of eq. 4. A target out of reach gives a
     straight arm pointing at it.
     """
-    axes = quat.to_matrix(frame_rotation)[..., None, :, :]
+    axes = frame_axes[..., None, :, :]
     to_hand = wrist_targets - shoulders
     hand_in_shoulder = (to_hand[..., None, :] @ axes)[..., 0, :] * MIRROR
     up, forward = axes[..., :, 1], axes[..., :, 2]
@@ -264,7 +269,8 @@ def solve_upper_body(hmd_positions, hmd_rotations, wrist_targets, controller_rot
     the torso instead and calls shoulder_positions and arm_positions itself.
     """
     neck, neck_rotation = neck_pose(hmd_positions, hmd_rotations, wrist_targets, calibration, config)
-    shoulders = shoulder_positions(neck, neck_rotation, wrist_targets, calibration, config)
-    elbows, wrists = arm_positions(shoulders, wrist_targets, controller_rotations, neck_rotation,
+    neck_axes = quat.to_matrix(neck_rotation)
+    shoulders = shoulder_positions(neck, neck_axes, wrist_targets, calibration, config)
+    elbows, wrists = arm_positions(shoulders, wrist_targets, controller_rotations, neck_axes,
                                    calibration.upper_arm_m, calibration.forearm_m, config)
     return UpperBodyChain(neck, neck_rotation, shoulders, elbows, wrists)

@@ -141,7 +141,7 @@ def pose_upper_body(motion: Motion, joints: UpperBodyJoints, head_targets: np.nd
     def below(joint, parent_rotation: np.ndarray) -> np.ndarray:
         return quat.multiply(parent_rotation, motion.rotations[:, joint])
 
-    frame = neck_frames(rotations[:, j.chest], frame_in_chest)
+    frame = quat.to_matrix(neck_frames(rotations[:, j.chest], frame_in_chest))
     shoulders = shoulder_positions(positions[:, j.neck], frame, wrist_targets, calibration, config)
     if j.shoulders_on_neck:  # the neck's turn carries the shoulders, so it comes first
         aim(j.neck, j.head, head_targets, below(j.neck, rotations[:, parents[j.neck]]))

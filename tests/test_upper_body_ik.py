@@ -123,7 +123,7 @@ def random_arm_problem(seed: int, count: int, reach_scale: float):
 
 def test_reachable_targets_are_reached_with_the_arm_lengths_kept():
     shoulders, targets, controllers, frames = random_arm_problem(1, 2000, 0.57)
-    elbows, wrists = arm_positions(shoulders, targets, controllers, frames, 0.3, 0.27, CONFIG)
+    elbows, wrists = arm_positions(shoulders, targets, controllers, quat.to_matrix(frames), 0.3, 0.27, CONFIG)
     np.testing.assert_allclose(wrists, targets, atol=1e-9)
     np.testing.assert_allclose(np.linalg.norm(elbows - shoulders, axis=-1), 0.3, atol=1e-9)
     np.testing.assert_allclose(np.linalg.norm(wrists - elbows, axis=-1), 0.27, atol=1e-9)
@@ -135,7 +135,7 @@ def test_unreachable_targets_give_a_straight_arm_pointing_at_them():
     direction = rng.normal(size=shoulders.shape)
     direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
     targets = shoulders + direction * rng.uniform(0.6, 3.0, size=(500, 2, 1))
-    elbows, wrists = arm_positions(shoulders, targets, controllers, frames, 0.3, 0.27, CONFIG)
+    elbows, wrists = arm_positions(shoulders, targets, controllers, quat.to_matrix(frames), 0.3, 0.27, CONFIG)
     np.testing.assert_allclose(elbows, shoulders + 0.3 * direction, atol=1e-9)
     np.testing.assert_allclose(wrists, shoulders + 0.57 * direction, atol=1e-9)
 
@@ -153,7 +153,8 @@ def test_singularity_blend_is_continuous(path):
     shoulders = np.broadcast_to(shoulder, (count, 2, 3)).copy()
     targets = np.stack([hands, hands * [-1, 1, 1]], axis=1)
     controllers = np.broadcast_to(grip([0, 1.0, 0], [0, 0, 1.0]), (count, 2, 4))
-    elbows, _ = arm_positions(shoulders, targets, controllers, quat.identity(count), 0.3, 0.27, CONFIG)
+    level = np.broadcast_to(np.eye(3), (count, 3, 3))
+    elbows, _ = arm_positions(shoulders, targets, controllers, level, 0.3, 0.27, CONFIG)
     hand_step = np.linalg.norm(np.diff(hands, axis=0), axis=-1).max()
     elbow_step = np.linalg.norm(np.diff(elbows, axis=0), axis=-1).max(axis=0)
     assert np.all(elbow_step < 5.0 * hand_step), elbow_step / hand_step
