@@ -163,23 +163,20 @@ def unroll(q: np.ndarray, axis: int = 0) -> np.ndarray:
 
 
 def from_rotation_vector(r: np.ndarray) -> np.ndarray:
-    """Axis-angle as one vector (axis times angle in radians) to quaternion: the exponential map."""
+    """Axis-angle as one vector (axis times angle in radians) to quaternion: the exponential map,
+    (cos(angle / 2), r sin(angle / 2) / angle), where sin(angle / 2) / angle = sinc(angle / 2 pi) / 2 is exact at 0."""
     r = np.asarray(r, dtype=float)
-    angle = np.linalg.norm(r, axis=-1, keepdims=True)
-    half = 0.5 * angle
-    # sin(angle/2)/angle, with its Taylor series near zero.
-    small = angle < 1e-8
-    scale = np.where(small, 0.5 - angle ** 2 / 48.0, np.sin(half) / np.where(small, 1.0, angle))
-    return np.concatenate([np.cos(half), scale * r], axis=-1)
+    half = 0.5 * _norm(r)
+    return np.concatenate([np.cos(half), (0.5 * np.sinc(half / np.pi)) * r], axis=-1)
 
 
 def to_rotation_vector(q: np.ndarray) -> np.ndarray:
     """Quaternion to axis-angle vector (angle in [0, pi]): the logarithm map times two.
 
     The angle is 2 atan2(|xyz|, |w|), and the vector is xyz scaled by angle / |xyz| (which tends to
-    2 / |w| as |xyz| -> 0, where atan2 keeps it exact), signed by w to take the shorter arc.
+    2 / |w| as |xyz| -> 0, where atan2 keeps it exact), signed by w to take the shorter arc. Both are
+    unchanged by q's length, so q need not be normalised.
     """
-    q = normalize(q)
     sin_half = _norm(q[..., 1:])
     w = q[..., :1]
     scale = 2.0 * np.arctan2(sin_half, np.abs(w)) / np.maximum(sin_half, 1e-300)

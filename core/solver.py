@@ -32,7 +32,7 @@ from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, 
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
 from .simulate import simulate_stream
-from .spring import rotation_spring_toward, spring_toward
+from .spring import angle_spring_toward, spring_toward
 from .stream import ThreePointStream
 from .upper_body_ik import UpperBodyCalibration, arm_length_from_span
 from .upper_body_pose import DeviceAttachments, UpperBodyJoints, calibrate_upper_body, pose_upper_body
@@ -121,8 +121,9 @@ class SolverState:
     root_rotation: np.ndarray = field(default_factory=lambda: quat.identity())
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
     acceleration: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    facing: np.ndarray = field(default_factory=lambda: quat.identity())
-    facing_rate: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    facing_yaw: float = 0.0
+    """The smoothed body orientation (eq. 4), radians about +Y, and its rate."""
+    facing_yaw_rate: float = 0.0
     previous_target: np.ndarray | None = None
     hmd: tuple | None = None
     """The HMD's pose (position, rotation) in the last frame it was tracked in."""
@@ -224,15 +225,14 @@ class Solver:
         state.elapsed_s += dt
 
         body_yaw = self.predict_body_yaw(positions, rotations, dt, teleported)
-        goal_facing = quat.from_yaw(body_yaw)
         placed = not state.started or teleported
         if placed:
-            self.place(target, goal_facing)
+            self.place(target, body_yaw)
         raw_velocity = (target - state.previous_target) / dt if state.started and not teleported else np.zeros(3)
         state.velocity, state.acceleration = spring_toward(state.velocity, state.acceleration, raw_velocity,
                                                            config.velocity_halflife_s, dt)
-        state.facing, state.facing_rate = rotation_spring_toward(state.facing, state.facing_rate, goal_facing,
-                                                                 config.orientation_halflife_s, dt)
+        state.facing_yaw, state.facing_yaw_rate = angle_spring_toward(state.facing_yaw, state.facing_yaw_rate,
+                                                                      body_yaw, config.orientation_halflife_s, dt)
         state.previous_target = target
 
         database = self.choose_database(hmd_position[1] / standing)
@@ -240,7 +240,7 @@ class Solver:
         searched = (not state.started or teleported or database != state.database or at_end
                     or state.since_search >= config.search_interval)
         if searched:
-            self.search(database, target, goal_facing)
+            self.search(database, target, body_yaw)
             state.since_search = 0
         state.started = True
         state.since_search += 1
@@ -293,11 +293,11 @@ class Solver:
             self.predictor.reset()
         return float(facing_yaw(self.predictor.step(positions, rotations, dt)))
 
-    def place(self, target: np.ndarray, facing: np.ndarray) -> None:
-        """Put the avatar at the target, facing `facing`, at rest (first frame and teleports)."""
+    def place(self, target: np.ndarray, yaw: float) -> None:
+        """Put the avatar at the target, facing `yaw` (radians), at rest (first frame and teleports)."""
         state = self.state
-        state.root_position, state.root_rotation = target.copy(), facing.copy()
-        state.facing, state.facing_rate = facing.copy(), np.zeros(3)
+        state.root_position, state.root_rotation = target.copy(), quat.from_yaw(yaw)
+        state.facing_yaw, state.facing_yaw_rate = yaw, 0.0
         state.velocity, state.acceleration = np.zeros(3), np.zeros(3)
 
     def choose_database(self, ratio: float) -> int:
@@ -310,7 +310,7 @@ class Solver:
 
     # -- motion matching ----------------------------------------------------------------------------------------
 
-    def query(self, database: int, target: np.ndarray, goal_facing: np.ndarray) -> np.ndarray:
+    def query(self, database: int, target: np.ndarray, body_yaw: float) -> np.ndarray:
         """The raw query q (eq. 5-8) in the avatar's character space."""
         state = self.state
         current = self.databases[state.database]
@@ -318,16 +318,16 @@ class Solver:
             else self.databases[database].scale.mean[POSE_FEATURES]
         ahead = target[None] + TRAJECTORY_TIMES_S[:, None] * state.velocity[None]
         future = quat.inverse_rotate(state.root_rotation, ahead - state.root_position)
-        facings, _ = rotation_spring_toward(state.facing, state.facing_rate, goal_facing,
-                                            self.config.orientation_halflife_s, TRAJECTORY_TIMES_S)
-        directions = quat.inverse_rotate(state.root_rotation, quat.rotate(facings, FORWARD))
+        yaws, _ = angle_spring_toward(state.facing_yaw, state.facing_yaw_rate, body_yaw,
+                                      self.config.orientation_halflife_s, TRAJECTORY_TIMES_S)
+        directions = quat.inverse_rotate(state.root_rotation, quat.rotate(quat.from_yaw(yaws), FORWARD))
         return np.concatenate([pose_part, future[:, [0, 2]].ravel(), directions[:, [0, 2]].ravel()])
 
-    def search(self, database: int, target: np.ndarray, goal_facing: np.ndarray) -> None:
+    def search(self, database: int, target: np.ndarray, body_yaw: float) -> None:
         """Search `database` for the best match; switch to it (with inertialization) if it is not the current pose."""
         state = self.state
         matching = self.databases[database]
-        query = matching.scale.normalise(self.query(database, target, goal_facing))
+        query = matching.scale.normalise(self.query(database, target, body_yaw))
         best, cost = -1, np.inf
         if state.started and database == state.database and matching.index.searchable[state.frame]:
             best = state.frame
@@ -356,8 +356,7 @@ class Solver:
         state = self.state
         rotations, angular, positions, velocities = self.inertializer.update(
             self.database_pose(state.database, state.frame), self.config.inertialization_halflife_s, dt)
-        world_velocity = quat.rotate(state.root_rotation, velocities[0])
-        world_angular = quat.rotate(state.root_rotation, angular[0])
+        world_velocity, world_angular = quat.rotate(state.root_rotation, np.stack([velocities[0], angular[0]]))
         state.root_position = state.root_position + world_velocity * dt
         state.root_position[1] = 0.0
         turn = quat.from_yaw(world_angular[1] * dt)

@@ -1,10 +1,12 @@
 """Critically damped springs: smoothing toward a goal, decaying offsets, and predicting ahead in time.
 
-MMVR §5.3 smooths the HMD velocity (eq. 3) and the predicted body orientation (eq. 4) with an
+MMVR §5.3 smooths the HMD velocity (eq. 3) and the predicted body orientation (eq. 4, a yaw) with an
 exponential decay, and says its results use a spring-damper [Kir04] instead. These are the exact
-solutions of a critically damped spring, parameterised by a half-life: the time in which the
-distance to the goal halves (when starting at rest). Exact solutions are stable for any time step,
-so the same call advances one frame (dt = 1/60 s) or predicts a state a second ahead.
+solutions of a critically damped spring, parameterised by a half-life as Holden's code does: the
+damping is 4 ln 2 / half-life, so the decay envelope e^(-yt) quarters in one half-life, and a spring
+starting at rest has (1 + 2 ln 2) / 4 = 60 % of its distance left after one, 24 % after two. Exact
+solutions are stable for any time step, so the same call advances one frame (dt = 1/60 s) or predicts
+a state a second ahead.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ LN2_TIMES_4 = 4.0 * np.log(2.0)
 
 
 def damping_from_halflife(halflife: float) -> float:
-    """Damping d of x'' = -d x' - (d/2)^2 (x - goal) whose error halves in `halflife` seconds."""
+    """Damping d = 4 ln 2 / halflife of x'' = -d x' - (d/2)^2 (x - goal) (see the module docstring)."""
     return LN2_TIMES_4 / (halflife + 1e-8)
 
 
@@ -46,16 +48,12 @@ def decay_toward_zero(x: np.ndarray, v: np.ndarray, halflife: float, dt: float):
     return _critically_damped(x, v, halflife, dt)
 
 
-def rotation_spring_toward(q: np.ndarray, w: np.ndarray, goal: np.ndarray, halflife: float,
-                           dt: float | np.ndarray):
-    """The rotation version of spring_toward: q (..., 4), angular velocity w (..., 3) as a rotation vector rate.
-
-    The error is the rotation vector of q * goal^-1 (shorter arc); it obeys the same equation.
-    """
-    dt = np.asarray(dt, dtype=float)
-    error, velocity = _critically_damped(quat.to_rotation_vector(quat.multiply_inverse(q, goal)), w, halflife,
-                                         dt[..., None] if dt.ndim else dt)
-    return quat.multiply(quat.from_rotation_vector(error), goal), velocity
+def angle_spring_toward(angle, rate, goal, halflife: float, dt: float | np.ndarray):
+    """spring_toward for an angle (radians) about a fixed axis, such as a yaw: the error is taken the short
+    way round, wrapped into [-pi, pi). The result is not wrapped."""
+    error = (angle - goal + np.pi) % (2.0 * np.pi) - np.pi
+    error, rate = _critically_damped(error, rate, halflife, np.asarray(dt, dtype=float))
+    return goal + error, rate
 
 
 def rotation_decay_toward_identity(q: np.ndarray, w: np.ndarray, halflife: float, dt: float):

@@ -19,6 +19,7 @@ from core.orientation import SHIPPED_MODEL, OrientationModel
 from core.pose_database import DatabaseError, PoseDatabase, build_database
 from core.simulate import simulate_stream
 from core.solver import Solver, solve
+from core.spring import angle_spring_toward
 from core.stream import ThreePointStream
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
 from test_cli import core
@@ -170,6 +171,19 @@ def test_inertialization_is_continuous_in_position_and_velocity_at_a_switch():
     # ten times smaller steps make the position error ~100 times and the velocity change ~10 times smaller.
     assert jumps[0] < 0.02
     assert jumps[1] < jumps[0] / 50.0 and velocity_changes[1] < velocity_changes[0] / 5.0
+
+
+def test_the_facing_spring_follows_the_closed_form_and_turns_the_short_way():
+    halflife = 0.2
+    # From rest, a critically damped spring has e^(-y t)(1 + y t) of its error left; one half-life is y t = 2 ln 2.
+    angle, rate = angle_spring_toward(0.0, 0.0, 1.0, halflife, halflife)
+    assert 1.0 - angle == pytest.approx((1.0 + 2.0 * np.log(2.0)) / 4.0, abs=1e-6) and rate > 0.0
+    # From 170 deg to -170 deg is 20 deg through 180, not 340 deg back through 0.
+    start, goal = np.radians(170.0), np.radians(-170.0)
+    angles, _ = angle_spring_toward(start, 0.0, goal, halflife, np.array([0.05, 0.1, halflife, 10.0]))
+    assert np.all(np.diff(angles) > 0.0)  # from -190 deg (170) up to -170: on through 180
+    assert angles[2] == pytest.approx(goal - np.radians(20.0) * (1.0 + 2.0 * np.log(2.0)) / 4.0, abs=1e-6)
+    assert np.cos(angles[-1] - goal) == pytest.approx(1.0, abs=1e-9)
 
 
 def test_a_locked_foot_stays_put_until_released():
