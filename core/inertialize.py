@@ -13,44 +13,39 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
-from .spring import decay_toward_zero, rotation_decay_toward_identity
+from .spring import decay_toward_zero
 
 
 @dataclass
 class Inertializer:
-    """Per-joint offsets in rotation and position and their velocities; identity and zero until a transition."""
+    """Per-joint offsets and their rates, zero until a transition: offsets (2, J, 3) holds the rotation offsets
+    as rotation vectors and the position offsets, rates (2, J, 3) the angular velocity and velocity offsets.
+    Both kinds decay with one spring call."""
 
-    rotation_offset: np.ndarray
-    angular_velocity_offset: np.ndarray
-    position_offset: np.ndarray
-    velocity_offset: np.ndarray
+    offsets: np.ndarray
+    rates: np.ndarray
 
     @classmethod
     def at_rest(cls, joints: int) -> "Inertializer":
-        return cls(quat.identity(joints), np.zeros((joints, 3)), np.zeros((joints, 3)), np.zeros((joints, 3)))
+        return cls(np.zeros((2, joints, 3)), np.zeros((2, joints, 3)))
 
     def transition(self, source, destination) -> None:
         """Switch from the `source` pose to the `destination` pose; each is (rotations, angular velocities,
         positions, velocities) as output before the offsets (the source as it would continue)."""
         src_q, src_w, src_p, src_v = source
         dst_q, dst_w, dst_p, dst_v = destination
-        # New offset = (old offset applied to the source) relative to the destination.
-        self.rotation_offset = quat.positive_hemisphere(
-            quat.multiply_inverse(quat.multiply(self.rotation_offset, src_q), dst_q))
-        self.angular_velocity_offset = self.angular_velocity_offset + src_w - dst_w
-        self.position_offset = self.position_offset + src_p - dst_p
-        self.velocity_offset = self.velocity_offset + src_v - dst_v
+        # New offset = (old offset applied to the source) relative to the destination, the shorter way round.
+        rotation = quat.multiply_inverse(quat.multiply(quat.from_rotation_vector(self.offsets[0]), src_q), dst_q)
+        self.offsets = np.array([quat.to_rotation_vector(rotation), self.offsets[1] + src_p - dst_p])
+        self.rates = self.rates + np.array([src_w - dst_w, src_v - dst_v])
 
     def update(self, pose, halflife: float, dt: float):
         """Decay the offsets by `dt` and return `pose` (rotations, angular velocities, positions,
         velocities) with them applied."""
         q, w, p, v = pose
-        self.rotation_offset, self.angular_velocity_offset = rotation_decay_toward_identity(
-            self.rotation_offset, self.angular_velocity_offset, halflife, dt)
-        self.position_offset, self.velocity_offset = decay_toward_zero(
-            self.position_offset, self.velocity_offset, halflife, dt)
-        return (quat.multiply(self.rotation_offset, q), w + self.angular_velocity_offset,
-                p + self.position_offset, v + self.velocity_offset)
+        self.offsets, self.rates = decay_toward_zero(self.offsets, self.rates, halflife, dt)
+        return (quat.multiply(quat.from_rotation_vector(self.offsets[0]), q), w + self.rates[0],
+                p + self.offsets[1], v + self.rates[1])
 
 
 def quintic_offsets(x0: np.ndarray, v0: np.ndarray, frames: int) -> np.ndarray:

@@ -25,12 +25,12 @@ def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m
 
 def two_bone_ik(hip, knee, ankle, target, thigh_rotation, shin_rotation):
     """New global rotations of thigh and shin (..., 4) that put the ankle at `target` where reachable."""
-    thigh_m, shin_m = length(knee - hip), length(ankle - knee)
+    thigh, shin = knee - hip, ankle - knee
+    thigh_m, shin_m = length(thigh), length(shin)
     new_knee = knee_position(hip, knee, target, thigh_m, shin_m)
-    thigh_turn = quat.between(knee - hip, new_knee - hip)
-    shin_now = quat.rotate(thigh_turn, ankle - knee)
-    reach = new_knee + shin_m[..., None] * unit_or(target - new_knee, shin_now)
-    shin_turn = quat.between(shin_now, reach - new_knee)
+    thigh_turn = quat.between(thigh, new_knee - hip)
+    # The shin turns onto the line from the new knee to the target: a target out of reach lies on it too.
+    shin_turn = quat.between(quat.rotate(thigh_turn, shin), target - new_knee)
     return (quat.multiply(thigh_turn, thigh_rotation),
             quat.multiply(shin_turn, quat.multiply(thigh_turn, shin_rotation)))
 

@@ -50,9 +50,12 @@ def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
 def heading_matrices(hmd_rotations: np.ndarray) -> np.ndarray:
     """heading_rotations as rotation matrices (..., 3, 3): a turn about +Y by the HMD's floor yaw."""
     yaw = quat.yaw_of_direction(quat.rotate(hmd_rotations, FORWARD))
-    cos, sin = np.cos(yaw), np.sin(yaw)
-    zero, one = np.zeros_like(yaw), np.ones_like(yaw)
-    return np.stack([cos, zero, sin, zero, one, zero, -sin, zero, cos], axis=-1).reshape(yaw.shape + (3, 3))
+    matrices = np.zeros(yaw.shape + (3, 3))
+    matrices[..., 0, 0] = matrices[..., 2, 2] = np.cos(yaw)
+    matrices[..., 0, 2] = np.sin(yaw)
+    matrices[..., 2, 0] = -matrices[..., 0, 2]
+    matrices[..., 1, 1] = 1.0
+    return matrices
 
 
 def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,

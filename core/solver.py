@@ -356,7 +356,7 @@ class Solver:
         state = self.state
         rotations, angular, positions, velocities = self.inertializer.update(
             self.database_pose(state.database, state.frame), self.config.inertialization_halflife_s, dt)
-        world_velocity, world_angular = quat.rotate(state.root_rotation, np.stack([velocities[0], angular[0]]))
+        world_velocity, world_angular = quat.rotate(state.root_rotation, np.array([velocities[0], angular[0]]))
         state.root_position = state.root_position + world_velocity * dt
         state.root_position[1] = 0.0
         turn = quat.from_yaw(world_angular[1] * dt)
@@ -380,15 +380,15 @@ class Solver:
     def finish_poses(self, frames: list[LowerBodyFrame], calibration: UpperBodyCalibration) -> Motion:
         """Step 6 over lower-body frames that follow the ones finished before: the foot lock (§6.2, in frame
         order; its leg IK over all frames at once), then the upper-body IK (§6.1, stateless, all at once)."""
-        rotations, positions = np.stack([f.rotations for f in frames]), np.stack([f.positions for f in frames])
+        rotations, positions = np.array([f.rotations for f in frames]), np.array([f.positions for f in frames])
         # One forward kinematics serves both: the foot lock turns leg joints only, the IK starts from the torso.
         global_pose = forward_kinematics(self.skeleton.parents, rotations, positions, self.finished_ends)
         if self.config.foot_lock:
-            self.legs.plant(rotations, positions, self.foot_lock, np.stack([f.contacts for f in frames]),
+            self.legs.plant(rotations, positions, self.foot_lock, np.array([f.contacts for f in frames]),
                             np.array([f.dt for f in frames]), np.array([f.placed for f in frames]), global_pose)
         return self.pose_arms(Motion(self.skeleton, rotations, positions, self.fps),
-                              np.stack([f.device_positions for f in frames]),
-                              np.stack([f.device_rotations for f in frames]), calibration, global_pose)
+                              np.array([f.device_positions for f in frames]),
+                              np.array([f.device_rotations for f in frames]), calibration, global_pose)
 
     def pose_arms(self, motion: Motion, devices_p: np.ndarray, devices_r: np.ndarray,
                   calibration: UpperBodyCalibration, global_pose=None) -> Motion:

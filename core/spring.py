@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import quat
 
 LN2_TIMES_4 = 4.0 * np.log(2.0)
 
@@ -54,9 +53,3 @@ def angle_spring_toward(angle, rate, goal, halflife: float, dt: float | np.ndarr
     error = (angle - goal + np.pi) % (2.0 * np.pi) - np.pi
     error, rate = _critically_damped(error, rate, halflife, np.asarray(dt, dtype=float))
     return goal + error, rate
-
-
-def rotation_decay_toward_identity(q: np.ndarray, w: np.ndarray, halflife: float, dt: float):
-    """A rotation offset and its angular velocity decaying to the identity."""
-    error, velocity = _critically_damped(quat.to_rotation_vector(q), w, halflife, dt)
-    return quat.from_rotation_vector(error), velocity
