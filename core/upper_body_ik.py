@@ -200,17 +200,28 @@ def wrist_correction_deg(yaw_deg, roll_deg, config: UpperBodyIKConfig) -> np.nda
     return (excess * excess) @ (1.0 / gains)
 
 
-def hand_angles_deg(shoulders, elbows, wrists, elbow_direction, controller_rotations):
+def forearm_frame(axis, elbow_direction, reach, cos_shoulder, sin_shoulder, upper_arm_m: float, forearm_m: float):
+    """The forearm's unit direction from elbow to wrist and its unit "across", toward the shoulder (..., 2, 3).
+
+    The arm lies in the plane of the shoulder-to-wrist `axis` (a) and the unit `elbow_direction` (d) across it:
+    with the elbow at l_u (c a + s d) and the wrist at r a from the shoulder, the forearm is
+    (r - l_u c) a - l_u s d, of length l_l by the cosine rule, and the across direction is the same pair turned
+    a quarter turn in that plane, -(l_u s a + (r - l_u c) d) / l_l. A straight arm (s = 0) gets -d.
+    """
+    along_axis, along_direction = reach - upper_arm_m * cos_shoulder, upper_arm_m * sin_shoulder
+    along = (along_axis[..., None] * axis - along_direction[..., None] * elbow_direction) / forearm_m
+    across = -(along_direction[..., None] * axis + along_axis[..., None] * elbow_direction) / forearm_m
+    return along, across
+
+
+def hand_angles_deg(along, across, controller_rotations):
     """The hand's yaw and roll in the forearm's frame, degrees, mirrored so both arms read alike.
 
-    Forearm frame: z from elbow to wrist, y across it toward the shoulder, x = y cross z. With the
-    elbow down and the forearm forward, yaw 0 / roll 0 is a straight wrist with the palm down;
-    positive yaw bends the fingers outward, positive roll turns the palm up (thumb up is 90).
-    Roll is read in [-135, 225) so its wrap-around sits at the most twisted hand. A straight arm
-    takes its "across" from the elbow's swivel direction (..., 2, 3).
+    Forearm frame: z = `along` from elbow to wrist, y = `across` it toward the shoulder (forearm_frame),
+    x = y cross z. With the elbow down and the forearm forward, yaw 0 / roll 0 is a straight wrist with the
+    palm down; positive yaw bends the fingers outward, positive roll turns the palm up (thumb up is 90).
+    Roll is read in [-135, 225) so its wrap-around sits at the most twisted hand.
     """
-    along = unit(wrists - elbows)
-    across = unit_across(shoulders - elbows, along, -elbow_direction)
     side = quat.cross(across, along)
     fingers, thumb = controller_axes(controller_rotations)  # orthonormal: the thumb is across the fingers
     thumb = -SIDE[:, None] * thumb
@@ -250,8 +261,8 @@ def arm_positions(shoulders, wrist_targets, controller_rotations, frame_axes, up
     wrists = shoulders + reach[..., None] * axis
 
     if config.wrist_correction:
-        elbows = shoulders + upper_arm_m * (cos_shoulder[..., None] * axis + sin_shoulder[..., None] * elbow_direction)
-        yaw, roll = hand_angles_deg(shoulders, elbows, wrists, elbow_direction, controller_rotations)
+        along, across = forearm_frame(axis, elbow_direction, reach, cos_shoulder, sin_shoulder, upper_arm_m, forearm_m)
+        yaw, roll = hand_angles_deg(along, across, controller_rotations)
         correction = np.radians(wrist_correction_deg(yaw, roll, config))[..., None]
         turn_axis = -SIDE[:, None] * axis
         elbow_direction = np.cos(correction) * elbow_direction + np.sin(correction) * quat.cross(turn_axis, elbow_direction)

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from core import quat
 from core.config import UpperBodyIKConfig
-from core.upper_body_ik import (UpperBodyCalibration, arm_positions, hand_angles_deg, hmd_pitch_deg, neck_pitch_deg,
-                                neck_yaw, shoulder_turn_deg, singularity_weights, solve_upper_body,
+from core.upper_body_ik import (UpperBodyCalibration, arm_positions, forearm_frame, hand_angles_deg, hmd_pitch_deg,
+                                neck_pitch_deg, neck_yaw, shoulder_turn_deg, singularity_weights, solve_upper_body,
                                 swivel_from_hand_deg, wrist_correction_deg)
 
 CONFIG = UpperBodyIKConfig()
@@ -74,17 +74,39 @@ def test_singularity_weights():
 def test_hand_angles_read_the_same_on_both_arms(side):
     """Elbow down, forearm forward: palm down is roll 0, thumb up 90, fingers bent outward positive yaw."""
     outward = np.array([1.0, 0, 0]) if side == LEFT else np.array([-1.0, 0, 0])
-    shoulder, elbow, wrist = np.array([0, 1.4, 0.0]), np.array([0, 1.1, 0.0]), np.array([0, 1.1, 0.27])
-    forward, up = np.array([0, 0, 1.0]), np.array([0, 1.0, 0])
+    forward, up = np.array([0, 0, 1.0]), np.array([0, 1.0, 0])  # the forearm and its across (to the shoulder)
     cases = {(0.0, 0.0): grip(-outward, forward), (0.0, 90.0): grip(up, forward), (0.0, 180.0): grip(outward, forward),
              (30.0, 90.0): grip(up, np.cos(np.radians(30)) * forward + np.sin(np.radians(30)) * outward)}
     for (yaw, roll), rotation in cases.items():
-        arms = [np.stack([x, x]) for x in (shoulder, elbow, wrist)]
         rotations = np.stack([rotation, rotation])
-        direction = np.stack([-forward, -forward])
-        yaws, rolls = hand_angles_deg(*arms, direction, rotations)
+        yaws, rolls = hand_angles_deg(np.stack([forward, forward]), np.stack([up, up]), rotations)
         assert yaws[side] == pytest.approx(yaw, abs=1e-6)
         assert rolls[side] == pytest.approx(roll, abs=1e-6)
+
+
+def test_forearm_frame_matches_the_arm_it_describes():
+    rng = np.random.default_rng(4)
+    axis = rng.normal(size=(200, 2, 3))
+    axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
+    direction = rng.normal(size=(200, 2, 3))
+    direction -= np.sum(direction * axis, axis=-1, keepdims=True) * axis
+    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+    upper, fore = 0.3, 0.27
+    reach = rng.uniform(0.04, upper + fore, size=(200, 2))
+    reach[:10] = upper + fore  # straight arms
+    cos = np.clip((upper ** 2 + reach ** 2 - fore ** 2) / (2 * upper * reach), -1.0, 1.0)
+    sin = np.sqrt(1.0 - cos ** 2)
+    elbows = upper * (cos[..., None] * axis + sin[..., None] * direction)
+    wrists = reach[..., None] * axis
+    along, across = forearm_frame(axis, direction, reach, cos, sin, upper, fore)
+    measured = wrists - elbows
+    np.testing.assert_allclose(along, measured / np.linalg.norm(measured, axis=-1, keepdims=True), atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(across, axis=-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(np.sum(along * across, axis=-1), 0.0, atol=1e-9)
+    to_shoulder = -elbows[10:] - np.sum(-elbows[10:] * along[10:], axis=-1, keepdims=True) * along[10:]
+    np.testing.assert_allclose(across[10:], to_shoulder / np.linalg.norm(to_shoulder, axis=-1, keepdims=True),
+                               atol=1e-6)
+    np.testing.assert_allclose(across[:10], -direction[:10], atol=1e-9)  # a straight arm turns away from its elbow
 
 
 def test_neck_yaw_follows_the_hands_within_90_degrees_of_the_hmd():
