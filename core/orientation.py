@@ -49,7 +49,12 @@ def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
 
 def heading_matrices(hmd_rotations: np.ndarray) -> np.ndarray:
     """heading_rotations as rotation matrices (..., 3, 3): a turn about +Y by the HMD's floor yaw."""
-    yaw = quat.yaw_of_direction(quat.rotate(hmd_rotations, FORWARD))
+    return heading_of_forward(quat.rotate(hmd_rotations, FORWARD))
+
+
+def heading_of_forward(forward: np.ndarray) -> np.ndarray:
+    """The heading frame's rotation matrix (..., 3, 3) for the HMD's view directions (..., 3)."""
+    yaw = quat.yaw_of_direction(forward)
     matrices = np.zeros(yaw.shape + (3, 3))
     matrices[..., 0, 0] = matrices[..., 2, 2] = np.cos(yaw)
     matrices[..., 0, 2] = np.sin(yaw)
@@ -72,10 +77,11 @@ def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,
         previous_positions, previous_rotations = positions[0], rotations[0]
     previous_positions = np.concatenate([previous_positions[None], positions[:-1]])
     previous_rotations = np.concatenate([previous_rotations[None], rotations[:-1]])
-    heading = heading_matrices(rotations[:, 0])
+    matrices = quat.to_matrix(rotations)
+    heading = heading_of_forward(-matrices[:, 0, :, 2])  # the HMD looks along its -Z column
     velocity = (positions - previous_positions) * fps
     angular = quat.to_rotation_vector(quat.multiply_inverse(rotations, previous_rotations)) * fps
-    axes = np.swapaxes(quat.to_matrix(rotations)[..., :2], -1, -2)  # each device's first two columns, as rows
+    axes = np.swapaxes(matrices[..., :2], -1, -2)  # each device's first two columns, as rows
     # Per device: velocity, angular velocity and the 6D's two columns, all turned into the heading frame
     # at once (a row vector times H is H^T v).
     local = np.concatenate([velocity[:, :, None], angular[:, :, None], axes], axis=2) @ heading[:, None]
