@@ -26,15 +26,6 @@ def joints_with_ancestors(parents: np.ndarray, joints) -> list[int]:
     return sorted(needed)
 
 
-def ancestors(parents: np.ndarray, joint: int) -> list[int]:
-    """The joints above `joint`, nearest first."""
-    chain = []
-    while parents[joint] >= 0:
-        joint = parents[joint]
-        chain.append(int(joint))
-    return chain
-
-
 def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, joints=None):
     """Global rotations (..., J, 4) and positions (..., J, 3) from local ones; vectorised over leading axes.
 

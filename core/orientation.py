@@ -47,11 +47,6 @@ def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
     return quat.from_yaw(quat.yaw_of_direction(forward))
 
 
-def heading_matrices(hmd_rotations: np.ndarray) -> np.ndarray:
-    """heading_rotations as rotation matrices (..., 3, 3): a turn about +Y by the HMD's floor yaw."""
-    return heading_of_forward(quat.rotate(hmd_rotations, FORWARD))
-
-
 def heading_of_forward(forward: np.ndarray) -> np.ndarray:
     """The heading frame's rotation matrix (..., 3, 3) for the HMD's view directions (..., 3)."""
     yaw = quat.yaw_of_direction(forward)

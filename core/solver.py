@@ -175,7 +175,7 @@ class Solver:
         except ValueError as error:
             raise DatabaseError(str(error)) from None
         # Step 6 needs global poses down to the toes (foot lock) and the neck and shoulders (IK).
-        self.finished_ends = [*self.legs.chains[:, -1], *self.upper_body.torso_ends]
+        self.finished_ends = [*self.legs.chains[:, -1], *self.upper_body.neck_and_shoulders]
         self.reset()
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:

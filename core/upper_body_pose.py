@@ -17,7 +17,7 @@ from . import quat
 from .character import body_yaw
 from .config import UpperBodyIKConfig
 from .humanoid import HumanoidMapping
-from .motion import Motion, ancestors, forward_kinematics
+from .motion import Motion, forward_kinematics, joints_with_ancestors
 from .upper_body_ik import UpperBodyCalibration, arm_positions, shoulder_positions
 from .vector import length
 
@@ -81,28 +81,21 @@ class UpperBodyJoints:
     forearm_m: float
     shoulders_on_neck: bool
     """Whether the shoulders hang from the neck (3ds Max Biped's clavicles do) rather than from the torso."""
+    neck_and_shoulders: np.ndarray
+    """The joints aimed first, whose global poses pose_upper_body starts from (with all above them)."""
+    head_and_upper_arms: np.ndarray
+    """Their children, in the same order."""
 
     @classmethod
     def of(cls, skeleton, mapping: HumanoidMapping) -> "UpperBodyJoints":
         arm = {name: np.array([mapping[f"{s}_{name}"] for s in "lr"]) for name in ARM_JOINTS}
-        return cls(skeleton.parents, mapping["chest"], mapping["neck"], mapping["head"], arm["shoulder"],
+        neck = mapping["neck"]
+        return cls(skeleton.parents, mapping["chest"], neck, mapping["head"], arm["shoulder"],
                    arm["upper_arm"], arm["forearm"], arm["hand"], np.array(solved_joints(mapping)),
                    float(length(skeleton.offsets[arm["forearm"]]).mean()),
                    float(length(skeleton.offsets[arm["hand"]]).mean()),
-                   any(mapping["neck"] in ancestors(skeleton.parents, s) for s in arm["shoulder"]))
-
-    @property
-    def torso_ends(self) -> list[int]:
-        """The joints whose global poses pose_upper_body starts from (with all above them)."""
-        return [self.neck, *self.shoulder]
-
-    @property
-    def neck_and_shoulders(self) -> np.ndarray:
-        return np.array([self.neck, *self.shoulder])
-
-    @property
-    def head_and_upper_arms(self) -> np.ndarray:
-        return np.array([self.head, *self.upper_arm])
+                   any(neck in joints_with_ancestors(skeleton.parents, [s]) for s in arm["shoulder"]),
+                   np.array([neck, *arm["shoulder"]]), np.array([mapping["head"], *arm["upper_arm"]]))
 
 
 def neck_frames(chest_rotations: np.ndarray, frame_in_chest: np.ndarray) -> np.ndarray:
@@ -126,7 +119,7 @@ def pose_upper_body(motion: Motion, joints: UpperBodyJoints, head_targets: np.nd
     # The chest and the joints hanging from it (neck and shoulders) are all forward kinematics must
     # place: each aim below sets its joint's rotation and its child's position.
     if global_pose is None:
-        global_pose = forward_kinematics(parents, motion.rotations, offsets, joints.torso_ends)
+        global_pose = forward_kinematics(parents, motion.rotations, offsets, joints.neck_and_shoulders)
     rotations, positions = global_pose
 
     def aim(joint, child, target: np.ndarray, rotation: np.ndarray) -> np.ndarray:
