@@ -7,7 +7,9 @@ Per method: foot sliding (§7.5, toe joints under 2 cm, m per frame), MSE to the
 normalised pose units (§7.3), NPSS, and SPEC §5's foot skating. Every method's vectors are rebuilt
 as `stitch` rebuilds them without foot lock: forward kinematics, then leg IK to the feet that p
 gives (§5); §7.5 compares "without post processing", so there is no contact lock, except in
-`rmr_foot_lock`. `rmr_fk` is the refiner's rotations by forward kinematics alone.
+`rmr_foot_lock`. `rmr_fk` is the refiner's rotations by forward kinematics alone, and
+`inertialization_fk` the blended rotations likewise: inertialization as an animation system applies it
+(Bollo), on joint rotations, with the feet wherever forward kinematics puts them.
 Cases come from the validation split of the given files; the others make the KNN reference database.
 Long sequences (Figure 9): several clips from different files, 120-240 frames each, stitched with
 w = 180 and s = 90; the root's distance from the aligned input is reported per method, and for the
@@ -109,7 +111,8 @@ def long_sequences(clips, model: StitchModel, seed: int = 0, count: int = LONG_S
 
 
 def evaluate(files, model: StitchModel, seed: int = 1, progress=None) -> dict:
-    """Figures per method (METHODS, plus rmr_fk, rmr_foot_lock and ground_truth) on cases from `files`."""
+    """Figures per method (METHODS, plus rmr_fk, inertialization_fk, rmr_foot_lock and ground_truth) on cases
+    from `files`."""
     training, validation = split_by_file(files)
     if not validation:
         raise StitchError("no evaluation clips: the validation split of the given files is empty")
@@ -127,7 +130,8 @@ def evaluate(files, model: StitchModel, seed: int = 1, progress=None) -> dict:
     outputs = method_outputs(pairs, layout, model)
     splits = pairs.splits
     result = {m: scores(v, truths, layout, skeleton, model, splits) for m, v in outputs.items()}
-    result["rmr_fk"] = scores(outputs["rmr"], truths, layout, skeleton, model, splits, feet="fk")
+    for method in ("rmr", "inertialization"):
+        result[f"{method}_fk"] = scores(outputs[method], truths, layout, skeleton, model, splits, feet="fk")
     result["rmr_foot_lock"] = scores(outputs["rmr"], truths, layout, skeleton, model, splits, feet="locked")
     result["ground_truth"] = scores(truths, truths, layout, skeleton, model, splits)
     long = long_sequences(cases_from, model)
@@ -192,7 +196,7 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
 
 def table(result: dict) -> str:
     lines = [f"{'method':18s} {'foot slide (m)':>15s} {'MSE':>8s} {'NPSS':>7s} {'root dev long (m)':>18s}"]
-    for m in (*METHODS, "rmr_fk", "rmr_foot_lock", "ground_truth"):
+    for m in (*METHODS, "rmr_fk", "inertialization_fk", "rmr_foot_lock", "ground_truth"):
         r = result[m]
         lines.append(f"{m:18s} {r['foot_slide_m']:15.4f} {r['mse']:8.4f} {r['npss']:7.4f} "
                      f"{r.get('root_deviation_long_m', float('nan')):18.3f}")

@@ -8,6 +8,8 @@ import torch
 
 from core import quat
 from core.cli import main
+from core.eval_stitch import toe_positions
+from core.humanoid import find_mapping
 from core.config import StitchConfig
 from core.inertialize import blend_seam, quintic_offsets
 from core.metrics import foot_slide_m, npss
@@ -70,6 +72,22 @@ def test_pose_vectors_do_not_depend_on_where_the_clip_is_or_faces(clips, layout)
     positions[:, 0] = quat.rotate(turn, positions[:, 0]) + np.array([3.0, 0.0, -1.0])
     moved = Motion(motion.skeleton, rotations, positions, motion.fps)
     assert np.abs(pose_vectors(moved, layout, clips[0].levels) - clips[0].vectors).max() < 1e-9
+
+
+def test_evaluated_feet_come_from_p_when_placed_and_from_the_rotations_alone_by_forward_kinematics(clips, layout):
+    clip = clips[3]
+    x, skeleton = clip.vectors[:60].copy(), clip.motion.skeleton
+    # A clip's own vectors are consistent: p is what forward kinematics of q gives, so both readings agree.
+    assert np.abs(toe_positions(x, layout, skeleton, "placed") - toe_positions(x, layout, skeleton, "fk")).max() < 1e-4
+    mapping = find_mapping(skeleton)
+    lower = list(layout.lower)
+    for joint in ("l_foot", "l_toes"):  # p's left foot moved 5 cm sideways in the root's frame, q untouched
+        x[:, layout.p.start + 3 * lower.index(mapping[joint])] += 0.05
+    placed, fk = toe_positions(x, layout, skeleton, "placed"), toe_positions(x, layout, skeleton, "fk")
+    assert np.abs(fk - toe_positions(clip.vectors[:60], layout, skeleton, "fk")).max() < 1e-9
+    shift = placed - toe_positions(clip.vectors[:60], layout, skeleton, "placed")
+    assert np.allclose(np.hypot(shift[:, 0, 0], shift[:, 0, 2]), 0.05, atol=2e-3)
+    assert np.abs(shift[:, 0, 1]).max() < 1e-6 and np.abs(shift[:, 1]).max() < 1e-6
 
 
 def test_segment_splits_are_multiples_of_ten_adding_up_to_the_window():
