@@ -124,7 +124,7 @@ class OrientationModel:
         self._first_bias = b - (self.input_mean / self.input_std) @ self.layers[0][0]
 
     def feature_activations(self, features: np.ndarray) -> np.ndarray:
-        """The first layer's sum (..., 32) over the device features (..., 36), bias included: the part of the
+        """The first layer's sum (..., first hidden width) over the device features (..., 36), bias included: the part of the
         network that does not wait for the previous prediction, so a whole stream's comes in one call."""
         return features @ self._first_features + self._first_bias
 

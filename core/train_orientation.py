@@ -129,9 +129,13 @@ def normalisation(stacked: _Stacked) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train(clips: list[OrientationClip], validation: list[OrientationClip], rollout: int = ROLLOUT,
-          epochs: int = 20, windows_per_epoch: int = 25600, seed: int = 0,
-          log=print) -> tuple[OrientationModel, list]:
-    """Train per Algorithm 1; return the numpy model and the per-epoch curve (loss, validation degrees)."""
+          epochs: int = 20, windows_per_epoch: int = 25600, seed: int = 0, hidden: tuple[int, ...] = HIDDEN_UNITS,
+          clip_grad_norm: float | None = None, log=print) -> tuple[OrientationModel, list]:
+    """Train per Algorithm 1; return the numpy model and the per-epoch curve (loss, validation degrees).
+
+    `hidden` and `clip_grad_norm` exist for capacity studies (README): the paper's network is HIDDEN_UNITS
+    without clipping; wider ones diverge under the 50-step rollout at §4.2's learning rate unless the
+    gradient's norm is clipped."""
     import torch
 
     torch.manual_seed(seed)
@@ -139,7 +143,7 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
     data = _Stacked(clips, rollout)
     mean, std = normalisation(data)
     layers, width = [], INPUT_SIZE
-    for units in HIDDEN_UNITS:
+    for units in hidden:
         layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
         width = units
     layers.append(torch.nn.Linear(width, 6))
@@ -170,6 +174,8 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
                                 truth_local[start + rollout - 1])
             optimiser.zero_grad()
             loss.backward()
+            if clip_grad_norm:
+                torch.nn.utils.clip_grad_norm_(body.parameters(), clip_grad_norm)
             optimiser.step()
             total += loss.item()
             _progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
@@ -223,11 +229,12 @@ def run(args) -> int:
     clips = prepare_clips(training_files, args.look_around, args.seed, mirror=not args.no_mirror, progress=progress)
     validation = prepare_clips(validation_files, args.look_around, seed=10_000 + args.seed, progress=progress)
     model, curve = train(clips, validation, rollout=args.rollout, epochs=args.epochs,
-                         windows_per_epoch=args.windows_per_epoch, seed=args.seed,
-                         log=lambda line: print(line, file=sys.stderr))
+                         windows_per_epoch=args.windows_per_epoch, seed=args.seed, hidden=tuple(args.hidden),
+                         clip_grad_norm=args.clip_grad_norm, log=lambda line: print(line, file=sys.stderr))
     errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
     model.info = {
         "paper": "MMVR (Ponton et al. 2022) §4: 2x32 ReLU MLP, Algorithm 1 rollout",
+        "hidden_units": list(args.hidden), "clip_grad_norm": args.clip_grad_norm,
         "data": [str(p) for p in args.data], "training_files": len(training_files),
         "validation_files": len(validation_files), "mirrored": not args.no_mirror,
         "training_frames": int(sum(len(c.features) for c in clips)), "look_around_deg": args.look_around,
@@ -258,4 +265,8 @@ def add_command(train_group) -> None:
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",
                         help="look-around augmentation of the simulated streams (default 60)")
     parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored copies of the clips")
+    parser.add_argument("--hidden", type=int, nargs="+", default=list(HIDDEN_UNITS), metavar="UNITS",
+                        help="hidden layer widths (paper: 32 32); wider ones need --clip-grad-norm (README)")
+    parser.add_argument("--clip-grad-norm", type=float, default=None, metavar="NORM",
+                        help="clip the gradient's norm before each step (the paper does not; default off)")
     parser.set_defaults(run=run)

@@ -12,7 +12,7 @@ from core.mocap import is_validation
 from core.orientation import IDENTITY_6D, INPUT_SIZE, OrientationModel, OrientationPredictor, device_features, \
     facing_yaw, heading_rotations, orthonormalize_6d, predict_body_orientation
 from core.simulate import simulate_stream
-from core.train_orientation import export, prepare_clips, rollout_loss
+from core.train_orientation import export, prepare_clips, rollout_loss, train
 from conftest import DATASET_2
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
@@ -123,6 +123,15 @@ def held_back_clip():
     clip = DATASET_2 / "dataset-2_walk-turn-left_active_005.bvh"
     assert is_validation(clip), "the test clip must be one the model never trained on"
     return clip
+
+
+def test_training_builds_the_hidden_layers_asked_for():
+    clips = prepare_clips([DATASET_2 / "dataset-2_walk_normal_001.bvh"], seed=1)
+    model, curve = train(clips, [], rollout=5, epochs=2, windows_per_epoch=128, hidden=(8, 4), clip_grad_norm=1.0,
+                         log=lambda line: None)
+    assert [w.shape for w, _ in model.layers] == [(INPUT_SIZE, 8), (8, 4), (4, 6)]
+    assert len(curve) == 2 and curve[1]["loss"] < curve[0]["loss"]
+    assert np.all(np.isfinite(predict_body_orientation(model, clips[0].positions, clips[0].rotations, 60.0)))
 
 
 def test_shipped_model_beats_hmd_forward_on_a_held_back_clip():
