@@ -124,8 +124,8 @@ class OrientationModel:
         self._first_bias = b - (self.input_mean / self.input_std) @ self.layers[0][0]
 
     def feature_activations(self, features: np.ndarray) -> np.ndarray:
-        """The first layer's sum (..., first hidden width) over the device features (..., 36), bias included: the part of the
-        network that does not wait for the previous prediction, so a whole stream's comes in one call."""
+        """The first layer's sum (..., its width) over the device features (..., 36), bias included: the part
+        of the network that does not wait for the previous prediction, so a whole stream's comes in one call."""
         return features @ self._first_features + self._first_bias
 
     def forward_from(self, activations: np.ndarray, previous_6d: np.ndarray) -> np.ndarray:
