@@ -33,6 +33,8 @@ from .stitch_pose import PoseLayout, contact_levels, motion_from_vectors, predic
 
 LONG_SEQUENCES = 12
 LONG_CLIPS = 4
+READINGS = ("rmr_fk", "inertialization_fk", "rmr_foot_lock", "ground_truth")
+"""The rows `evaluate` adds to METHODS': other readings of the same outputs, and the ground truth."""
 
 
 def phase_differs(pairs: StitchPairs, layout: PoseLayout) -> np.ndarray:
@@ -111,8 +113,7 @@ def long_sequences(clips, model: StitchModel, seed: int = 0, count: int = LONG_S
 
 
 def evaluate(files, model: StitchModel, seed: int = 1, progress=None) -> dict:
-    """Figures per method (METHODS, plus rmr_fk, inertialization_fk, rmr_foot_lock and ground_truth) on cases
-    from `files`."""
+    """Figures per method (METHODS, then READINGS) on cases from `files`."""
     training, validation = split_by_file(files)
     if not validation:
         raise StitchError("no evaluation clips: the validation split of the given files is empty")
@@ -196,7 +197,7 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
 
 def table(result: dict) -> str:
     lines = [f"{'method':18s} {'foot slide (m)':>15s} {'MSE':>8s} {'NPSS':>7s} {'root dev long (m)':>18s}"]
-    for m in (*METHODS, "rmr_fk", "inertialization_fk", "rmr_foot_lock", "ground_truth"):
+    for m in (*METHODS, *READINGS):
         r = result[m]
         lines.append(f"{m:18s} {r['foot_slide_m']:15.4f} {r['mse']:8.4f} {r['npss']:7.4f} "
                      f"{r.get('root_deviation_long_m', float('nan')):18.3f}")
