@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .devices import hmd_forward
 
 DEVICE_COUNT = 3
 FEATURE_SIZE = DEVICE_COUNT * 12
@@ -25,8 +26,6 @@ HIDDEN_UNITS = (32, 32)
 """MMVR §4.2: two hidden layers of 32 units, ReLU."""
 SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "assets" / "orientation.npz"
 """The network trained by the project (assets/orientation.json records how)."""
-FORWARD = np.array([0.0, 0.0, -1.0])
-"""Devices look along -Z (OpenXR)."""
 # 6D of the identity: the body facing exactly where the heading frame faces.
 IDENTITY_6D = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
 IDENTITY_ROWS = IDENTITY_6D.reshape(2, 3)
@@ -43,8 +42,7 @@ def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
     The body faces +Z in character space while devices look along -Z, so the heading frame
     turns +Z onto the HMD's floor-projected view direction.
     """
-    forward = quat.rotate(hmd_rotations, FORWARD)
-    return quat.from_yaw(quat.yaw_of_direction(forward))
+    return quat.from_yaw(quat.yaw_of_direction(hmd_forward(hmd_rotations)))
 
 
 def heading_of_forward(forward: np.ndarray) -> np.ndarray:
