@@ -6,8 +6,8 @@ import json
 import sys
 from pathlib import Path
 
-from . import bench, demo, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, train_n3p, train_orientation, \
-    train_stitch
+from . import bench, demo, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, fit_upper_body_ik, \
+    train_n3p, train_orientation, train_stitch
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DatabaseConfig, DeviceOffsets, N3PConfig, SimulationConfig, SolverConfig, StitchConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
@@ -20,6 +20,7 @@ from .simulate import simulate_stream
 from .solver import load_calibrated_solver, solve
 from .stitch_model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
+from .upper_body_ik import ik_constants
 
 USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, FileNotFoundError,
                ValueError)
@@ -157,7 +158,8 @@ def solve_stream(args) -> int:
     elif args.hmd_only:
         raise ValueError("--hmd-only is a mode of --method n3p; motion matching needs the controllers")
     else:
-        config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock)
+        config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock,
+                              upper_body=ik_constants(args.ik_constants))
         solver = load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span)
     solution = solve(stream, solver)
     write_bvh(args.output, solution.motion)
@@ -251,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "the first half second)")
     solve_parser.add_argument("--arm-span", type=float, help="T-pose wrist-to-wrist span in metres (default: the avatar's arms)")
     solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as the solver returns them")
+    solve_parser.add_argument("--ik-constants", default="paper", metavar="CHOICE",
+                              help="mm: the arm IK's elbow constants: 'paper' (default, Parger et al. as printed), "
+                                   "'fitted' (the shipped refit to mocap) or a file from `train ik`")
     solve_parser.set_defaults(run=solve_stream)
 
     stitch_parser = groups.add_parser("stitch", help=stitch_clips.__doc__, description=stitch_clips.__doc__)
@@ -267,10 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
     stitch_parser.add_argument("--json", action="store_true", help="print one JSON object")
     stitch_parser.set_defaults(run=stitch_clips)
 
-    train = groups.add_parser("train", help="train the project's networks").add_subparsers(dest="command", required=True)
+    train = groups.add_parser("train", help="train the project's networks and fit the arm IK's constants").add_subparsers(dest="command", required=True)
     train_orientation.add_command(train)
     train_stitch.add_command(train)
     train_n3p.add_command(train)
+    fit_upper_body_ik.add_command(train)
     evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
     eval_orientation.add_command(evaluate)
     eval_ik.add_command(evaluate)

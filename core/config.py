@@ -1,7 +1,10 @@
 """Configuration: dataclasses with documented defaults, shared by the command line and the Blender add-on."""
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass, fields
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,36 @@ class UpperBodyIKConfig:
     wrist_correction: bool = True
     """Apply eq. 5; off leaves the elbow where eq. 4 and the singularity blend put it."""
 
+    @classmethod
+    def load(cls, path: str | Path) -> "UpperBodyIKConfig":
+        """The paper's constants with those in a file from `train ik` ({"constants": {field: value}}) in their place."""
+        path = Path(path)
+        try:
+            constants = json.loads(path.read_text())["constants"]
+        except FileNotFoundError:
+            raise ValueError(f"{path}: no such IK constants file (make one with `python -m core train ik`)") from None
+        except (json.JSONDecodeError, KeyError, TypeError) as error:
+            raise ValueError(f"{path}: not an IK constants file, which is JSON with a \"constants\" object "
+                             f"({type(error).__name__}: {error})") from None
+        defaults = cls()
+        values = {}
+        for name, value in constants.items():
+            if name not in cls.__dataclass_fields__:
+                raise ValueError(f"{path}: unknown IK constant {name!r}")
+            default = getattr(defaults, name)
+            if isinstance(default, tuple):
+                ok = isinstance(value, list) and len(value) == len(default) and \
+                    all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+                value = tuple(float(v) for v in value) if ok else value
+            else:
+                ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int)
+                                                          and not isinstance(value, bool))
+                value = type(default)(value) if ok else value
+            if not ok:
+                raise ValueError(f"{path}: IK constant {name!r} is {value!r}, expected one like {default!r}")
+            values[name] = value
+        return dataclasses.replace(defaults, **values)
+
 
 @dataclass(frozen=True)
 class DatabaseConfig:
@@ -148,6 +181,8 @@ class SolverConfig:
     """§6.2: hold a foot in contact where it touched down."""
     arm_ik: bool = True
     """§6.1: pose neck, shoulders and arms from the devices (Parger IK); off keeps the matched upper body."""
+    upper_body: UpperBodyIKConfig = UpperBodyIKConfig()
+    """The arm IK's constants: Parger et al.'s as printed, or a refit (`upper_body_ik.ik_constants`)."""
     foot_unlock_distance_m: float = 0.3
     """Release a lock when the matched pose's foot is this far from it (§6.2's maximum distance; tuned)."""
     foot_unlock_halflife_s: float = 0.1

@@ -27,7 +27,7 @@ from .humanoid import HumanoidMapping
 from .mocap import activity, add_data_arguments, evaluation_files, print_progress
 from .motion import Motion, forward_kinematics
 from .simulate import simulate_stream
-from .upper_body_ik import solve_upper_body
+from .upper_body_ik import ik_constants, solve_upper_body
 from .upper_body_pose import (ARM_JOINTS, UpperBodyJoints, calibrate_upper_body, neck_frames, pose_upper_body,
                               solved_joints)
 from .vector import length, unit
@@ -37,7 +37,8 @@ REST_UPPER_ARM_DIRECTION = (0.0, -1.0, -0.2)
 REST_FOREARM_DIRECTION = (0.0, -1.0, 0.3)
 """FABRIK's start pose in the neck frame (x left, y up, z forward)."""
 JOINTS = ("neck", "shoulder", "elbow")
-METHODS = ("parger", "fabrik", "parger_head_chain")
+METHODS = ("parger", "fabrik", "parger_head_chain", "parger_fitted")
+
 PAPER_URM = {"parger": {"neck_cm": 3.4, "shoulder_cm": 3.9, "elbow_cm": 4.6},
              "fabrik": {"neck_cm": 4.9, "shoulder_cm": 4.9, "elbow_cm": 15.7}}
 """Parger et al. Table 1, Unity Raw Mocap (standing, slow walking)."""
@@ -61,8 +62,9 @@ def reference_pose(motion: Motion, mapping: HumanoidMapping, frames: int) -> Mot
     return Motion(motion.skeleton, rotations, motion.positions, motion.fps, motion.name)
 
 
-def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fabrik: FabrikConfig):
-    """Truth and the three methods' joints for one clip, plus the wrist targets."""
+def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fabrik: FabrikConfig,
+               fitted: UpperBodyIKConfig | None = None):
+    """Truth and the methods' joints for one clip, plus the wrist targets; `parger_fitted` if `fitted` is given."""
     sim = simulate_stream(read_bvh(path), simulation)
     truth, mapping, stream = sim.truth, sim.mapping, sim.stream
     rotations, positions = truth.global_transforms()
@@ -75,16 +77,23 @@ def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fa
     calibration, attachments, frame_in_chest = calibrate_upper_body(truth, stream, mapping, n)
     start = reference_pose(truth, mapping, n)
 
-    posed = pose_upper_body(start, UpperBodyJoints.of(truth.skeleton, mapping), heads, hmd_rotations, wrists,
-                            controllers, attachments, frame_in_chest, calibration, config).global_positions()
+    joints = UpperBodyJoints.of(truth.skeleton, mapping)
+
+    def posed_with(constants: UpperBodyIKConfig) -> Solved:
+        posed = pose_upper_body(start, joints, heads, hmd_rotations, wrists, controllers, attachments, frame_in_chest,
+                                calibration, constants).global_positions()
+        return Solved(posed[:, mapping["neck"]], posed[:, arm["upper_arm"]], posed[:, arm["forearm"]],
+                      posed[:, arm["hand"]])
+
     chain = solve_upper_body(hmd_positions, hmd_rotations, wrists, controllers, calibration, config)
     solved = {
-        "parger": Solved(posed[:, mapping["neck"]], posed[:, arm["upper_arm"]], posed[:, arm["forearm"]],
-                         posed[:, arm["hand"]]),
+        "parger": posed_with(config),
         "fabrik": solve_fabrik(start, mapping, wrists, neck_frames(rotations[:, mapping["chest"]], frame_in_chest),
                                fabrik),
         "parger_head_chain": Solved(chain.neck, chain.shoulders, chain.elbows, chain.wrists),
     }
+    if fitted is not None:
+        solved["parger_fitted"] = posed_with(fitted)
     reach = calibration.upper_arm_m + calibration.forearm_m
     truth_joints = Solved(positions[:, mapping["neck"]], positions[:, arm["upper_arm"]],
                           positions[:, arm["forearm"]], positions[:, arm["hand"]])
@@ -131,14 +140,16 @@ def summarise(errors: list[dict[str, np.ndarray]]) -> dict[str, float]:
 
 
 def evaluate(files, simulation: SimulationConfig = SimulationConfig(), config: UpperBodyIKConfig = UpperBodyIKConfig(),
-             fabrik: FabrikConfig = FabrikConfig(), progress=None) -> dict:
-    """Metrics per method: overall, per activity (Table 1's rows), per file, and on walking / waving clips."""
-    per_method = {m: [] for m in METHODS}
+             fabrik: FabrikConfig = FabrikConfig(), fitted: UpperBodyIKConfig | None = None, progress=None) -> dict:
+    """Metrics per method: overall, per activity (Table 1's rows), per file, and on walking / waving clips.
+    `fitted`: constants from `train ik`, evaluated as `parger_fitted` (left out when None)."""
+    methods = [m for m in METHODS if fitted is not None or m != "parger_fitted"]
+    per_method = {m: [] for m in methods}
     names, reached = [], []
     for i, path in enumerate(files):
-        truth, solved, wrists, reach = solve_clip(path, simulation, config, fabrik)
+        truth, solved, wrists, reach = solve_clip(path, simulation, config, fabrik, fitted)
         names.append(path.stem)
-        for m in METHODS:
+        for m in methods:
             per_method[m].append(squared_errors(solved[m], truth, wrists))
         reachable = length(wrists - solved["parger"].shoulders) < reach - 1e-3
         reached.append(length(solved["parger"].wrists - wrists)[reachable])
@@ -149,7 +160,7 @@ def evaluate(files, simulation: SimulationConfig = SimulationConfig(), config: U
         groups.setdefault(activity(name), []).append(i)
     walking_waving = [i for i, n in enumerate(names) if re.match(r"(walk|wave)", activity(n))]
     summary = {}
-    for m in METHODS:
+    for m in methods:
         errors = per_method[m]
         summary[m] = summarise(errors)
         if walking_waving:
@@ -166,15 +177,16 @@ def evaluate(files, simulation: SimulationConfig = SimulationConfig(), config: U
 
 def table(summary: dict) -> str:
     """The figures laid out like the paper's Table 1: one row per activity and joint, a column per method."""
-    lines = [f"{'activity':24s} {'joint':9s} " + " ".join(f"{m:>17s}" for m in METHODS)]
-    rows = [("all", {m: summary[m] for m in METHODS})]
+    methods = [m for m in METHODS if m in summary]
+    lines = [f"{'activity':24s} {'joint':9s} " + " ".join(f"{m:>17s}" for m in methods)]
+    rows = [("all", {m: summary[m] for m in methods})]
     if "walk_wave" in summary["parger"]:
-        rows.append(("walk + wave", {m: summary[m]["walk_wave"] for m in METHODS}))
-    rows += [(a, {m: summary[m]["activities"][a] for m in METHODS}) for a in summary["parger"]["activities"]]
+        rows.append(("walk + wave", {m: summary[m]["walk_wave"] for m in methods}))
+    rows += [(a, {m: summary[m]["activities"][a] for m in methods}) for a in summary["parger"]["activities"]]
     for name, figures in rows:
         for joint in (*JOINTS, "hand"):
             lines.append(f"{name if joint == 'neck' else '':24s} {joint:9s} "
-                         + " ".join(f"{figures[m][f'{joint}_cm']:17.2f}" for m in METHODS))
+                         + " ".join(f"{figures[m][f'{joint}_cm']:17.2f}" for m in methods))
     return "\n".join(lines)
 
 
@@ -185,7 +197,9 @@ def run(args) -> int:
         files = files[: args.limit]
     print(f"eval ik: {len(files)} files", file=sys.stderr)
 
-    summary = evaluate(files, SimulationConfig(look_around_deg=args.look_around), progress=print_progress)
+    fitted = ik_constants(args.fitted) if args.fitted != "none" else None
+    summary = evaluate(files, SimulationConfig(look_around_deg=args.look_around), fitted=fitted,
+                       progress=print_progress)
     print(table(summary), file=sys.stderr)
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -198,5 +212,8 @@ def add_command(eval_group) -> None:
     parser.add_argument("--limit", type=int, default=0, help="only the first N files (0: all)")
     parser.add_argument("--look-around", type=float, default=0.0, metavar="DEG",
                         help="look-around added to the simulated streams (default 0, as the paper's mocap)")
+    parser.add_argument("--fitted", default="fitted", metavar="FILE",
+                        help="elbow constants from `train ik` to evaluate as parger_fitted (default 'fitted': the "
+                             "shipped assets/upper_body_ik_fitted.json; 'none' leaves the row out)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.set_defaults(run=run)

@@ -398,7 +398,8 @@ class Solver:
         if not self.config.arm_ik:
             return motion
         return pose_upper_body(motion, self.upper_body, joints[:, 0], devices_r[:, 0], joints[:, 1:], devices_r[:, 1:],
-                               self.rig.attachments, self.rig.frame_in_chest, calibration, global_pose=global_pose)
+                               self.rig.attachments, self.rig.frame_in_chest, calibration, self.config.upper_body,
+                               global_pose)
 
 
 @dataclass

@@ -21,6 +21,7 @@ from core.simulate import simulate_stream
 from core.solver import Solver, solve
 from core.spring import angle_spring_toward
 from core.stream import ThreePointStream
+from core.upper_body_ik import ik_constants
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
 from test_cli import core
 
@@ -253,6 +254,19 @@ def test_live_stepping_and_offline_solving_give_identical_output(database, model
                                rtol=0, atol=1e-12)
 
 
+def test_the_arm_ik_takes_its_constants_from_the_solver_config(database, model, walk_stream):
+    """SolverConfig.upper_body reaches the IK: other elbow constants move the elbows, never the hands."""
+    stream = ThreePointStream(walk_stream.times[:60], walk_stream.positions[:60], walk_stream.rotations[:60],
+                              walk_stream.tracked[:60])
+    paper = solve(stream, Solver([database], SolverConfig(), model)).motion.global_positions()
+    fitted = solve(stream, Solver([database], SolverConfig(upper_body=ik_constants("fitted")), model))
+    positions = fitted.motion.global_positions()
+    elbows = [database.mapping[f"{s}_forearm"] for s in "lr"]
+    hands = [database.mapping[f"{s}_hand"] for s in "lr"]
+    assert np.linalg.norm(positions[:, elbows] - paper[:, elbows], axis=-1).mean() > 0.01
+    np.testing.assert_allclose(positions[:, hands], paper[:, hands], atol=1e-6)
+
+
 @pytest.mark.parametrize("alpha", [0.3, 0.1])
 def test_the_root_stays_within_alpha_of_the_target_every_frame(database, model, walk_stream, alpha):
     solution = solve(walk_stream, Solver([database], SolverConfig(alpha_m=alpha), model))
@@ -391,3 +405,7 @@ def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
     assert figures["alpha_0.1"]["root_cm"] < figures["mm"]["root_cm"] + 1.0
     failed = core("solve", stream, "--db", tmp_path / "missing.npz", "-o", tmp_path / "x.bvh", check=False)
     assert "missing.npz" in failed.stderr and not (tmp_path / "x.bvh").exists()
+    failed = core("solve", stream, "--db", db, "-o", tmp_path / "x.bvh", "--ik-constants", tmp_path / "ik.json",
+                  check=False)
+    assert failed.returncode == 1 and "ik.json: no such IK constants file" in failed.stderr
+    assert not (tmp_path / "x.bvh").exists()

@@ -44,7 +44,8 @@ def solver_config(solve) -> "core.config.SolverConfig":
     """The solver settings of the panel as core's SolverConfig (the command line's defaults elsewhere)."""
     return replace(core.config.SolverConfig(), alpha_m=solve.alpha_m, search_interval=solve.search_interval,
                    inertialization_halflife_s=solve.responsiveness_s, foot_lock=solve.foot_lock,
-                   arm_ik=solve.arm_ik, orientation="hmd" if solve.orientation == 'HMD' else "network")
+                   arm_ik=solve.arm_ik, orientation="hmd" if solve.orientation == 'HMD' else "network",
+                   upper_body=core.upper_body_ik.ik_constants(solve.elbow_constants.lower()))
 
 
 def read_stream(settings):

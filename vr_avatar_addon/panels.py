@@ -114,9 +114,11 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         if solve.method == 'N3P':
             settings = ("hmd_only", "foot_lock", "arm_ik", "stride_scaled")
         else:
-            settings = ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "orientation",
-                        "stride_scaled")
+            settings = ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "elbow_constants",
+                        "orientation", "stride_scaled")
         for name in settings:
+            if name == "elbow_constants" and not solve.arm_ik:
+                continue
             if name == "arm_ik" and solve.method == 'N3P':
                 layout.prop(solve, name, text="Hand IK")
             else:
