@@ -38,7 +38,6 @@ REST_FOREARM_DIRECTION = (0.0, -1.0, 0.3)
 """FABRIK's start pose in the neck frame (x left, y up, z forward)."""
 JOINTS = ("neck", "shoulder", "elbow")
 METHODS = ("parger", "fabrik", "parger_head_chain", "parger_fitted")
-
 PAPER_URM = {"parger": {"neck_cm": 3.4, "shoulder_cm": 3.9, "elbow_cm": 4.6},
              "fabrik": {"neck_cm": 4.9, "shoulder_cm": 4.9, "elbow_cm": 15.7}}
 """Parger et al. Table 1, Unity Raw Mocap (standing, slow walking)."""
@@ -139,6 +138,11 @@ def summarise(errors: list[dict[str, np.ndarray]]) -> dict[str, float]:
     return out
 
 
+def walking_and_waving(names) -> list[int]:
+    """Indices of the walking and waving clips among file stems: the issue's target set."""
+    return [i for i, name in enumerate(names) if re.match(r"(walk|wave)", activity(name))]
+
+
 def evaluate(files, simulation: SimulationConfig = SimulationConfig(), config: UpperBodyIKConfig = UpperBodyIKConfig(),
              fabrik: FabrikConfig = FabrikConfig(), fitted: UpperBodyIKConfig | None = None, progress=None) -> dict:
     """Metrics per method: overall, per activity (Table 1's rows), per file, and on walking / waving clips.
@@ -158,7 +162,7 @@ def evaluate(files, simulation: SimulationConfig = SimulationConfig(), config: U
     groups: dict[str, list[int]] = {}
     for i, name in enumerate(names):
         groups.setdefault(activity(name), []).append(i)
-    walking_waving = [i for i, n in enumerate(names) if re.match(r"(walk|wave)", activity(n))]
+    walking_waving = walking_and_waving(names)
     summary = {}
     for m in methods:
         errors = per_method[m]

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -36,14 +35,13 @@ from . import quat
 from .bvh import read_bvh
 from .config import SimulationConfig, UpperBodyIKConfig, describe
 from .devices import implied_joint_positions
-from .mocap import activity, find_bvh_files, print_progress, split_by_file
+from .eval_ik import CALIBRATION_S, walking_and_waving
+from .mocap import find_bvh_files, print_progress, split_by_file
 from .nelder_mead import minimize
 from .simulate import simulate_stream
 from .upper_body_ik import arm_positions
 from .upper_body_pose import UpperBodyJoints, calibrate_upper_body, neck_frames
 
-CALIBRATION_S = 0.5
-"""The reference pose's length, as `eval ik` calibrates."""
 FITTED_FIELDS = ("elbow_offset_deg", "elbow_biases_deg", "elbow_weights_deg_per_m", "elbow_min_deg", "elbow_max_deg",
                  "elbow_rest_direction")
 INITIAL_STEPS = np.array([10.0, 10.0, 10.0, 10.0, 20.0, 20.0, 50.0, 5.0, 10.0, 0.2, 0.2, 0.2])
@@ -142,11 +140,6 @@ def fit_constants(poses: list[ArmPoses], start: UpperBodyIKConfig = UpperBodyIKC
     return constants_from_vector(x, start), value, used
 
 
-def walking_and_waving(paths) -> list[int]:
-    """Indices of the walking and waving clips (issue 4's target set, as `eval ik` picks it)."""
-    return [i for i, p in enumerate(paths) if re.match(r"(walk|wave)", activity(Path(p).stem))]
-
-
 def run(args) -> int:
     """Fit the elbow constants of Parger et al. §3.3 to arm poses from the training split."""
     training, validation = split_by_file(find_bvh_files(args.data))
@@ -157,7 +150,7 @@ def run(args) -> int:
           file=sys.stderr)
     train_poses = [clip_arm_poses(p, args.frame_step) for p in training]
     val_poses = [clip_arm_poses(p, args.frame_step) for p in validation]
-    val_walk_wave = group_by_bone_lengths([val_poses[i] for i in walking_and_waving(validation)])
+    val_walk_wave = group_by_bone_lengths([val_poses[i] for i in walking_and_waving([p.stem for p in validation])])
     train_grouped, val_grouped = group_by_bone_lengths(train_poses), group_by_bone_lengths(val_poses)
     paper = UpperBodyIKConfig()
 
