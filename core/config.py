@@ -92,6 +92,13 @@ class UpperBodyIKConfig:
     wrist_correction: bool = True
     """Apply eq. 5; off leaves the elbow where eq. 4 and the singularity blend put it."""
 
+    def save(self, path: str | Path, names, record: dict) -> None:
+        """Write the constants `names` of this config and a record of how they were found, as `load` reads them."""
+        values = describe(self)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"constants": {n: values[n] for n in names}, "record": record}, indent=2) + "\n")
+
     @classmethod
     def load(cls, path: str | Path) -> "UpperBodyIKConfig":
         """The paper's constants with those in a file from `train ik` ({"constants": {field: value}}) in their place."""

@@ -23,17 +23,15 @@ actor) are solved together, so one evaluation of the objective is a few vectoris
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from . import quat
 from .bvh import read_bvh
-from .config import SimulationConfig, UpperBodyIKConfig, describe
+from .config import SimulationConfig, UpperBodyIKConfig
 from .devices import implied_joint_positions
 from .eval_ik import CALIBRATION_S, walking_and_waving
 from .mocap import find_bvh_files, print_progress, split_by_file
@@ -179,8 +177,7 @@ def run(args) -> int:
         "seconds": round(time.time() - started, 1),
         **{k: {m: round(v, 3) for m, v in f.items()} for k, f in figures.items()},
     }
-    constants = {f: describe(fitted)[f] for f in FITTED_FIELDS}
-    Path(args.output).write_text(json.dumps({"constants": constants, "record": record}, indent=2) + "\n")
+    fitted.save(args.output, FITTED_FIELDS, record)
     for name, f in figures.items():
         print(f"{name}: paper {f['paper']:.2f} cm, fitted {f['fitted']:.2f} cm", file=sys.stderr)
     print(f"wrote {args.output}", file=sys.stderr)
