@@ -5,9 +5,10 @@ frames of 2 or 3 segments, kept where the phase differs at a seam (the feet's co
 across it). The refiner runs on each 60-frame case as one window, as the paper's validation does.
 Per method: foot sliding (§7.5, toe joints under 2 cm, m per frame), MSE to the ground truth in
 normalised pose units (§7.3), NPSS, and SPEC §5's foot skating. Every method's vectors are rebuilt
-as `stitch` rebuilds them without foot lock: forward kinematics, then leg IK to the feet that p
-gives (§5); §7.5 compares "without post processing", so there is no contact lock, except in
-`rmr_foot_lock`. `rmr_fk` is the refiner's rotations by forward kinematics alone, and
+as `stitch` rebuilds them without foot lock: forward kinematics, then leg IK to the feet that p and
+v give (§5, StitchConfig.feet_velocity_weight); §7.5 compares "without post processing", so there is
+no contact lock, except in `rmr_foot_lock`. `rmr_p` and `inertialization_p` read the feet from p
+alone. `rmr_fk` is the refiner's rotations by forward kinematics alone, and
 `inertialization_fk` the blended rotations likewise: inertialization as an animation system applies it
 (Bollo), on joint rotations, with the feet wherever forward kinematics puts them.
 Cases come from the validation split of the given files; the others make the KNN reference database.
@@ -33,7 +34,7 @@ from .stitch_pose import PoseLayout, contact_levels, motion_from_vectors, predic
 
 LONG_SEQUENCES = 12
 LONG_CLIPS = 4
-READINGS = ("rmr_fk", "inertialization_fk", "rmr_foot_lock", "ground_truth")
+READINGS = ("rmr_p", "inertialization_p", "rmr_fk", "inertialization_fk", "rmr_foot_lock", "ground_truth")
 """The rows `evaluate` adds to METHODS': other readings of the same outputs, and the ground truth."""
 
 
@@ -50,11 +51,13 @@ def phase_differs(pairs: StitchPairs, layout: PoseLayout) -> np.ndarray:
 def toe_positions(vectors: np.ndarray, layout: PoseLayout, skeleton, feet: str = "placed") -> np.ndarray:
     """Toe joint positions (T, 2, 3) of the motion that pose vectors describe, from the identity root.
 
-    feet: 'fk' (forward kinematics of the rotations only), 'placed' (IK to p's feet, as `stitch` rebuilds
-    a motion without foot lock) or 'locked' (placed and held on the predicted toe contacts)."""
+    feet: 'fk' (forward kinematics of the rotations only), 'placed' (IK to the feet that p and v give, as
+    `stitch` rebuilds a motion without foot lock), 'p' (IK to p's feet alone) or 'locked' (placed and held
+    on the predicted toe contacts)."""
     motion = motion_from_vectors(vectors, layout, skeleton, FPS, np.zeros(3), 0.0)
     if feet != "fk":
-        motion = place_feet(motion, vectors, layout, toe_contacts(vectors, layout) if feet == "locked" else None)
+        motion = place_feet(motion, vectors, layout, toe_contacts(vectors, layout) if feet == "locked" else None,
+                            velocity_weight=0.0 if feet == "p" else StitchConfig.feet_velocity_weight)
     mapping = find_mapping(skeleton)
     return motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
 
@@ -132,7 +135,8 @@ def evaluate(files, model: StitchModel, seed: int = 1, progress=None) -> dict:
     splits = pairs.splits
     result = {m: scores(v, truths, layout, skeleton, model, splits) for m, v in outputs.items()}
     for method in ("rmr", "inertialization"):
-        result[f"{method}_fk"] = scores(outputs[method], truths, layout, skeleton, model, splits, feet="fk")
+        for feet in ("p", "fk"):
+            result[f"{method}_{feet}"] = scores(outputs[method], truths, layout, skeleton, model, splits, feet=feet)
     result["rmr_foot_lock"] = scores(outputs["rmr"], truths, layout, skeleton, model, splits, feet="locked")
     result["ground_truth"] = scores(truths, truths, layout, skeleton, model, splits)
     long = long_sequences(cases_from, model)

@@ -8,7 +8,8 @@
    frame before a window and the window's first output frame is hidden by inertialization over
    10 frames (Bollo's quintic, inertialize.blend_seam). w, s = 180, 90 or 60, 30 as in §7.
 3. Rebuild the motion: the root accumulated from the refined displacements from K's first root,
-   rotations from q, the hips from p; leg IK then puts the feet at p's ankles and toes (§5), and
+   rotations from q, the hips from p; leg IK then puts the ankles and toes where the network says
+   (§5): the least-squares path between p's positions and v's steps (least_squares_path), and
    holds each toe while its predicted toe contact says it is down (foot_lock.FootLock, the same lock
    the live solver uses). Every method's vectors are rebuilt this way.
 `WindowRefiner` takes frames as they come (a live motion-matching output) or all at once; both give
@@ -26,6 +27,7 @@ from .config import StitchConfig
 from .foot_lock import FootLock
 from .humanoid import find_mapping
 from .inertialize import blend_seam
+from .least_squares_path import least_squares_path
 from .leg_ik import two_bone_ik
 from .motion import Motion
 from .pose_database import database_skeleton, rooted_motion
@@ -160,27 +162,33 @@ def inertialized(vectors: np.ndarray, starts, layout: PoseLayout, frames: int = 
     return vectors
 
 
-def predicted_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout) -> np.ndarray:
-    """World positions (T, 2, 2, 3) of left and right ankle and toe where p puts them, about the motion's root."""
-    p = vectors[:, layout.p].reshape(len(vectors), -1, 3)[:, layout.feet].reshape(len(vectors), 2, 2, 3)
+def predicted_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout,
+                   velocity_weight: float = DEFAULTS.feet_velocity_weight) -> np.ndarray:
+    """World positions (T, 2, 2, 3) of left and right ankle and toe, about the motion's root: the least-squares
+    path between where p puts them and the steps v takes them (StitchConfig.feet_velocity_weight)."""
+    frames = len(vectors)
+    p = vectors[:, layout.p].reshape(frames, -1, 3)[:, layout.feet].reshape(frames, 2, 2, 3)
+    v = vectors[:, layout.v].reshape(frames, -1, 3)[:, layout.feet].reshape(frames, 2, 2, 3)
     root_rotation, root_position = motion.rotations[:, 0, None, None], motion.positions[:, 0, None, None]
-    return quat.rotate(root_rotation, p) + root_position
+    positions = quat.rotate(root_rotation, p) + root_position
+    steps = quat.rotate(root_rotation[:-1], v[1:]) / motion.fps
+    return least_squares_path(positions, steps, velocity_weight)
 
 
 def place_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout, contacts: np.ndarray | None = None,
-               lock: FootLock | None = None) -> Motion:
+               lock: FootLock | None = None, velocity_weight: float = DEFAULTS.feet_velocity_weight) -> Motion:
     """§5's last step: IK puts each foot where the network says, rather than where forward kinematics of its
     rotations ends up ("the forward kinematics accumulates the error to the joints at ends").
 
-    Two-bone IK on thigh and shin brings the ankle to p's ankle, and the foot turns to point at p's
-    toe. With `contacts` (T, 2), FootLock first holds each toe where it touched down (the same lock as
+    Two-bone IK on thigh and shin brings the ankle to the predicted ankle (`predicted_feet`), and the foot
+    turns to point at the predicted toe. With `contacts` (T, 2), FootLock first holds each toe where it touched down (the same lock as
     the live solver's), the ankle moving with it. The lock pins the toe joint, so its contacts are the
     toes' (toe_contacts): a heel contact starts while the toe is still in the air and moving.
     """
     mapping = find_mapping(motion.skeleton)
     legs = np.array([[mapping[f"{s}_{j}"] for j in ("thigh", "shin", "foot", "toes")] for s in "lr"])
     global_rotations, global_positions = motion.global_transforms()
-    feet = predicted_feet(motion, vectors, layout)
+    feet = predicted_feet(motion, vectors, layout, velocity_weight)
     ankles, toes = feet[:, :, 0], feet[:, :, 1]
     if contacts is not None:
         lock = lock or FootLock()
@@ -239,7 +247,8 @@ def stitch(motions: list[Motion], config: StitchConfig = DEFAULTS, model: Stitch
     motion = motion_from_vectors(vectors, aligned.layout, aligned.motion.skeleton, FPS, start,
                                  root_yaw(aligned.motion.rotations[:1, 0])[0], aligned.motion.name)
     contacts = toe_contacts(vectors, aligned.layout)
-    motion = place_feet(motion, vectors, aligned.layout, contacts if config.foot_lock else None)
+    motion = place_feet(motion, vectors, aligned.layout, contacts if config.foot_lock else None,
+                        velocity_weight=config.feet_velocity_weight)
     return Stitched(motion, aligned, vectors, contacts)
 
 

@@ -90,6 +90,19 @@ def test_evaluated_feet_come_from_p_when_placed_and_from_the_rotations_alone_by_
     assert np.abs(shift[:, 0, 1]).max() < 1e-6 and np.abs(shift[:, 1]).max() < 1e-6
 
 
+def test_placed_feet_read_v_as_well_as_p_so_jitter_in_p_alone_slides_them_less(clips, layout):
+    clip = clips[3]
+    x, skeleton = clip.vectors[:120].copy(), clip.motion.skeleton
+    truth = toe_positions(x, layout, skeleton, "placed")
+    feet = layout.p.start + 3 * np.asarray(layout.feet)[:, None] + np.array([0, 2])  # x and z of ankles and toes
+    x[:, feet.ravel()] += np.random.default_rng(3).normal(scale=0.01, size=(len(x), feet.size))
+    from_p, placed = toe_positions(x, layout, skeleton, "p"), toe_positions(x, layout, skeleton, "placed")
+    p_error = np.linalg.norm(from_p - truth, axis=-1).mean()
+    assert p_error > 0.008
+    assert np.linalg.norm(placed - truth, axis=-1).mean() < 0.5 * p_error
+    assert foot_slide_m(placed) < 0.5 * foot_slide_m(from_p)
+
+
 def test_segment_splits_are_multiples_of_ten_adding_up_to_the_window():
     splits = segment_splits(60)
     assert len(splits) == 15 and len(set(splits)) == 15
