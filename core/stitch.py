@@ -32,8 +32,8 @@ from .leg_ik import two_bone_ik
 from .motion import Motion
 from .pose_database import database_skeleton, rooted_motion
 from .stitch_model import StitchModel
-from .stitch_pose import (PoseLayout, align_roots, match_root_path, motion_from_vectors, on_floor, pose_vectors,
-                          root_yaw, toe_contacts)
+from .stitch_pose import (PoseLayout, align_roots, lower_body_velocities, match_root_path, motion_from_vectors,
+                          on_floor, pose_vectors, root_yaw, toe_contacts)
 
 FPS = 60.0
 METHODS = ("concat", "inertialization", "rmr")
@@ -153,12 +153,14 @@ def refine(vectors: np.ndarray, model: StitchModel, layout: PoseLayout, config: 
 def inertialized(vectors: np.ndarray, starts, layout: PoseLayout, frames: int = DEFAULTS.baseline_blend_frames):
     """The IB baseline: K with every clip seam (the clip `starts` after the first) blended over `frames` frames.
 
-    The pose (p, q, v) is blended; the root's displacements are not: the clips' roots are aligned already,
-    and a blended displacement would move the rest of the trajectory."""
+    The pose (p and q) is blended; the root's displacements are not: the clips' roots are aligned already,
+    and a blended displacement would move the rest of the trajectory. v is then the velocity of the blended
+    positions: blending v on its own would give feet whose speed disagrees with their path."""
     vectors = vectors.copy()
-    dims = slice(layout.p.start, layout.v.stop)
+    dims = slice(layout.p.start, layout.q.stop)
     for seam in list(starts)[1:]:
         vectors[:, dims] = blend_seam(vectors[:, dims], int(seam), frames)
+    vectors[:, layout.v] = lower_body_velocities(vectors, layout, FPS)
     return vectors
 
 

@@ -119,6 +119,22 @@ def align_roots(positions: np.ndarray, yaw: np.ndarray, onto_position: np.ndarra
     return moved, yaw + turn
 
 
+def lower_body_velocities(x: np.ndarray, layout: PoseLayout, fps: float) -> np.ndarray:
+    """v (T, 3 J_lower) as r and p imply it: each joint's move from t-1 to t, in the root frame of t-1, per second.
+
+    With the root's step s_t = (r_x, 0, r_z) and turn r_theta, that is (s_t + R_y(r_theta) p_t - p_{t-1}) fps;
+    v_0 repeats v_1, as pose_vectors' forward difference gives it."""
+    frames = len(x)
+    p = x[:, layout.p].reshape(frames, -1, 3)
+    v = np.zeros_like(p)
+    if frames > 1:
+        r = x[1:, layout.r]
+        step = np.stack([r[:, 0], np.zeros(frames - 1), r[:, 2]], axis=-1)
+        v[1:] = (step[:, None] + quat.rotate(quat.from_yaw(r[:, 1])[:, None], p[1:]) - p[:-1]) * fps
+        v[0] = v[1]
+    return v.reshape(frames, -1)
+
+
 def step_headings(r: np.ndarray) -> np.ndarray:
     """Heading (T,) each displacement of r (T, 3) is taken in, relative to the frame before r_0."""
     return np.concatenate([[0.0], np.cumsum(r[:-1, 1])])

@@ -348,3 +348,31 @@ def test_foot_lock_holds_each_toe_while_its_toe_contact_lasts(walk1):
     assert np.mean(steps[0][:seam - 1][held[:seam - 1]]) > 1e-3
     assert np.mean(steps[1][held] < 1e-6) > 0.9
     assert foot_slide_m(toes[1]) < foot_slide_m(toes[0])
+
+
+def test_eval_stitch_reports_the_three_methods_on_cases_from_the_validation_clips(capsys):
+    validation = DATASET_2 / "dataset-2_run_active_002.bvh"
+    assert main(["eval", "stitch", "--data", *map(str, CLIPS), str(validation), "--seeds", "1", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    cases = result["cases"]
+    assert cases["evaluation_clips"] == 2 and cases["reference_clips"] == len(CLIPS) - 1 and cases["seeds"] == [1, 2]
+    assert cases["total"] == cases["two_segments"] + cases["three_segments"] > 0
+    for method in ("concat", "inertialization", "rmr"):
+        assert {"foot_slide_m", "mse", "npss"} <= set(result[method])
+        assert 0.0 < result[method]["foot_slide_m"] < 0.05 and result[method]["mse"] > 0.0
+    assert result["ground_truth"]["mse"] == 0.0 and result["ground_truth"]["npss"] == 0.0
+    assert result["inertialization"]["mse"] < result["concat"]["mse"]
+    assert result["rmr_fk"]["foot_slide_m"] > result["rmr"]["foot_slide_m"]
+
+
+def test_the_inertialization_baseline_moves_its_feet_as_fast_as_its_blended_positions_say(clips, layout):
+    from core.stitch import inertialized
+    from core.stitch_pose import lower_body_velocities
+
+    assert np.abs(lower_body_velocities(clips[3].vectors, layout, 60.0) - clips[3].vectors[:, layout.v]).max() < 1e-9
+    k = align_clips([clips[0].motion, clips[3].motion])
+    blended = inertialized(k.vectors, k.starts, layout)
+    seam = int(k.starts[1])
+    assert np.abs(blended[:, layout.v] - lower_body_velocities(blended, layout, 60.0)).max() < 1e-9
+    assert np.abs(blended[seam:seam + 30, layout.p] - k.vectors[seam:seam + 30, layout.p]).max() > 0.01
+    assert np.array_equal(blended[:, layout.r], k.vectors[:, layout.r])
