@@ -174,7 +174,8 @@ def stitch_clips(args) -> int:
     from .stitch import on_skeleton, stitch
 
     clips = [read_bvh(path) for path in args.clips]
-    config = StitchConfig(args.method, args.window, args.shift, foot_lock=not args.no_foot_lock)
+    config = StitchConfig(args.method, args.window, args.shift, foot_lock=not args.no_foot_lock,
+                          feet_velocity_weight=args.feet_velocity_weight)
     result = stitch(clips, config, StitchModel.load(args.model) if config.method == "rmr" else None)
     write_bvh(args.output, on_skeleton(result.motion, clips[0].skeleton))
     deviation = result.root_deviation()
@@ -269,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
                                help="w: frames per refined window (default 180)")
     stitch_parser.add_argument("--shift", type=int, default=StitchConfig.shift, help="s: frames the window moves (default 90)")
     stitch_parser.add_argument("--no-foot-lock", action="store_true", help="skip the foot lock on predicted contacts")
+    stitch_parser.add_argument("--feet-velocity-weight", type=float, default=StitchConfig.feet_velocity_weight,
+                               metavar="W", help="the feet follow the least-squares path between the output's positions "
+                                                 "(p) and its velocities (v), W on v's steps (default 32; 0: p alone)")
     stitch_parser.add_argument("--json", action="store_true", help="print one JSON object")
     stitch_parser.set_defaults(run=stitch_clips)
 

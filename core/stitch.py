@@ -243,6 +243,8 @@ def stitch_vectors(vectors: np.ndarray, starts, layout: PoseLayout, config: Stit
 
 def stitch(motions: list[Motion], config: StitchConfig = DEFAULTS, model: StitchModel | None = None) -> Stitched:
     """The clips joined into one motion (on the database skeleton) as `config` says."""
+    if not config.feet_velocity_weight >= 0:
+        raise StitchError(f"the feet velocity weight must be 0 or more, not {config.feet_velocity_weight}")
     aligned = align_clips(motions)
     vectors = stitch_vectors(aligned.vectors, aligned.starts, aligned.layout, config, model)
     start = aligned.motion.positions[0, 0]

@@ -51,6 +51,20 @@ def test_stitch_actions_makes_one_new_action_that_plays_cores_stitch(bpy, instal
         heads = np.array([first.matrix_world @ first.pose.bones[name].head for name in names])
         np.testing.assert_allclose(heads, axes.z_up_from_y_up(positions[frame]), atol=2e-3)
 
+    # Feet From Velocity reaches core's config: 0 reads the feet from the predicted positions alone.
+    first.animation_data.action = kept_action
+    _select(bpy, [second, first], first)
+    assert bpy.ops.vr_avatar.stitch_actions(feet_velocity_weight=0.0) == {'FINISHED'}
+    assert first.animation_data.action is not action
+    p_alone = on_skeleton(stitch(motions, StitchConfig(feet_velocity_weight=0.0), StitchModel.load()).motion,
+                          motions[0].skeleton).resampled(30.0).global_positions()
+    frame = len(expected) // 2
+    empty_scene.frame_set(start + frame)
+    toes = [names.index(name) for name in names if "Toe" in name]
+    heads = np.array([first.matrix_world @ first.pose.bones[names[j]].head for j in toes])
+    np.testing.assert_allclose(heads, axes.z_up_from_y_up(p_alone[frame, toes]), atol=2e-3)
+    assert np.abs(p_alone[:, toes] - positions[:, toes]).max() > 0.01
+
 
 def test_stitch_actions_needs_two_armatures_and_changes_nothing_without(bpy, installed, empty_scene):
     first = _import(bpy, CLIPS[0])

@@ -376,3 +376,20 @@ def test_the_inertialization_baseline_moves_its_feet_as_fast_as_its_blended_posi
     assert np.abs(blended[:, layout.v] - lower_body_velocities(blended, layout, 60.0)).max() < 1e-9
     assert np.abs(blended[seam:seam + 30, layout.p] - k.vectors[seam:seam + 30, layout.p]).max() > 0.01
     assert np.array_equal(blended[:, layout.r], k.vectors[:, layout.r])
+
+
+def test_stitch_command_reads_the_feet_from_p_alone_with_weight_zero_and_refuses_a_negative_weight(tmp_path, capsys):
+    from core.bvh import read_bvh
+
+    outputs = {}
+    for weight in ("0", "32"):
+        outputs[weight] = tmp_path / f"stitched_{weight}.bvh"
+        assert main(["stitch", str(CLIPS[3]), str(CLIPS[4]), "-o", str(outputs[weight]), "--no-foot-lock",
+                     "--feet-velocity-weight", weight]) == 0
+    difference = np.abs(read_bvh(outputs["0"]).rotations - read_bvh(outputs["32"]).rotations).max()
+    assert difference > 1e-4
+    capsys.readouterr()
+    assert main(["stitch", str(CLIPS[3]), str(CLIPS[4]), "-o", str(tmp_path / "no.bvh"),
+                 "--feet-velocity-weight", "-1"]) == 1
+    assert "feet velocity weight must be 0 or more, not -1.0" in capsys.readouterr().err
+    assert not (tmp_path / "no.bvh").exists()

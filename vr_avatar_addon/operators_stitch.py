@@ -1,6 +1,6 @@
 """Stitch operator: the selected armatures' actions joined into one new action by core's stitcher (Kim et al.'s RMR)."""
 import bpy
-from bpy.props import BoolProperty, EnumProperty, IntProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from . import core
 from .keyframes import new_action
@@ -41,6 +41,10 @@ class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
                        default=DEFAULTS.shift, min=1, max=1000)
     foot_lock: BoolProperty(name="Foot Lock", description="Hold the feet where the refiner predicts contact",
                             default=DEFAULTS.foot_lock)
+    feet_velocity_weight: FloatProperty(
+        name="Feet From Velocity", description="The feet follow the path between the predicted foot positions and "
+                                               "velocities, with this weight on the velocities (0: positions alone)",
+        default=DEFAULTS.feet_velocity_weight, min=0.0, soft_max=256.0)
 
     def execute(self, context):
         scene = context.scene
@@ -48,7 +52,8 @@ class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
         try:
             armatures, active = stitch_sources(context)
             motions = [action_motion(scene, obj) for obj in armatures]
-            config = core.config.StitchConfig(self.method, self.window, self.shift, foot_lock=self.foot_lock)
+            config = core.config.StitchConfig(self.method, self.window, self.shift, foot_lock=self.foot_lock,
+                                              feet_velocity_weight=self.feet_velocity_weight)
             model = core.stitch_model.StitchModel.load() if config.method == "rmr" else None
             result = core.stitch.stitch(motions, config, model)
             receiver = motions[armatures.index(active)].skeleton
