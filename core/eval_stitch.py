@@ -7,9 +7,10 @@ Per method: foot sliding (§7.5, toe joints under 2 cm, m per frame), MSE to the
 normalised pose units (§7.3), NPSS, and SPEC §5's foot skating. Every method's vectors are rebuilt
 as `stitch` rebuilds them without foot lock: forward kinematics, then leg IK to the feet that p and
 v give (§5, StitchConfig.feet_velocity_weight); §7.5 compares "without post processing", so there is
-no contact lock, except in `rmr_foot_lock`. `rmr_p` reads the refiner's feet from p alone. `rmr_fk` is the refiner's rotations by forward kinematics alone, and
-`inertialization_fk` the blended rotations likewise: inertialization as an animation system applies it
-(Bollo), on joint rotations, with the feet wherever forward kinematics puts them.
+no contact lock, except in `rmr_foot_lock`. `rmr_p` reads the refiner's feet from p alone. `rmr_fk`
+is the refiner's rotations by forward kinematics alone, and `inertialization_fk` the blended rotations
+likewise: inertialization as an animation system applies it (Bollo), on joint rotations, with the feet
+wherever forward kinematics puts them.
 Cases come from the validation split of the given files; the others make the KNN reference database.
 Long sequences (Figure 9): several clips from different files, 120-240 frames each, stitched with
 w = 180 and s = 90; the root's distance from the aligned input is reported per method, and for the
@@ -34,10 +35,10 @@ from .stitch_pose import PoseLayout, contact_levels, motion_from_vectors, predic
 LONG_SEQUENCES = 12
 LONG_CLIPS = 4
 READINGS = ("rmr_p", "rmr_fk", "inertialization_fk", "rmr_foot_lock", "ground_truth")
+"""The rows `evaluate` adds to METHODS': other readings of the same outputs, and the ground truth."""
 CASE_SEEDS = (1, 2, 3)
 """Each seed draws one set of stitch pairs from the evaluation clips (§4's random splits and k); the cases of
 all of them are pooled, since one set's foot sliding moves by a few percent from seed to seed."""
-"""The rows `evaluate` adds to METHODS': other readings of the same outputs, and the ground truth."""
 
 
 def phase_differs(pairs: StitchPairs, layout: PoseLayout) -> np.ndarray:
@@ -59,7 +60,7 @@ def toe_positions(vectors: np.ndarray, layout: PoseLayout, skeleton, feet: str =
     motion = motion_from_vectors(vectors, layout, skeleton, FPS, np.zeros(3), 0.0)
     if feet != "fk":
         motion = place_feet(motion, vectors, layout, toe_contacts(vectors, layout) if feet == "locked" else None,
-                            velocity_weight=0.0 if feet == "p" else StitchConfig.feet_velocity_weight)
+                            velocity_weight=0.0 if feet == "p" else StitchConfig().feet_velocity_weight)
     mapping = find_mapping(skeleton)
     return motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
 

@@ -8,8 +8,8 @@
    frame before a window and the window's first output frame is hidden by inertialization over
    10 frames (Bollo's quintic, inertialize.blend_seam). w, s = 180, 90 or 60, 30 as in §7.
 3. Rebuild the motion: the root accumulated from the refined displacements from K's first root,
-   rotations from q, the hips from p; leg IK then puts the ankles and toes where the network says
-   (§5): the least-squares path between p's positions and v's steps (least_squares_path), and
+   rotations from q, the hips from p; leg IK then puts the ankles and toes where x_t says (§5): on
+   the least-squares path between p's positions and v's steps (least_squares_path), and
    holds each toe while its predicted toe contact says it is down (foot_lock.FootLock, the same lock
    the live solver uses). Every method's vectors are rebuilt this way.
 `WindowRefiner` takes frames as they come (a live motion-matching output) or all at once; both give
@@ -183,8 +183,8 @@ def place_feet(motion: Motion, vectors: np.ndarray, layout: PoseLayout, contacts
     rotations ends up ("the forward kinematics accumulates the error to the joints at ends").
 
     Two-bone IK on thigh and shin brings the ankle to the predicted ankle (`predicted_feet`), and the foot
-    turns to point at the predicted toe. With `contacts` (T, 2), FootLock first holds each toe where it touched down (the same lock as
-    the live solver's), the ankle moving with it. The lock pins the toe joint, so its contacts are the
+    turns to point at the predicted toe. With `contacts` (T, 2), FootLock first holds each toe where it
+    touched down (the same lock as the live solver's), the ankle moving with it. The lock pins the toe joint, so its contacts are the
     toes' (toe_contacts): a heel contact starts while the toe is still in the air and moving.
     """
     mapping = find_mapping(motion.skeleton)
