@@ -15,11 +15,12 @@ from core.inertialize import blend_seam, quintic_offsets
 from core.metrics import foot_slide_m, npss
 from core.motion import Motion
 from core.pose_database import rooted_motion
-from core.stitch import WindowRefiner, align_clips, on_skeleton, refine, stitch
+from core.stitch import WindowRefiner, align_clips, inertialized, on_skeleton, refine, stitch
 from core.stitch_data import (ReferenceDatabase, generate_pairs, load_clip, reference_databases, segment_features,
                               segment_splits)
 from core.stitch_model import SHIPPED_MODEL, StitchModel, StitchModelError
-from core.stitch_pose import PoseLayout, motion_from_vectors, pose_vectors, root_yaw, contact_levels
+from core.stitch_pose import (PoseLayout, contact_levels, lower_body_velocities, motion_from_vectors, pose_vectors,
+                              root_yaw)
 from core.stitch_data import StitchPairs
 from core.train_stitch import begin_weights, export, losses, network, normalisation, train
 from conftest import DATASET_1, DATASET_2
@@ -366,9 +367,6 @@ def test_eval_stitch_reports_the_three_methods_on_cases_from_the_validation_clip
 
 
 def test_the_inertialization_baseline_moves_its_feet_as_fast_as_its_blended_positions_say(clips, layout):
-    from core.stitch import inertialized
-    from core.stitch_pose import lower_body_velocities
-
     assert np.abs(lower_body_velocities(clips[3].vectors, layout, 60.0) - clips[3].vectors[:, layout.v]).max() < 1e-9
     k = align_clips([clips[0].motion, clips[3].motion])
     blended = inertialized(k.vectors, k.starts, layout)
