@@ -123,7 +123,7 @@ def lower_body_velocities(x: np.ndarray, layout: PoseLayout, fps: float) -> np.n
     """v (T, 3 J_lower) as r and p imply it: each joint's move from t-1 to t, in the root frame of t-1, per second.
 
     With the root's step s_t = (r_x, 0, r_z) and turn r_theta, that is (s_t + R_y(r_theta) p_t - p_{t-1}) fps;
-    v_0 repeats v_1, as pose_vectors' forward difference gives it."""
+    v_0 repeats v_1 (r_0 repeats r_1)."""
     frames = len(x)
     p = x[:, layout.p].reshape(frames, -1, 3)
     v = np.zeros_like(p)
@@ -187,13 +187,7 @@ def pose_vectors(rooted: Motion, layout: PoseLayout, levels: np.ndarray) -> np.n
     p = quat.inverse_rotate(root_rotation[:, None], global_positions - root_position[:, None])
     x[:, layout.p] = p.reshape(frames, -1)
     x[:, layout.q] = quat.positive_hemisphere(rooted.rotations[:, 1:]).reshape(frames, -1)
-    previous = np.maximum(np.arange(frames) - 1, 0)
-    velocity = np.zeros_like(global_positions)
-    if frames > 1:
-        velocity[1:] = quat.inverse_rotate(root_rotation[previous[1:], None],
-                                           global_positions[1:] - global_positions[:-1]) * rooted.fps
-        velocity[0] = quat.inverse_rotate(root_rotation[0], global_positions[1] - global_positions[0]) * rooted.fps
-    x[:, layout.v] = velocity.reshape(frames, -1)
+    x[:, layout.v] = lower_body_velocities(x, layout, rooted.fps)
     heights = global_positions[:, layout.feet, 1] - levels
     thresholds = np.array([HEEL_CONTACT_M, TOE_CONTACT_M, HEEL_CONTACT_M, TOE_CONTACT_M])
     x[:, layout.c] = (heights < thresholds).astype(float)
