@@ -162,6 +162,13 @@ class OrientationModel:
         return model
 
 
+def next_prediction(model: OrientationModel, activations: np.ndarray, previous_rows: np.ndarray) -> np.ndarray:
+    """One pass of the network: the prediction (2, 3) from a frame's feature activations and the previous
+    prediction (2, 3), both as the rows c0^T, c1^T in this frame's heading coordinates; orthonormalised, as it
+    is fed back."""
+    return orthonormalize_6d(model.forward_from(activations, previous_rows.ravel())).reshape(2, 3)
+
+
 def predict_body_orientation(model: OrientationModel, positions: np.ndarray, rotations: np.ndarray, fps: float,
                              initial: np.ndarray | None = None) -> np.ndarray:
     """Raw predicted body orientations, world 6D (T, 6), for a whole stream (offline driver).
@@ -170,10 +177,17 @@ def predict_body_orientation(model: OrientationModel, positions: np.ndarray, rot
     first frame from the HMD's heading (SETTLE_STEPS).
     """
     features, heading = device_features(positions, rotations, fps)
+    activations = model.feature_activations(features)
     predictor = OrientationPredictor(model)
     predictor.reset(initial)
-    activations = model.feature_activations(features)
-    return np.stack([predictor.advance(activations[t], heading[t]) for t in range(len(features))])
+    # The prediction is carried in each frame's heading coordinates, c^T H_t: from one frame's to the
+    # next's is the product with H_{t-1}^T H_t, one (3, 3) per frame computed for all frames at once.
+    turns = np.swapaxes(heading[:-1], -1, -2) @ heading[1:]
+    fed = np.empty((len(features), 2, 3))
+    fed[0] = predictor.advance(activations[0], heading[0]).reshape(2, 3) @ heading[0]
+    for t in range(1, len(features)):
+        fed[t] = next_prediction(model, activations[t], fed[t - 1] @ turns[t - 1])
+    return (fed @ np.swapaxes(heading, -1, -2)).reshape(-1, 6)
 
 
 class OrientationPredictor:
@@ -199,9 +213,8 @@ class OrientationPredictor:
             self.previous_6d = (IDENTITY_ROWS @ heading_matrix.T).ravel()
             passes = SETTLE_STEPS
         for _ in range(passes):
-            rows = self.previous_6d.reshape(2, 3)
-            output = self.model.forward_from(activations, (rows @ heading_matrix).ravel())
-            self.previous_6d = (orthonormalize_6d(output).reshape(2, 3) @ heading_matrix.T).ravel()
+            fed = next_prediction(self.model, activations, self.previous_6d.reshape(2, 3) @ heading_matrix)
+            self.previous_6d = (fed @ heading_matrix.T).ravel()
         return self.previous_6d
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:
