@@ -60,6 +60,20 @@ def test_live_steps_equal_the_offline_driver(stream):
     assert np.abs(np.array(steps)[30:] - offline[30:]).max() < 1e-6
 
 
+def test_offline_driver_feeds_back_as_stepping_each_frame_does(stream):
+    # The offline driver carries the prediction from frame to frame in heading coordinates; stepping the
+    # shared per-frame pass through world coordinates, frame by frame, must give the same predictions.
+    model = export(random_network(2), np.zeros(INPUT_SIZE), np.ones(INPUT_SIZE))
+    features, heading = device_features(stream.positions, stream.rotations, 60.0)
+    predictor = OrientationPredictor(model)
+    stepped = [predictor.advance(model.feature_activations(features[t]), heading[t]) for t in range(len(stream))]
+    offline = predict_body_orientation(model, stream.positions, stream.rotations, 60.0)
+    assert offline.shape == (len(stream), 6)
+    assert np.abs(offline - np.array(stepped)).max() < 1e-12
+    one = predict_body_orientation(model, stream.positions[:1], stream.rotations[:1], 60.0)
+    assert one.shape == (1, 6) and np.all(np.isfinite(one))
+
+
 def test_numpy_forward_matches_torch(tmp_path):
     network = random_network(1)
     mean, std = np.linspace(-1, 1, INPUT_SIZE), np.linspace(0.5, 2.0, INPUT_SIZE)
