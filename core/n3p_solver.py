@@ -56,6 +56,10 @@ class N3PSolver:
         self.arms = np.array([[self.mapping[f"{s}_{j}"] for j in ("upper_arm", "forearm", "hand")] for s in "lr"])
         self.reset()
 
+    def standing_motion(self) -> None:
+        """No motion of its own to read a standing reference from: retargeting falls back to the rest pose."""
+        return None
+
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts the avatar standing under the HMD."""
         self.predictor = N3PPredictor(self.model)

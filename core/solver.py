@@ -178,6 +178,10 @@ class Solver:
         self.finished_ends = [*self.legs.chains[:, -1], *self.upper_body.neck_and_shoulders]
         self.reset()
 
+    def standing_motion(self) -> Motion:
+        """The first database's first clip: where retargeting finds this skeleton's standing reference."""
+        return self.databases[0].poses.clip_motion(0)
+
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts a new avatar where the devices are.
 

@@ -1,86 +1,198 @@
-"""Retargeting onto rigs with other rest poses, bone axes, facings and proportions (core.retarget)."""
+"""Retargeting onto rigs with other rest poses, bone axes, facings and proportions (core.retarget).
+
+Test rigs stand upright at rest, as a character's rest pose does: they are the clip's own skeleton
+posed in one of its standing frames (both feet planted), arms raised into a T- or A-pose. The
+source keeps the Bandai rest pose, which lays every bone along X: nothing may depend on it.
+"""
 import numpy as np
 import pytest
 
-from core import quat
+from core import quat, retarget
 from core.humanoid import find_mapping
-from core.motion import forward_kinematics
-from core.retarget import CANONICAL_CHILD, Retargeting, TargetSkeleton
+from core.retarget import (CANONICAL_CHILDREN, Retargeting, TargetSkeleton, bone_directions, contact_weights,
+                           twist_angle, uprightness)
+from core.vector import unit
+
+ARM = ("upper_arm", "forearm", "hand")
 
 
-def _rig(motion, scale=1.0, arm_drop_deg=0.0, turn_deg=0.0, random_axes=False, seed=0):
-    """A target made from the clip's own skeleton: scaled, arms lowered into an A-pose, turned, any bone axes."""
+def _standing_frame(motion, mapping) -> int:
+    """The most upright frame with both feet planted, at one height."""
+    _, positions = motion.global_transforms()
+    planted = sum(contact_weights(positions[:, mapping[f"{s}_toes"]], motion.fps) for s in "lr")
+    uneven = np.abs(positions[:, mapping["l_foot"], 1] - positions[:, mapping["r_foot"], 1]) / 0.01
+    return int(np.argmin(uprightness(positions, mapping) + (2.0 - planted) + uneven))
+
+
+def _rig(motion, scale=1.0, arm_drop_deg=0.0, turn_deg=0.0, random_axes=False, seed=0, frame=None):
+    """A target: the clip's skeleton standing in one frame, arms out at `arm_drop_deg` below horizontal
+    (0: a T-pose), turned about the vertical, scaled, with any bone axes."""
     skeleton = motion.skeleton
     mapping = find_mapping(skeleton)
-    local = quat.identity(len(skeleton))
+    frame = _standing_frame(motion, mapping) if frame is None else frame
+    rotations, positions = motion[frame:frame + 1].global_transforms()
+    rotations, positions = rotations[0], positions[0]
+    positions = positions - positions[mapping["hips"]] * [1.0, 0.0, 1.0]
+    forward = np.cross(positions[mapping["l_thigh"]] - positions[mapping["r_thigh"]], [0.0, 1.0, 0.0])
     for side, sign in (("l", 1.0), ("r", -1.0)):
-        local[mapping[f"{side}_upper_arm"]] = quat.from_axis_rotation("z", np.radians(-sign * arm_drop_deg))
-    local[0] = quat.from_axis_rotation("y", np.radians(turn_deg))
-    rotations, positions = forward_kinematics(skeleton.parents, local, skeleton.offsets * scale)
-    axes = quat.normalize(np.random.default_rng(seed).normal(size=rotations.shape)) if random_axes else rotations
-    return TargetSkeleton.build(skeleton.names, skeleton.parents, positions, axes)
+        outward = unit(sign * np.cross([0.0, 1.0, 0.0], forward))
+        drop = np.radians(arm_drop_deg)
+        direction = np.cos(drop) * outward - np.sin(drop) * np.array([0.0, 1.0, 0.0])
+        joints = [mapping[f"{side}_{j}"] for j in ARM]
+        turn = quat.between(positions[joints[1]] - positions[joints[0]], direction)
+        for j in joints[1:]:
+            positions[j] = positions[joints[0]] + np.linalg.norm(positions[j] - positions[joints[0]]) * direction
+        descendants = [j for j in range(len(skeleton)) if skeleton.is_ancestor(joints[0], j)]
+        rotations[descendants] = quat.multiply(turn, rotations[descendants])
+    yaw = quat.from_yaw(np.radians(turn_deg))
+    positions = quat.rotate(yaw, positions) * scale
+    rotations = quat.multiply(yaw, rotations)
+    if random_axes:
+        rolls = quat.normalize(np.random.default_rng(seed).normal(size=rotations.shape))
+        rotations = quat.multiply(rotations, rolls)
+    return TargetSkeleton.build(skeleton.names, skeleton.parents, positions, rotations, floor=0.0)
 
 
-def _directions(positions, mapping):
-    pairs = [(mapping[j], mapping[c]) for j, c in CANONICAL_CHILD.items()]
-    d = np.stack([positions[:, c] - positions[:, j] for j, c in pairs], axis=1)
-    return d / np.linalg.norm(d, axis=-1, keepdims=True)
+def _retarget(clip, rig, **kwargs):
+    return Retargeting.between(clip.skeleton, find_mapping(clip.skeleton), rig, clip).apply(clip, **kwargs)
 
 
-def test_retargeting_onto_the_same_skeleton_changes_nothing(walk1):
-    clip = walk1[:120]
-    rig = _rig(clip)
-    rotations, positions = Retargeting.between(clip.skeleton, find_mapping(clip.skeleton), rig).apply(clip)
-    truth_rotations, truth_positions = clip.global_transforms()
-    np.testing.assert_allclose(positions, truth_positions, atol=1e-6)  # float32 clip
-    np.testing.assert_allclose(np.abs(np.sum(rotations * truth_rotations, -1)), 1.0, atol=1e-6)
-
-
-@pytest.mark.parametrize("arm_drop_deg, turn_deg", [(45.0, 0.0), (40.0, 90.0), (0.0, -150.0)])
-def test_an_a_pose_rig_with_other_axes_facing_and_size_follows_every_bone_direction(walk1, arm_drop_deg, turn_deg):
-    clip = walk1[:120]
-    rig = _rig(clip, scale=0.8, arm_drop_deg=arm_drop_deg, turn_deg=turn_deg, random_axes=True)
-    retargeting = Retargeting.between(clip.skeleton, find_mapping(clip.skeleton), rig)
-    _, positions = retargeting.apply(clip)
-    _, truth = clip.global_transforms()
+def test_every_bone_follows_the_source_whatever_the_rigs_rest_pose_facing_axes_and_size(walk1):
+    clip = walk1[:150]
     mapping = find_mapping(clip.skeleton)
-    np.testing.assert_allclose(_directions(positions, mapping), _directions(truth, mapping), atol=1e-5)
-    # Proportions are the rig's: every mapped bone keeps its rest length.
-    for joint, child in CANONICAL_CHILD.items():
-        length = np.linalg.norm(positions[:, mapping[child]] - positions[:, mapping[joint]], axis=-1)
-        np.testing.assert_allclose(length, np.linalg.norm(rig.rest_positions[mapping[child]]
-                                                          - rig.rest_positions[mapping[joint]]), atol=1e-6)
-    # The hips keep their horizontal track and scale their height with the legs.
-    hips = mapping["hips"]
-    np.testing.assert_allclose(positions[:, hips, [0, 2]], truth[:, hips, [0, 2]], atol=1e-6)
-    assert retargeting.hips_scale == pytest.approx(0.8)
-    np.testing.assert_allclose(positions[:, hips, 1] - rig.floor_height(),
-                               0.8 * (truth[:, hips, 1] - retargeting.source_floor), atol=1e-6)
+    for arm_drop_deg, turn_deg in [(0.0, 0.0), (45.0, 90.0), (30.0, -150.0)]:
+        rig = _rig(clip, scale=0.8, arm_drop_deg=arm_drop_deg, turn_deg=turn_deg, random_axes=True)
+        _, positions = _retarget(clip, rig)
+        _, truth = clip.global_transforms()
+        wanted, found = bone_directions(truth, mapping), bone_directions(positions, rig.mapping)
+        for joint in CANONICAL_CHILDREN:
+            np.testing.assert_allclose(found[joint], wanted[joint], atol=1e-5)
+            child = next(c for c in CANONICAL_CHILDREN[joint] if c in mapping.joints)
+            length = np.linalg.norm(positions[:, mapping[child]] - positions[:, mapping[joint]], axis=-1)
+            rest = np.linalg.norm(rig.rest_positions[mapping[child]] - rig.rest_positions[mapping[joint]])
+            np.testing.assert_allclose(length, rest, atol=1e-6)
 
 
-def test_arms_resolved_on_the_avatars_lengths_reach_the_wrist_targets(walk1):
+def test_bone_rolls_change_no_bone_in_the_world(walk1):
+    """The twist is read anatomically: two rigs that differ only in their bones' rolls pose alike."""
+    clip = walk1[:90]
+    plain, rolled = _rig(clip, arm_drop_deg=40.0), _rig(clip, arm_drop_deg=40.0, random_axes=True, seed=5)
+    posed_plain, _ = _retarget(clip, plain)
+    posed_rolled, _ = _retarget(clip, rolled)
+    delta_plain = quat.multiply_inverse(posed_plain, plain.rest_rotations)
+    delta_rolled = quat.multiply_inverse(posed_rolled, rolled.rest_rotations)
+    np.testing.assert_allclose(np.abs(np.sum(delta_plain * delta_rolled, -1)), 1.0, atol=1e-9)
+
+
+def test_the_same_skeleton_standing_as_its_rest_follows_the_clip_within_a_few_degrees(walk1):
+    clip = walk1[:150]
+    mapping = find_mapping(clip.skeleton)
+    frame = _standing_frame(clip, mapping)
+    truth_rotations, truth_positions = clip.global_transforms()
+    rig = TargetSkeleton.build(clip.skeleton.names, clip.skeleton.parents,
+                               truth_positions[frame] - truth_positions[frame, mapping["hips"]] * [1, 0, 1],
+                               truth_rotations[frame], floor=0.0)
+    rotations, positions = _retarget(clip, rig)
+    torso = [mapping[j] for j in ("hips", "spine", "chest", "neck", "l_thigh", "r_thigh", "l_shin", "r_shin")]
+    angles = np.degrees(quat.angle_between(quat.multiply_inverse(rotations[:, torso], rig.rest_rotations[torso]),
+                                           quat.multiply_inverse(truth_rotations[:, torso], truth_rotations[frame, torso])))
+    assert angles.mean() < 5.0
+
+
+def test_the_hips_stand_at_the_avatars_height_although_the_sources_rest_lies_flat(walk1):
+    """The old bug: hips from the source's BVH rest (along X) put the avatar's hips 16 times too high or sunk."""
+    clip = walk1[:150]
+    mapping = find_mapping(clip.skeleton)
+    rig = _rig(clip, scale=0.8, arm_drop_deg=10.0, random_axes=True)
+    _, positions = _retarget(clip, rig)
+    ratio = positions[:, mapping["hips"], 1] / rig.rest_positions[mapping["hips"], 1]
+    assert 0.85 < ratio.min() and ratio.max() < 1.15
+    np.testing.assert_allclose(positions[:, mapping["hips"], [0, 2]], clip.global_positions()[:, mapping["hips"], [0, 2]],
+                               atol=1e-6)
+
+
+def test_planted_feet_lie_flat_and_still_and_no_foot_joint_dips_under_its_standing_height(walk1):
+    clip = walk1[:240]
+    mapping = find_mapping(clip.skeleton)
+    rig = _rig(clip, scale=1.1, random_axes=True, seed=2)
+    loose_rotations, loose = _retarget(clip, rig)
+    rotations, positions = _retarget(clip, rig, plant_feet=True)
+    for side in "lr":
+        foot, toes = mapping[f"{side}_foot"], mapping[f"{side}_toes"]
+        for joint in (foot, toes):
+            assert positions[:, joint, 1].min() > rig.rest_positions[joint, 1] - 1e-6
+        planted = contact_weights(clip.global_positions()[:, mapping[f"{side}_toes"]], clip.fps) == 1.0
+        assert planted.mean() > 0.2
+        # Flat on the floor, or lifted a little where the leg cannot reach down (a straight leg at heel strike).
+        assert np.abs(positions[planted, foot, 1] - rig.rest_positions[foot, 1]).mean() < 0.005
+        assert np.abs(positions[planted, toes, 1] - rig.rest_positions[toes, 1]).max() < 0.035
+        steps = np.linalg.norm(np.diff(positions[:, toes, [0, 2]], axis=0), axis=-1)
+        loose_steps = np.linalg.norm(np.diff(loose[:, toes, [0, 2]], axis=0), axis=-1)
+        both = planted[1:] & planted[:-1]
+        assert steps[both].mean() < 0.25 * loose_steps[both].mean() + 1e-4
+        # The legs keep their lengths: the IK moved the knee, not the bones' proportions.
+        for upper, lower in (("thigh", "shin"), ("shin", "foot")):
+            a, b = mapping[f"{side}_{upper}"], mapping[f"{side}_{lower}"]
+            np.testing.assert_allclose(np.linalg.norm(positions[:, b] - positions[:, a], axis=-1),
+                                       np.linalg.norm(rig.rest_positions[b] - rig.rest_positions[a]), atol=1e-6)
+
+
+def test_the_head_meets_its_target_and_the_body_moves_with_it(walk1):
+    clip = walk1[:120]
+    mapping = find_mapping(clip.skeleton)
+    rig = _rig(clip, scale=0.9, random_axes=True, seed=4)
+    _, free = _retarget(clip, rig)
+    targets = clip.global_positions()[:, mapping["head"]] + [0.02, -0.05, 0.01]
+    _, positions = _retarget(clip, rig, head_targets=targets)
+    np.testing.assert_allclose(positions[:, mapping["head"]], targets, atol=1e-9)
+    shift = positions[:, mapping["hips"]] - free[:, mapping["hips"]]
+    np.testing.assert_allclose(shift, targets - free[:, mapping["head"]], atol=1e-9)
+
+
+def test_arms_reach_the_wrist_targets_and_the_forearm_takes_half_the_hands_twist(walk1, monkeypatch):
     clip = walk1[:120]
     mapping = find_mapping(clip.skeleton)
     rig = _rig(clip, scale=0.9, arm_drop_deg=45.0, random_axes=True, seed=3)
     _, truth = clip.global_transforms()
-    wrists = truth[:, [mapping["l_hand"], mapping["r_hand"]]]  # the source's wrists, out of the smaller rig's reach
-    wrists = wrists + np.array([0.0, -0.05, 0.0])             # ... lowered so they are in reach
-    rotations, positions = Retargeting.between(clip.skeleton, mapping, rig).apply(clip, wrists)
+    wrists = truth[:, [mapping["l_hand"], mapping["r_hand"]]] + np.array([0.0, -0.05, 0.0])
+    retargeting = Retargeting.between(clip.skeleton, mapping, rig, clip)
+    rotations, positions = retargeting.apply(clip, wrists)
     reached = positions[:, [mapping["l_hand"], mapping["r_hand"]]]
-    arm = [np.linalg.norm(rig.rest_positions[mapping[f"{s}_forearm"]] - rig.rest_positions[mapping[f"{s}_upper_arm"]])
-           + np.linalg.norm(rig.rest_positions[mapping[f"{s}_hand"]] - rig.rest_positions[mapping[f"{s}_forearm"]])
-           for s in "lr"]
     shoulder = positions[:, [mapping["l_upper_arm"], mapping["r_upper_arm"]]]
-    reachable = np.linalg.norm(wrists - shoulder, axis=-1) < np.array(arm) - 1e-3
-    assert reachable.mean() > 0.5
+    reachable = np.linalg.norm(wrists - shoulder, axis=-1) < retargeting.arm_lengths - 1e-3
+    assert reachable.mean(axis=0).min() > 0.05
     np.testing.assert_array_less(np.linalg.norm(reached - wrists, axis=-1)[reachable], 1e-6)
-    # Out of reach, the arm points straight at the target.
-    far = ~reachable
-    if far.any():
-        toward = (wrists - shoulder)[far]
-        along = (reached - shoulder)[far]
-        cosine = np.sum(toward * along, -1) / np.linalg.norm(toward, axis=-1) / np.linalg.norm(along, axis=-1)
-        assert cosine.min() > 0.999
+    monkeypatch.setattr(retarget, "TWIST_SHARE", 0.0)
+    whole, _ = retargeting.apply(clip, wrists)
+
+    def hand_twist(rotations, side, i):
+        fore, hand = mapping[f"{side}_forearm"], mapping[f"{side}_hand"]
+        rigid = quat.multiply(rotations[:, fore], quat.inverse_multiply(rig.rest_rotations[fore],
+                                                                        rig.rest_rotations[hand]))
+        axis = quat.rotate(rotations[:, fore], retargeting.forearm_axes[i])
+        return twist_angle(quat.multiply_inverse(rotations[:, hand], rigid), axis)
+
+    for i, side in enumerate("lr"):
+        np.testing.assert_allclose(rotations[:, mapping[f"{side}_hand"]], whole[:, mapping[f"{side}_hand"]], atol=1e-9)
+        spread, kept = hand_twist(rotations, side, i), hand_twist(whole, side, i)
+        assert np.abs(kept).max() > np.radians(1.0)
+        np.testing.assert_allclose(spread, 0.5 * kept, atol=1e-6)
+
+
+@pytest.mark.xfail(reason="name matching refuses a foot outside its leg chain until mapping by structure lands",
+                   raises=ValueError, strict=True)
+def test_an_ik_rigs_foot_outside_the_leg_chain_is_placed_at_the_shins_end(walk1):
+    """Quaternius's Male Casual hangs each foot from the root bone: the foot still goes where the shin ends."""
+    clip = walk1[:60]
+    rig = _rig(clip)
+    mapping = rig.mapping
+    parents = rig.parents.copy()
+    for side in "lr":
+        parents[mapping[f"{side}_foot"]] = 0  # joint_Root, above the hips
+    loose = TargetSkeleton.build(rig.names, parents, rig.rest_positions, rig.rest_rotations, floor=0.0)
+    _, expected = _retarget(clip, rig)
+    _, positions = _retarget(clip, loose)
+    np.testing.assert_allclose(positions, expected, atol=1e-9)
 
 
 def test_unmapped_bones_keep_their_rest_relation_and_a_rig_without_legs_is_refused(walk1):
@@ -89,11 +201,23 @@ def test_unmapped_bones_keep_their_rest_relation_and_a_rig_without_legs_is_refus
     names = rig.names + ("prop",)
     parents = np.append(rig.parents, -1)  # a second root: a control bone outside the body
     extra = TargetSkeleton.build(names, parents, np.vstack([rig.rest_positions, [[1.0, 0.0, 0.0]]]),
-                                 np.vstack([rig.rest_rotations, [[1.0, 0.0, 0.0, 0.0]]]))
-    rotations, positions = Retargeting.between(clip.skeleton, find_mapping(clip.skeleton), extra).apply(clip)
+                                 np.vstack([rig.rest_rotations, [[1.0, 0.0, 0.0, 0.0]]]), floor=0.0)
+    _, positions = _retarget(clip, extra)
     np.testing.assert_allclose(positions[:, -1], [[1.0, 0.0, 0.0]] * 30)
     legless = [j for j, n in enumerate(rig.names) if "Leg" not in n and "Foot" not in n and "Toe" not in n]
     with pytest.raises(ValueError, match="Foot|foot|LowerLeg|shin|thigh"):
         TargetSkeleton.build([rig.names[j] for j in legless], [legless.index(rig.parents[j]) if rig.parents[j] >= 0
                                                                 else -1 for j in legless],
                              rig.rest_positions[legless], rig.rest_rotations[legless])
+
+
+def test_fit_scales_the_avatar_to_the_persons_head_height(walk1):
+    from core.retarget import avatar_scale
+    rig = _rig(walk1[:60], scale=1.3)
+    assert avatar_scale(rig, 1.5, "fit") == pytest.approx(1.5 / rig.head_height())
+    assert avatar_scale(rig, 1.5, "keep") == 1.0
+    with pytest.raises(ValueError, match="size mode"):
+        avatar_scale(rig, 1.5, "stretch")
+    scaled = Retargeting.between(walk1.skeleton, find_mapping(walk1.skeleton), rig, walk1[:60], scale=0.5)
+    plain = Retargeting.between(walk1.skeleton, find_mapping(walk1.skeleton), rig, walk1[:60])
+    assert scaled.hips_scale == pytest.approx(0.5 * plain.hips_scale)

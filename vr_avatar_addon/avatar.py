@@ -27,18 +27,57 @@ def bone_order(obj) -> np.ndarray:
 
 
 def _skeleton_arrays(obj):
-    """(names, parents, rest positions, rest rotations) in bone_order."""
+    """(names, parents, rest positions, rest rotations, rest tails) in bone_order."""
     order = bone_order(obj)
     names = [obj.data.bones[i].name for i in order]
     position_in_order = {name: k for k, name in enumerate(names)}
     parents = np.array([position_in_order[obj.data.bones[i].parent.name] if obj.data.bones[i].parent else -1
                         for i in order])
-    return names, parents, bone_space.rest_positions(obj)[order], bone_space.rest_rotations(obj)[order]
+    return (names, parents, bone_space.rest_positions(obj)[order], bone_space.rest_rotations(obj)[order],
+            bone_space.rest_tails(obj)[order])
+
+
+def skinned_meshes(obj) -> list:
+    """The mesh objects an Armature modifier deforms with `obj`."""
+    import bpy
+    return [mesh for mesh in bpy.data.objects if mesh.type == 'MESH' and any(
+        modifier.type == 'ARMATURE' and modifier.object == obj for modifier in mesh.modifiers)]
+
+
+def rest_floor(obj) -> float | None:
+    """Height (core's +Y) of the lowest vertex of the armature's skinned meshes at rest, or None without one."""
+    lowest = None
+    for mesh in skinned_meshes(obj):
+        vertices = np.empty(len(mesh.data.vertices) * 3, dtype=np.float32)
+        mesh.data.vertices.foreach_get("co", vertices)
+        if not len(vertices):
+            continue
+        world = np.array(mesh.matrix_world, dtype=float)
+        heights = (vertices.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3])[:, 2]
+        lowest = float(heights.min()) if lowest is None else min(lowest, float(heights.min()))
+    return lowest
+
+
+def standing_pose(obj, names, rest_rotations):
+    """(bone axes, heads) of an upright pose for an armature imported from BVH by the add-on (its rest is the
+    file's, often not upright): the file's most upright frames; None for any other armature."""
+    source = obj.get("vr_avatar_source")
+    if not source:
+        return None
+    try:
+        motion = core.bvh.read_bvh(source)
+    except (OSError, core.bvh.BVHError):
+        return None
+    mapping = core.humanoid.find_mapping(motion.skeleton)
+    rotations, positions = motion.global_transforms()
+    frame = int(core.retarget.standing_frames(positions, mapping, 1)[0])
+    order = [motion.skeleton.index(name) for name in names]
+    return core.quat.multiply(rotations[frame, order], rest_rotations), positions[frame, order]
 
 
 def automatic_mapping(obj) -> dict[str, str]:
     """Canonical joint -> bone name found by name matching ('' where nothing matches)."""
-    names, parents, positions, _ = _skeleton_arrays(obj)
+    names, parents, positions, _, _ = _skeleton_arrays(obj)
     try:
         found = core.humanoid.find_mapping(core.retarget.rig_skeleton(names, parents, positions),
                                            required=()).names(names)
@@ -64,8 +103,9 @@ def target_skeleton(obj, bone_map: dict[str, str]):
     problems = mapping_problems(obj, bone_map)
     if problems:
         raise MappingError(f"armature '{obj.name}': " + "; ".join(problems))
-    names, parents, positions, rotations = _skeleton_arrays(obj)
+    names, parents, positions, rotations, tails = _skeleton_arrays(obj)
     try:
-        return core.retarget.TargetSkeleton.build(names, parents, positions, rotations, bone_map)
+        return core.retarget.TargetSkeleton.build(names, parents, positions, rotations, bone_map, tails,
+                                                  rest_floor(obj), standing_pose(obj, names, rotations))
     except core.humanoid.HumanoidMappingError as error:
         raise MappingError(f"armature '{obj.name}': {error}") from None

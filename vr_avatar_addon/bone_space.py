@@ -8,7 +8,7 @@ wanted world orientations G is basis_j = rest_j⁻¹ · rest_p · G_p⁻¹ · G_
 import numpy as np
 
 from . import core
-from .axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up
+from .axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up, z_up_rotation_from_y_up
 
 quat = core.quat
 
@@ -106,3 +106,40 @@ def pose_from_basis(obj, rotations, root_location) -> None:
     pose_bones.foreach_set("rotation_quaternion", rotations[order].ravel())
     root = next(pose_bone for pose_bone in pose_bones if pose_bone.parent is None)
     root.location = tuple(float(v) for v in root_location)
+
+
+def rest_tails(obj) -> np.ndarray:
+    """(J, 3) bone tails in the world at rest, core's frame, obj.data.bones order."""
+    tails = np.empty(len(obj.data.bones) * 3, dtype=np.float32)
+    obj.data.bones.foreach_get("tail_local", tails)
+    world = _world(obj)
+    return y_up_from_z_up(tails.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3])
+
+
+def armature_matrices(obj, rotations, heads, scale: float) -> np.ndarray:
+    """(F, J, 4, 4) pose-bone matrices in armature space: bone axes (F, J, 4) and heads (F, J, 3) in the world
+    (core's frame), every bone scaled by `scale` (a pose scale on the root bones, inherited)."""
+    world = _world(obj)
+    inverse = np.linalg.inv(world)
+    turn = quat.from_matrix(world[:3, :3] / np.linalg.norm(world[:3, :3], axis=0, keepdims=True))
+    axes = quat.inverse_multiply(turn, z_up_rotation_from_y_up(rotations))
+    matrices = np.zeros(np.shape(heads)[:-1] + (4, 4))
+    matrices[..., :3, :3] = quat.to_matrix(axes) * scale
+    matrices[..., :3, 3] = z_up_from_y_up(heads) @ inverse[:3, :3].T + inverse[:3, 3]
+    matrices[..., 3, 3] = 1.0
+    return matrices
+
+
+def pose_basis(obj, matrices, order, parents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rotation_quaternion (F, J, 4), location (F, J, 3), scale (F, J, 3)) of each pose bone for armature-space
+    pose matrices (F, J, 4, 4) of the bones `order` (indices into obj.data.bones) whose `parents` index the
+    same list: Blender composes a bone as pose_j = pose_p · rest_p⁻¹ · rest_j · basis_j (root: rest_j · basis_j)."""
+    rest = _matrices(obj.data.bones, "matrix_local")[np.asarray(order)]
+    parents = np.asarray(parents)
+    frame = np.broadcast_to(rest, matrices.shape).copy()
+    child = parents >= 0
+    frame[..., child, :, :] = matrices[..., parents[child], :, :] @ np.linalg.inv(rest[parents[child]]) @ rest[child]
+    basis = np.linalg.solve(frame, matrices)
+    scale = np.linalg.norm(basis[..., :3, :3], axis=-2)
+    rotation = quat.from_matrix(basis[..., :3, :3] / scale[..., None, :])
+    return continuous(rotation), basis[..., :3, 3], scale

@@ -7,7 +7,7 @@ from . import solve_cache
 
 
 def pose_frame(obj, frame: solve_cache.CachedFrame) -> None:
-    """Pose `obj`'s bones with a cached frame: every bone's rotation and the hips' location."""
+    """Pose `obj`'s bones with a cached frame: every bone's rotation, location and scale."""
     pose_bones = obj.pose.bones
     row = {name: k for k, name in enumerate(frame.bones)}
     order = np.array([row[pose_bone.name] for pose_bone in pose_bones])
@@ -15,7 +15,8 @@ def pose_frame(obj, frame: solve_cache.CachedFrame) -> None:
         if pose_bone.rotation_mode != 'QUATERNION':
             pose_bone.rotation_mode = 'QUATERNION'
     pose_bones.foreach_set("rotation_quaternion", frame.basis[order].astype(np.float32).ravel())
-    pose_bones[frame.hips_bone].location = frame.hips_location.tolist()
+    for pose_bone, location, scale in zip(pose_bones, frame.locations[order], frame.scales[order]):
+        pose_bone.location, pose_bone.scale = location.tolist(), scale.tolist()
 
 
 @persistent

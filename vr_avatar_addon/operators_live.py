@@ -69,19 +69,28 @@ class LiveAvatar:
         self.obj, target = avatar_target(context)
         self.solver = load_solver(context)
         self.target = target
-        self.retargeting = core.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping, target)
-        self.hips_bone = self.obj.data.bones[target.names[target.mapping["hips"]]]
+        self.size = context.scene.vr_avatar.solve.avatar_size.lower()
+        self.retargeting = None  # made on the first frame the headset is seen: its height sizes the avatar
+        self.order = [self.obj.data.bones.find(name) for name in target.names]
+
+    def retargeting_for(self, head_height_m: float):
+        """The retargeting onto the avatar, fitted (or not, by the Avatar Size setting) to this head height."""
+        if self.retargeting is None:
+            scale = core.retarget.avatar_scale(self.target, head_height_m, self.size)
+            self.retargeting = core.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping,
+                                                                 self.target, self.solver.standing_motion(), scale)
+        return self.retargeting
 
     def step(self, positions, rotations, tracked, dt: float) -> None:
         motion = self.solver.step(positions, rotations, tracked, dt)
-        wrists = core.devices.joints_from_devices(positions, rotations, self.solver.offsets)[1:]
-        global_rotations, global_positions = self.retargeting.apply(motion, wrists[None])
-        hips = self.target.mapping["hips"]
-        frame = solve_cache.CachedFrame(
-            self.obj.name, list(self.target.names), self.hips_bone.name,
-            bone_space.basis_rotations(global_rotations, self.target.rest_rotations, self.target.parents)[0],
-            bone_space.basis_root_location(global_positions[:, hips], self.obj, self.hips_bone)[0])
-        pose_frame(self.obj, frame)
+        joints = core.devices.joints_from_devices(positions, rotations, self.solver.offsets)
+        heads = np.where(tracked[0], joints[0], np.nan)
+        retargeting = self.retargeting_for(float(joints[0, 1]))
+        global_rotations, global_positions = retargeting.apply(motion, joints[None, 1:], head_targets=heads[None])
+        matrices = bone_space.armature_matrices(self.obj, global_rotations, global_positions, retargeting.scale)
+        basis, locations, scales = bone_space.pose_basis(self.obj, matrices, self.order, self.target.parents)
+        pose_frame(self.obj, solve_cache.CachedFrame(self.obj.name, list(self.target.names), basis[0], locations[0],
+                                                     scales[0]))
 
 
 class VR_AVATAR_OT_live_preview(bpy.types.Operator):

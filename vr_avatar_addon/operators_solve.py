@@ -107,22 +107,25 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
     except ValueError as error:
         raise VRAvatarError(str(error)) from None
     progress(0.8)
-    rotations, positions, wrists = core.retarget.retarget_solution(solution, target, scene_fps(scene),
-                                                                   settings.solve.stride_scaled)
-    hips = target.mapping["hips"]
-    hips_bone = obj.data.bones[target.names[hips]]
-    report = solution_figures(solution, positions, wrists, target)
-    return solve_cache.SolveCache(
-        obj.name, list(target.names), hips_bone.name, scene.frame_start,
-        bone_space.basis_rotations(rotations, target.rest_rotations, target.parents),
-        bone_space.basis_root_location(positions[:, hips], obj, hips_bone), positions, wrists, report)
+    retargeted = core.retarget.retarget_solution(solution, target, scene_fps(scene), settings.solve.stride_scaled,
+                                                 settings.solve.avatar_size.lower())
+    report = solution_figures(solution, retargeted)
+    basis, locations, scales = pose_values(obj, target, retargeted)
+    return solve_cache.SolveCache(obj.name, list(target.names), scene.frame_start, basis, locations, scales,
+                                  retargeted.positions, retargeted.wrist_targets, report)
 
 
-def solution_figures(solution, avatar_positions, wrists, target) -> dict:
+def pose_values(obj, target, retargeted):
+    """(rotation_quaternion, location, scale) per frame and bone (core's bone order) that pose `obj` as retargeted."""
+    matrices = bone_space.armature_matrices(obj, retargeted.rotations, retargeted.positions, retargeted.scale)
+    order = [obj.data.bones.find(name) for name in target.names]
+    return bone_space.pose_basis(obj, matrices, order, target.parents)
+
+
+def solution_figures(solution, retargeted) -> dict:
     """The quality report's figures and per-frame series, with the avatar's own wrist error added."""
     series, figures = core.report.solution_quality(solution)
-    hands = avatar_positions[:, [target.mapping["l_hand"], target.mapping["r_hand"]]]
-    gap = np.linalg.norm(hands - wrists, axis=-1)
+    gap = np.linalg.norm(retargeted.wrists - retargeted.wrist_targets, axis=-1)
     figures["avatar_hand_cm"] = round(float(np.nanmean(gap)) * 100.0, 3) if np.isfinite(gap).any() else None
     return {"figures": figures, "summary": core.report.summarise(series),
             "series": {k: core.report.json_values(v) for k, v in series.items()}}
@@ -195,9 +198,7 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
             return {'CANCELLED'}
         for pose_bone in obj.pose.bones:
             pose_bone.rotation_mode = 'QUATERNION'
-        channels = [(f'pose.bones["{name}"].rotation_quaternion', cache.basis[:, j], name)
-                    for j, name in enumerate(cache.bones)]
-        channels.append((f'pose.bones["{cache.hips_bone}"].location', cache.hips_location, cache.hips_bone))
+        channels = bake_channels(cache)
         action, previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
         scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
         report = write_report(scene, obj, cache)
@@ -205,6 +206,19 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
         kept = f"; '{previous.name}' is kept (fake user)" if previous else ""
         self.report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {report}")
         return {'FINISHED'}
+
+
+def bake_channels(cache) -> list:
+    """Action channels of a cached solve: every bone's rotation, and location and scale where they leave rest."""
+    channels = []
+    for j, name in enumerate(cache.bones):
+        path = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
+        channels.append((f"{path}.rotation_quaternion", cache.basis[:, j], name))
+        if np.abs(cache.locations[:, j]).max() > 1e-5:
+            channels.append((f"{path}.location", cache.locations[:, j], name))
+        if np.abs(cache.scales[:, j] - 1.0).max() > 1e-5:
+            channels.append((f"{path}.scale", cache.scales[:, j], name))
+    return channels
 
 
 def write_report(scene, obj, cache) -> str:

@@ -112,10 +112,10 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         solve = context.scene.vr_avatar.solve
         layout.prop(solve, "method")
         if solve.method == 'N3P':
-            settings = ("hmd_only", "foot_lock", "arm_ik", "stride_scaled")
+            settings = ("hmd_only", "foot_lock", "arm_ik", "avatar_size", "stride_scaled")
         else:
             settings = ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "elbow_constants",
-                        "orientation", "stride_scaled")
+                        "orientation", "avatar_size", "stride_scaled")
         for name in settings:
             if name == "elbow_constants" and not solve.arm_ik:
                 continue

@@ -135,6 +135,12 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     stride_scaled: BoolProperty(name="Scale Stride", description="Scale the root's horizontal motion by the "
                                 "avatar's leg length too (the avatar then leaves the headset's track)",
                                 default=False, update=_mark_stale)
+    avatar_size: EnumProperty(
+        name="Avatar Size", description="How an avatar of another size than the user meets the headset",
+        items=[('FIT', "Fit to User", "Scale the avatar so its eyes meet the headset"),
+               ('KEEP', "Keep Avatar's Size", "Scale the solve to the avatar instead: its eyes meet the headset "
+                "scaled by the same factor, its hands reach toward the controllers as far as its arms allow")],
+        default='FIT', update=_mark_stale)
     cache_stale: BoolProperty(name="Stale", description="A setting changed since the cached solve", default=False)
     report_path: StringProperty(name="Report", description="The last bake's quality report (plots)",
                                 subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'})

@@ -20,12 +20,13 @@ class SolveCache:
     armature: str
     bones: list
     """Bone names in core's order (parents first)."""
-    hips_bone: str
     frame_start: int
     basis: np.ndarray
     """(F, J, 4) pose-bone rotation_quaternion values."""
-    hips_location: np.ndarray
-    """(F, 3) the hips pose bone's location."""
+    locations: np.ndarray
+    """(F, J, 3) pose-bone location values."""
+    scales: np.ndarray
+    """(F, J, 3) pose-bone scale values."""
     positions: np.ndarray
     """(F, J, 3) bone heads in the world, core's frame (+Y up), as core computed them."""
     wrist_targets: np.ndarray
@@ -44,10 +45,11 @@ class SolveCache:
 def store(scene, cache: SolveCache) -> None:
     """Write the cache onto the scene, replacing any previous one."""
     scene[KEY] = {
-        "armature": cache.armature, "bones": list(cache.bones), "hips_bone": cache.hips_bone,
+        "armature": cache.armature, "bones": list(cache.bones),
         "frame_start": cache.frame_start, "frames": cache.frames, "joints": len(cache.bones),
         "basis": cache.basis.astype(np.float32).ravel(),
-        "hips_location": cache.hips_location.astype(np.float32).ravel(),
+        "locations": cache.locations.astype(np.float32).ravel(),
+        "scales": cache.scales.astype(np.float32).ravel(),
         "positions": cache.positions.astype(np.float32).ravel(),
         "wrist_targets": cache.wrist_targets.astype(np.float32).ravel(),
         "report": json.dumps(cache.report),
@@ -57,13 +59,14 @@ def store(scene, cache: SolveCache) -> None:
 def load(scene) -> SolveCache | None:
     """The scene's cached solve (a copy), or None."""
     data = scene.get(KEY)
-    if data is None:
+    if data is None or "locations" not in data:  # none, or made by a version that kept the hips' location only
         return None
     frames, joints = int(data["frames"]), int(data["joints"])
     return SolveCache(
-        str(data["armature"]), [str(b) for b in data["bones"]], str(data["hips_bone"]), int(data["frame_start"]),
+        str(data["armature"]), [str(b) for b in data["bones"]], int(data["frame_start"]),
         np.array(data["basis"]).reshape(frames, joints, 4),
-        np.array(data["hips_location"]).reshape(frames, 3),
+        np.array(data["locations"]).reshape(frames, joints, 3),
+        np.array(data["scales"]).reshape(frames, joints, 3),
         np.array(data["positions"]).reshape(frames, joints, 3),
         np.array(data["wrist_targets"]).reshape(frames, 2, 3),
         json.loads(data["report"]))
@@ -75,23 +78,24 @@ class CachedFrame:
 
     armature: str
     bones: list
-    hips_bone: str
     basis: np.ndarray
     """(J, 4)"""
-    hips_location: np.ndarray
-    """(3,)"""
+    locations: np.ndarray
+    """(J, 3)"""
+    scales: np.ndarray
+    """(J, 3)"""
 
 
 def cached_frame(scene, frame: int) -> CachedFrame | None:
     """The cached pose shown at scene frame `frame` (held at the ends), or None without a cache."""
     data = scene.get(KEY)
-    if data is None:
+    if data is None or "locations" not in data:
         return None
     frames, joints = int(data["frames"]), int(data["joints"])
     index = int(np.clip(frame - int(data["frame_start"]), 0, frames - 1))
-    basis = np.asarray(data["basis"]).reshape(frames, joints, 4)[index].copy()
-    hips = np.asarray(data["hips_location"]).reshape(frames, 3)[index].copy()
-    return CachedFrame(str(data["armature"]), [str(b) for b in data["bones"]], str(data["hips_bone"]), basis, hips)
+    basis, locations, scales = (np.asarray(data[key]).reshape(frames, joints, -1)[index].copy()
+                                for key in ("basis", "locations", "scales"))
+    return CachedFrame(str(data["armature"]), [str(b) for b in data["bones"]], basis, locations, scales)
 
 
 def clear(scene) -> None:
