@@ -5,6 +5,7 @@
     python build.py test [PYTEST ARGS]   the test suite (what CI runs)
     python build.py bench                speed figures as JSON
     python build.py extension            dist/vr_avatar-<version>.zip, self-contained (pyopenxr wheel bundled)
+    python build.py xr-runtime           Monado, the OpenXR runtime the tests use, built into build/monado
 
 Each command first makes sure `.venv` exists with the project's requirements (pyproject.toml),
 installing torch==2.13.0 before anything else so that pip keeps the local CPU build.
@@ -19,6 +20,8 @@ import sys
 import tomllib
 import venv
 from pathlib import Path
+
+import xr_runtime
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -72,6 +75,8 @@ def demo(args: list[str]) -> int:
 
 
 def test(args: list[str]) -> int:
+    """The suite, after building the OpenXR runtime its live tests run against (they skip, saying why, without it)."""
+    xr_runtime.build_or_explain()
     return run_in_environment(["-m", "pytest", "tests", *args]).returncode
 
 
@@ -110,7 +115,17 @@ def extension(args: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"demo": demo, "test": test, "bench": bench, "extension": extension}
+def runtime(_args: list[str]) -> int:
+    """Build Monado from ../shared/openxr into build/monado (reused when built); prints its runtime manifest."""
+    try:
+        print(xr_runtime.build())
+    except xr_runtime.RuntimeBuildUnavailable as error:
+        print(f"build.py xr-runtime: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+COMMANDS = {"demo": demo, "test": test, "bench": bench, "extension": extension, "xr-runtime": runtime}
 
 
 def main(argv: list[str]) -> int:
