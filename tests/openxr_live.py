@@ -129,7 +129,85 @@ def live(graphics: str, seconds: float, lose_hands: str = "") -> dict:
             "statuses": run.statuses, **run.latency_ms(), "hand_errors": hand_errors}
 
 
-SCENARIOS = {"lifecycle": lifecycle, "fallback": fallback, "session": session, "live": live}
+def addon(folder: str, ticks: str = "90") -> dict:
+    """The add-on's Live Preview and Record with core's pyopenxr source, in the real bpy, driven tick by tick.
+
+    The avatar is the Bandai walk's armature, solved by Neural3Points (no database needed). Each
+    tick calls the running operator's modal with a timer event, as Blender's event loop would.
+    """
+    from types import SimpleNamespace
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from blender_home import use_temporary_blender_home
+
+    use_temporary_blender_home("vr_avatar_openxr_")
+    import bpy
+
+    import vr_avatar_addon as add_on
+    from core.stream import read_stream
+
+    add_on.register()
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    assert bpy.ops.vr_avatar.import_bvh(filepath=str(WALK_1)) == {'FINISHED'}
+    obj = bpy.context.view_layer.objects.active
+    obj.animation_data.action = None
+    scene.vr_avatar.target_armature = obj
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    solve = scene.vr_avatar.solve
+    solve.method, solve.calibration, solve.user_height = 'N3P', 'EXPLICIT', 1.6
+    head_bone = {item.joint: item.bone for item in scene.vr_avatar.bone_map}["head"]
+
+    def pose():
+        return [(b.rotation_mode, *b.rotation_quaternion, *b.location) for b in obj.pose.bones]
+
+    ticks, before, objects = int(ticks), pose(), len(bpy.data.objects)
+    timer = SimpleNamespace(type='TIMER', value='NOTHING', timer=None)
+    assert bpy.ops.vr_avatar.live_preview(source='OPENXR') == {'RUNNING_MODAL'}
+    preview = add_on.operators_live.VR_AVATAR_OT_live_preview.running()
+    read, seen = preview._source.read, []
+
+    def reading(context):
+        devices = read(context)
+        seen.append(devices)
+        return devices
+
+    preview._source.read = reading
+    gaps, heads, moved = [], [], 0
+    for _ in range(ticks):
+        assert preview.modal(bpy.context, timer) == {'RUNNING_MODAL'}
+        bpy.context.view_layer.update()
+        if seen[-1] is not None:
+            head = np.array(obj.matrix_world @ obj.pose.bones[head_bone].head)
+            head = np.array([head[0], head[2], -head[1]])  # Blender's +Z up to core's +Y up
+            gaps.append(float(np.linalg.norm(head - seen[-1][0][0])))
+            heads.append([head.tolist(), np.asarray(seen[-1][0][0]).tolist()])
+            moved += pose() != before
+    assert preview.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS')) == {'FINISHED'}
+    result = {"preview_ticks": ticks, "located": sum(d is not None for d in seen), "head_gaps": gaps,
+              "heads": heads, "posed_ticks": moved, "pose_restored": pose() == before,
+              "objects_unchanged": len(bpy.data.objects) == objects,
+              "preview_stopped": add_on.operators_live.VR_AVATAR_OT_live_preview.running() is None}
+
+    target = Path(folder) / "recorded.csv"
+    scene.vr_avatar.stream.record_path = str(target)
+    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
+    recorder = add_on.operators_stream.VR_AVATAR_OT_record_stream._recording
+    for _ in range(ticks):
+        assert recorder.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)) \
+            == {'PASS_THROUGH'}
+    assert bpy.ops.vr_avatar.record_stream() == {'FINISHED'}  # the second call asks the recorder to stop
+    assert recorder.modal(bpy.context, SimpleNamespace(type='MOUSEMOVE', value='NOTHING', timer=None)) == {'FINISHED'}
+    stream = read_stream(target)
+    result.update({"recorded": len(stream), "recorded_tracked": bool(stream.tracked.all()),
+                   "recorded_head": stream.positions[:, 0].tolist(), "record_source_closed": recorder.openxr.session is None,
+                   "comment": [line for line in target.read_text().splitlines() if line.startswith("#")],
+                   "after_record_unchanged": pose() == before and len(bpy.data.objects) == objects})
+    add_on.unregister()
+    return result
+
+
+SCENARIOS = {"lifecycle": lifecycle, "fallback": fallback, "session": session, "live": live, "addon": addon}
 
 if __name__ == "__main__":
     name, *arguments = sys.argv[1:]

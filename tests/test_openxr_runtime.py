@@ -165,3 +165,19 @@ def test_stream_record_writes_a_csv_that_info_and_solve_accept(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert solved.read_text().startswith("HIERARCHY")
+
+
+def test_addon_live_preview_and_record_follow_the_runtime_and_leave_the_scene(tmp_path):
+    """Live Preview and Record (source OpenXR Runtime) in the real bpy, each tick one modal call against Monado."""
+    pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
+    run = scenario("addon", tmp_path, 90, timeout=300)
+    assert run["located"] == run["preview_ticks"] == run["posed_ticks"]  # headless: a frame every tick
+    avatar, headset = np.array(run["heads"]).transpose(1, 0, 2)
+    # The avatar's head joint stays under the wobbling headset (horizontally) and moves with it.
+    assert np.abs(avatar[10:, [0, 2]] - headset[10:, [0, 2]]).max() < 0.05
+    assert np.ptp(headset[:, 0]) > 0.02 and np.corrcoef(avatar[10:, 0], headset[10:, 0])[0, 1] > 0.9
+    assert run["pose_restored"] and run["objects_unchanged"] and run["preview_stopped"]
+    assert run["recorded"] == run["preview_ticks"] and run["recorded_tracked"] and run["record_source_closed"]
+    assert all(1.5 < head[1] < 1.7 for head in run["recorded_head"])
+    assert run["comment"][-1] == "# recorded from an OpenXR runtime by the VR Avatar add-on, reference space STAGE"
+    assert run["after_record_unchanged"]
