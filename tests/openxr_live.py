@@ -207,7 +207,43 @@ def addon(folder: str, ticks: str = "90") -> dict:
     return result
 
 
-SCENARIOS = {"lifecycle": lifecycle, "fallback": fallback, "session": session, "live": live, "addon": addon}
+def extension_wheel(zip_path: str, folder: str) -> dict:
+    """The extension zip (pyopenxr's wheel inside) installed through Blender's extensions API; then `xr` imported
+    from where Blender unpacked the wheel, not from this environment, and its loader pointed at Monado."""
+    import importlib
+    import os
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from blender_home import use_temporary_blender_home
+
+    use_temporary_blender_home("vr_avatar_wheel_")
+    import bpy
+
+    bpy.context.preferences.use_preferences_save = False
+    bpy.context.preferences.extensions.repos.new(name="VR Avatar wheel test", module="vr_avatar_wheel", source='USER',
+                                                 custom_directory=str(Path(folder) / "repo"))
+    installed = bpy.ops.extensions.package_install_files(filepath=zip_path, repo="vr_avatar_wheel",
+                                                         enable_on_install=True)
+    unpacked = sorted(Path(os.environ["BLENDER_USER_RESOURCES"]).glob("extensions/.local/lib/python*/site-packages"))
+    result = {"installed": sorted(installed), "site_packages": [str(p) for p in unpacked]}
+    if unpacked:
+        result["on_sys_path"] = str(unpacked[0]) in sys.path  # Blender put it there on install
+        sys.modules.pop("xr", None)
+        for name in [n for n in sys.modules if n.startswith("xr.")]:
+            sys.modules.pop(name)
+        sys.path.insert(0, str(unpacked[0]))  # ahead of this environment's own pyopenxr
+        bundled = importlib.import_module("xr")
+        result["xr_file"] = bundled.__file__
+        result["extensions"] = sorted(str(e) for e in bundled.enumerate_instance_extension_properties())
+        addon = sys.modules["bl_ext.vr_avatar_wheel.vr_avatar"]
+        with addon.core.openxr_source.OpenXRSource() as source:
+            result["source_xr"] = source._xr.__file__
+            result["frames"] = sum(source.poll() is not None for _ in range(20))
+    return result
+
+
+SCENARIOS = {"lifecycle": lifecycle, "fallback": fallback, "session": session, "live": live, "addon": addon,
+             "extension_wheel": extension_wheel}
 
 if __name__ == "__main__":
     name, *arguments = sys.argv[1:]

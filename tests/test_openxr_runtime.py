@@ -181,3 +181,32 @@ def test_addon_live_preview_and_record_follow_the_runtime_and_leave_the_scene(tm
     assert all(1.5 < head[1] < 1.7 for head in run["recorded_head"])
     assert run["comment"][-1] == "# recorded from an OpenXR runtime by the VR Avatar add-on, reference space STAGE"
     assert run["after_record_unchanged"]
+
+
+def test_extension_installs_pyopenxrs_wheel_where_blender_imports_it(tmp_path):
+    """Blender unpacks the bundled wheel into <user resources>/extensions/.local/lib/pythonX.Y/site-packages
+    on install; `xr` imported from there (not from this environment) loads Monado through its own loader."""
+    pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
+    wheels = tmp_path / "wheels"
+    fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q",
+                              "--no-deps", "--only-binary", ":all:", "-d", str(wheels),
+                              *[r for r in _requirements() if r.startswith("pyopenxr")]],
+                             capture_output=True, text=True, timeout=300)
+    if fetched.returncode:
+        pytest.skip(f"pyopenxr's wheel could not be fetched for the extension: {fetched.stderr.strip()[-300:]}")
+    from conftest import packaging
+
+    built = packaging.build_extension(ROOT, tmp_path / "dist", sorted(wheels.glob("pyopenxr-*.whl")))
+    run = scenario("extension_wheel", built, tmp_path, timeout=300)
+    assert run["installed"] == ["FINISHED"] and len(run["site_packages"]) == 1 and run["on_sys_path"]
+    site = run["site_packages"][0]
+    assert run["xr_file"] == str(Path(site) / "xr" / "__init__.py")
+    assert run["source_xr"] == run["xr_file"]  # the installed add-on's core uses it too
+    assert "XR_MND_headless" in run["extensions"] and run["frames"] == 20
+
+
+def _requirements() -> list[str]:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return list(project["optional-dependencies"]["dev"])
