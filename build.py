@@ -55,9 +55,10 @@ def ensure_environment() -> None:
     stamp.write_text(fingerprint)
 
 
-def run_in_environment(args: list[str], capture: bool = False) -> subprocess.CompletedProcess:
-    """Run the venv's Python in the repository with the repository on the path; `capture` keeps stdout."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def run_in_environment(args: list[str], capture: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the venv's Python in the repository with the repository on the path (and `env` added); `capture`
+    keeps stdout."""
+    env = dict(os.environ, **(env or {}), PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([str(venv_python()), *args], cwd=ROOT, env=env, text=True,
                           stdout=subprocess.PIPE if capture else None)
 
@@ -81,10 +82,15 @@ def test(args: list[str]) -> int:
 
 
 def bench(args: list[str]) -> int:
-    """Core's speed figures as one JSON object, the add-on's (tests/bench_blender.py, real bpy) under "blender"."""
+    """Core's speed figures as one JSON object, the add-on's (tests/bench_blender.py, real bpy) under "blender",
+    the live latency against the OpenXR runtime (tests/bench_openxr.py, 60 s on one core) under "openxr"."""
     figures = {}
-    for key, command in ((None, ["-m", "core", "bench", "--json", *args]), ("blender", ["tests/bench_blender.py"])):
-        done = run_in_environment(command, capture=True)
+    runs = [(None, ["-m", "core", "bench", "--json", *args], {}), ("blender", ["tests/bench_blender.py"], {})]
+    if xr_runtime.build_or_explain() is not None:
+        runs.append(("openxr", ["tests/bench_openxr.py"], {**xr_runtime.environment(), "OMP_NUM_THREADS": "1",
+                                                           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}))
+    for key, command, env in runs:
+        done = run_in_environment(command, capture=True, env=env)
         if done.returncode:
             sys.stdout.write(done.stdout)
             return done.returncode

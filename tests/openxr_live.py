@@ -7,6 +7,7 @@ gives. Each scenario prints one JSON object on stdout; tests/test_openxr_runtime
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -93,9 +94,10 @@ def fallback() -> dict:
     return session("headless", 0.3, ("LOCAL_FLOOR", "LOCAL"))
 
 
-def live(graphics: str, seconds: float, lose_hands: str = "") -> dict:
+def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = False) -> dict:
     """core's Solver stepped from every located frame; with `lose_hands` "A:B", the hands' tracking is dropped
-    (flags cleared) from frame A to B of the run, then returns."""
+    (flags cleared) from frame A to B of the run, then returns. `pin_core` keeps this thread (the solver's) on
+    one CPU once the runtime's own threads have started, free to run on any."""
     from core.bvh import read_bvh
     from core.devices import joints_from_devices
     from core.live import run_live
@@ -121,6 +123,8 @@ def live(graphics: str, seconds: float, lose_hands: str = "") -> dict:
             hand_errors.append((count[0], float(np.linalg.norm(hands - wrists, axis=-1).max())))
 
     with OpenXRSource(graphics=graphics) as source:
+        if pin_core and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})  # this thread only (Linux)
         run = run_live(source, solver, seconds, follows, drop_hands)
         period = 1.0 / 90.0 if source.headless else None
         if period is None:
