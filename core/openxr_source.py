@@ -596,7 +596,7 @@ def record(seconds: float, rate: float | None = None, wait_s: float = 30.0) -> t
             pass
         if not frames:
             raise OpenXRUnavailable(f"no frame was located within {wait_s:g} s "
-                                    f"({source.lifecycle.stop_reason or 'the session never became visible'}): "
+                                    f"({tracking_status(source.lifecycle) or 'the session never became visible'}): "
                                     "is the headset on and the runtime showing this application?")
         return frames_to_stream(frames, rate), source.reference_space
 
