@@ -5,6 +5,7 @@
     python build.py test [PYTEST ARGS]   the test suite (what CI runs)
     python build.py bench                speed figures as JSON
     python build.py extension            dist/vr_avatar-<version>.zip, self-contained (pyopenxr wheel bundled)
+    python build.py xr-runtime           Monado, the OpenXR runtime the tests use, built into build/monado
 
 Each command first makes sure `.venv` exists with the project's requirements (pyproject.toml),
 installing torch==2.13.0 before anything else so that pip keeps the local CPU build.
@@ -19,6 +20,8 @@ import sys
 import tomllib
 import venv
 from pathlib import Path
+
+import xr_runtime
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -52,9 +55,10 @@ def ensure_environment() -> None:
     stamp.write_text(fingerprint)
 
 
-def run_in_environment(args: list[str], capture: bool = False) -> subprocess.CompletedProcess:
-    """Run the venv's Python in the repository with the repository on the path; `capture` keeps stdout."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def run_in_environment(args: list[str], capture: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the venv's Python in the repository with the repository on the path (and `env` added); `capture`
+    keeps stdout."""
+    env = dict(os.environ, **(env or {}), PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return subprocess.run([str(venv_python()), *args], cwd=ROOT, env=env, text=True,
                           stdout=subprocess.PIPE if capture else None)
 
@@ -72,14 +76,21 @@ def demo(args: list[str]) -> int:
 
 
 def test(args: list[str]) -> int:
+    """The suite, after building the OpenXR runtime its live tests run against (they skip, saying why, without it)."""
+    xr_runtime.build_or_explain()
     return run_in_environment(["-m", "pytest", "tests", *args]).returncode
 
 
 def bench(args: list[str]) -> int:
-    """Core's speed figures as one JSON object, the add-on's (tests/bench_blender.py, real bpy) under "blender"."""
+    """Core's speed figures as one JSON object, the add-on's (tests/bench_blender.py, real bpy) under "blender",
+    the live latency against the OpenXR runtime (tests/bench_openxr.py, 60 s on one core) under "openxr"."""
     figures = {}
-    for key, command in ((None, ["-m", "core", "bench", "--json", *args]), ("blender", ["tests/bench_blender.py"])):
-        done = run_in_environment(command, capture=True)
+    runs = [(None, ["-m", "core", "bench", "--json", *args], {}), ("blender", ["tests/bench_blender.py"], {})]
+    if xr_runtime.build_or_explain() is not None:
+        runs.append(("openxr", ["tests/bench_openxr.py"], {**xr_runtime.environment(), "OMP_NUM_THREADS": "1",
+                                                           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}))
+    for key, command, env in runs:
+        done = run_in_environment(command, capture=True, env=env)
         if done.returncode:
             sys.stdout.write(done.stdout)
             return done.returncode
@@ -110,7 +121,17 @@ def extension(args: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"demo": demo, "test": test, "bench": bench, "extension": extension}
+def runtime(_args: list[str]) -> int:
+    """Build Monado from ../shared/openxr into build/monado (reused when built); prints its runtime manifest."""
+    try:
+        print(xr_runtime.build())
+    except xr_runtime.RuntimeBuildUnavailable as error:
+        print(f"build.py xr-runtime: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+COMMANDS = {"demo": demo, "test": test, "bench": bench, "extension": extension, "xr-runtime": runtime}
 
 
 def main(argv: list[str]) -> int:

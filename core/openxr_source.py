@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import time
 from contextlib import contextmanager
-from ctypes import POINTER, byref, cast
+from ctypes import POINTER, byref, c_void_p, cast
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,19 +29,31 @@ NO_RUNTIME = ("no OpenXR runtime is installed or active: install and start one (
 
 # XrSpaceLocationFlags and XrViewStateFlags share these bits.
 ORIENTATION_VALID, POSITION_VALID, ORIENTATION_TRACKED, POSITION_TRACKED = 0x1, 0x2, 0x4, 0x8
-# A device counts as tracked only when the runtime measures both halves of its pose: a pose that is
-# valid but not tracked is the runtime's guess (the last known or an inferred one).
+# A controller counts as tracked only when the runtime measures both halves of its pose: a hand pose
+# that is valid but not tracked is the runtime's guess (often the last known position, frozen in the air).
 TRACKED_FLAGS = ORIENTATION_VALID | POSITION_VALID | ORIENTATION_TRACKED | POSITION_TRACKED
+# The head counts as tracked with a measured orientation and a valid position, measured or inferred:
+# headsets infer position from their inertial sensors through short optical dropouts (and 3-DoF
+# headsets from a neck model), which keeps the avatar standing where losing the head would stop it.
+HEAD_FLAGS = ORIENTATION_VALID | POSITION_VALID | ORIENTATION_TRACKED
 
 HANDS = ("/user/hand/left", "/user/hand/right")
-# Interaction profiles given a suggested grip binding; the runtime picks the one for the controllers at hand.
-PROFILES = ("/interaction_profiles/khr/simple_controller",
-            "/interaction_profiles/oculus/touch_controller",
-            "/interaction_profiles/valve/index_controller",
-            "/interaction_profiles/htc/vive_controller")
+# Interaction profiles given a suggested grip binding, with the instance extension each needs (None: core
+# OpenXR); the runtime picks the one for the controllers at hand. Profiles whose extension the runtime
+# lacks are left out.
+PROFILES = {"/interaction_profiles/khr/simple_controller": None,
+            "/interaction_profiles/oculus/touch_controller": None,
+            "/interaction_profiles/valve/index_controller": None,
+            "/interaction_profiles/htc/vive_controller": None,
+            "/interaction_profiles/microsoft/motion_controller": None,
+            "/interaction_profiles/hp/mixed_reality_controller": "XR_EXT_hp_mixed_reality_controller",
+            "/interaction_profiles/samsung/odyssey_controller": "XR_EXT_samsung_odyssey_controller",
+            "/interaction_profiles/ml/ml2_controller": "XR_ML_ml2_controller_interaction"}
 # Preferred first: STAGE has its floor at y = 0, as the stream wants; LOCAL has it at the first head position.
 REFERENCE_SPACES = ("STAGE", "LOCAL_FLOOR", "LOCAL")
+GRAPHICS = ("auto", "headless", "vulkan", "opengl")
 IDLE_SLEEP_S = 0.01  # between polls while no frame loop runs
+HEADLESS_RATE_HZ = 90.0  # a headless session has no display to pace it: the source samples at a headset's rate
 
 
 class OpenXRUnavailable(RuntimeError):
@@ -69,6 +81,19 @@ def is_tracked(flags) -> np.ndarray:
     return (np.asarray(flags, dtype=np.int64) & TRACKED_FLAGS) == TRACKED_FLAGS
 
 
+def devices_tracked(flags) -> np.ndarray:
+    """The head's, left and right grip's flags (3,) to the stream's `*_valid` (3,): HEAD_FLAGS for the head,
+    every bit (TRACKED_FLAGS) for the controllers."""
+    flags = np.asarray(flags, dtype=np.int64)
+    return (flags & [HEAD_FLAGS, TRACKED_FLAGS, TRACKED_FLAGS]) == [HEAD_FLAGS, TRACKED_FLAGS, TRACKED_FLAGS]
+
+
+def pick_reference_space(offered, preferred=REFERENCE_SPACES) -> str:
+    """The first of `preferred` that the runtime offers (names of XrReferenceSpaceType); LOCAL, which every
+    runtime offers, when none is."""
+    return next((name for name in preferred if name in offered), "LOCAL")
+
+
 def head_from_eyes(eye_poses: np.ndarray) -> np.ndarray:
     """The view pose, centre between the eyes, from the eye views' stream poses (..., eyes, 7).
 
@@ -84,22 +109,31 @@ def head_from_eyes(eye_poses: np.ndarray) -> np.ndarray:
 @dataclass
 class Frame:
     """One located sample: `time_ns` (runtime clock, XrTime), `positions` (3, 3), `rotations` (3, 4)
-    as (w, x, y, z) and `tracked` (3,), devices in DEVICES order; untracked devices hold NaN."""
+    as (w, x, y, z) and `tracked` (3,), devices in DEVICES order; untracked devices hold NaN.
+    `flags` (3,) are the runtime's location flags; `located_s` is `time.perf_counter()` just before
+    the first locate call (latency is measured from it)."""
 
     time_ns: int
     positions: np.ndarray
     rotations: np.ndarray
     tracked: np.ndarray
+    flags: np.ndarray | None = None
+    located_s: float = 0.0
 
 
-def frame_from_poses(time_ns: int, poses: np.ndarray, flags) -> Frame:
-    """A frame from stream poses (3, 7) of head, left and right grip and their location flags (3,)."""
+def frame_from_poses(time_ns: int, poses: np.ndarray, flags, located_s: float = 0.0) -> Frame:
+    """A frame from stream poses (3, 7) of head, left and right grip and their location flags (3,).
+
+    A device is tracked as `devices_tracked` says and only with a finite pose: a runtime handing
+    over NaN or infinity with its flags set is not believed.
+    """
     poses = np.array(poses, dtype=float)
-    tracked = is_tracked(flags)
-    if poses.shape != (len(DEVICES), 7) or tracked.shape != (len(DEVICES),):
-        raise ValueError(f"a frame needs poses shaped (3, 7) and flags (3,), got {poses.shape} and {tracked.shape}")
+    flags = np.asarray(flags, dtype=np.int64)
+    if poses.shape != (len(DEVICES), 7) or flags.shape != (len(DEVICES),):
+        raise ValueError(f"a frame needs poses shaped (3, 7) and flags (3,), got {poses.shape} and {flags.shape}")
+    tracked = devices_tracked(flags) & np.isfinite(poses).all(axis=1)
     poses[~tracked] = np.nan
-    return Frame(int(time_ns), poses[:, :3], poses[:, 3:], tracked)
+    return Frame(int(time_ns), poses[:, :3], poses[:, 3:], tracked, flags, located_s)
 
 
 def frames_to_stream(frames: list[Frame], rate: float | None = None) -> ThreePointStream:
@@ -159,9 +193,13 @@ class SessionLifecycle:
     locate the head (VISIBLE or FOCUSED: the user sees the application) and the hands (FOCUSED:
     only then does the runtime give the application input). `stop_reason` is set once the source
     must stop.
+
+    A `headless` session (XR_MND_headless) shows nothing, so the runtime leaves it READY: it locates
+    head and hands in every running state, the location flags alone saying what is tracked.
     """
 
-    def __init__(self):
+    def __init__(self, headless: bool = False):
+        self.headless = headless
         self.state = SessionState.IDLE  # a new session starts idle
         self.running = False  # between xrBeginSession and xrEndSession
         self.stop_reason: str | None = None
@@ -211,11 +249,34 @@ class SessionLifecycle:
 
     @property
     def locates_head(self) -> bool:
-        return self.frame_loop and self.state in (SessionState.VISIBLE, SessionState.FOCUSED)
+        return self.frame_loop and (self.headless or self.state in (SessionState.VISIBLE, SessionState.FOCUSED))
 
     @property
     def locates_hands(self) -> bool:
-        return self.frame_loop and self.state == SessionState.FOCUSED
+        return self.frame_loop and (self.headless or self.state == SessionState.FOCUSED)
+
+
+def tracking_status(lifecycle: SessionLifecycle, tracked=None) -> str | None:
+    """What a headset user needs to hear about the session and the last frame's tracked (3,); None: all is well."""
+    if lifecycle.finished:
+        return f"the OpenXR session stopped: {lifecycle.stop_reason}"
+    if not lifecycle.frame_loop:
+        return "waiting for the OpenXR runtime to start the session (is the headset connected and on?)"
+    if not lifecycle.locates_head:
+        return ("the headset is asleep or not being worn (session not visible): put it on, "
+                "or wake it with its power button")
+    if not lifecycle.locates_hands:
+        return ("the runtime is not giving this application input (session not focused: a system menu or "
+                "another application has it); the hands are held where they were last seen")
+    if tracked is None:
+        return None
+    if not tracked[0]:
+        return "the headset is not tracked: check its tracking (lighting, base stations, guardian)"
+    lost = [side for side, seen in zip(("left", "right"), tracked[1:]) if not seen]
+    if lost:
+        return (f"the {' and '.join(lost)} controller{'s are' if len(lost) == 2 else ' is'} off or not tracked: "
+                "switch on and hold in view; the avatar holds the hand until then")
+    return None
 
 
 # --- runtime boundary ---------------------------------------------------------------------------
@@ -248,21 +309,30 @@ class OpenXRSource:
             while not source.finished:
                 frame = source.poll()
 
-    Headless (XR_MND_headless) where the runtime offers it, else with a hidden OpenGL window (glfw,
-    PyOpenGL), since a session needs a graphics binding. Poses are located at each frame's
-    predicted display time, in the reference space named by `reference_space`.
+    `graphics` picks how the session is made ("auto": the first that the runtime offers):
+    - "headless" (XR_MND_headless, Monado): no display; the source samples at HEADLESS_RATE_HZ on
+      the runtime's clock (XR_KHR_convert_timespec_time), since no frame loop paces it;
+    - "vulkan" (XR_KHR_vulkan_enable): a bare Vulkan device (core.vulkan_device) and the full frame
+      loop, paced by the runtime's xrWaitFrame, submitting empty frames;
+    - "opengl" (XR_KHR_opengl_enable): the same on a hidden glfw window.
+    Poses are located at each frame's predicted display time (headless: the present) in the first
+    of `reference_spaces` the runtime offers.
     """
 
-    def __init__(self, application_name: str = "VR Avatar"):
+    def __init__(self, application_name: str = "VR Avatar", graphics: str = "auto",
+                 reference_spaces: tuple[str, ...] = REFERENCE_SPACES):
+        if graphics not in GRAPHICS:
+            raise ValueError(f"graphics must be one of {', '.join(GRAPHICS)}, not {graphics!r}")
         self._xr = import_xr()
-        self.lifecycle = SessionLifecycle()
-        self.headless = False
+        self.graphics = graphics
         self.reference_space: str | None = None
+        self.offered_spaces: list[str] = []
         self.profiles: list[str] = []  # interaction profiles the runtime accepted grip bindings for
-        self.instance = self.session = self._graphics = self._blend_mode = None
-        self._grips, self._action_set = [], None
+        self.instance = self.session = self._graphics = self._blend_mode = self._system = None
+        self._grips, self._hands, self._action_set = [], [], None
+        self._next_tick = 0.0
         try:
-            self._open(application_name)
+            self._open(application_name, reference_spaces)
         except BaseException:
             self.close()
             raise
@@ -277,58 +347,87 @@ class OpenXRSource:
     def finished(self) -> bool:
         return self.lifecycle.finished
 
-    def _open(self, application_name: str) -> None:
+    @property
+    def headless(self) -> bool:
+        return self.graphics == "headless"
+
+    def _choose_graphics(self, offered: set[str]) -> str:
+        xr = self._xr
+        needs = {"headless": [xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME],
+                 "vulkan": [xr.KHR_VULKAN_ENABLE_EXTENSION_NAME], "opengl": [xr.KHR_OPENGL_ENABLE_EXTENSION_NAME]}
+        usable = [kind for kind, extensions in needs.items() if offered.issuperset(extensions)]
+        if self.graphics == "auto":
+            if not usable:
+                raise OpenXRUnavailable("the OpenXR runtime offers none of XR_MND_headless, XR_KHR_vulkan_enable "
+                                        "and XR_KHR_opengl_enable, so this source cannot open a session with it")
+            return usable[0]
+        if self.graphics not in usable:
+            raise OpenXRUnavailable(f"the OpenXR runtime does not offer {' and '.join(needs[self.graphics])}, "
+                                    f"which a {self.graphics} session needs")
+        return self.graphics
+
+    def _open(self, application_name: str, reference_spaces) -> None:
         xr = self._xr
         offered = runtime_extensions(xr)
-        self.headless = xr.MND_HEADLESS_EXTENSION_NAME in offered
-        if not self.headless and xr.KHR_OPENGL_ENABLE_EXTENSION_NAME not in offered:
-            raise OpenXRUnavailable("the OpenXR runtime offers neither XR_MND_headless nor XR_KHR_opengl_enable, "
-                                    "so this source cannot open a session with it")
-        enabled = [xr.MND_HEADLESS_EXTENSION_NAME if self.headless else xr.KHR_OPENGL_ENABLE_EXTENSION_NAME]
-        if xr.EXT_LOCAL_FLOOR_EXTENSION_NAME in offered:
-            enabled.append(xr.EXT_LOCAL_FLOOR_EXTENSION_NAME)
+        self.graphics = self._choose_graphics(offered)
+        self.lifecycle = SessionLifecycle(headless=self.headless)
+        enabled = {"headless": [xr.MND_HEADLESS_EXTENSION_NAME, xr.KHR_CONVERT_TIMESPEC_TIME_EXTENSION_NAME],
+                   "vulkan": [xr.KHR_VULKAN_ENABLE_EXTENSION_NAME],
+                   "opengl": [xr.KHR_OPENGL_ENABLE_EXTENSION_NAME]}[self.graphics]
+        enabled += [e for e in [xr.EXT_LOCAL_FLOOR_EXTENSION_NAME, *filter(None, PROFILES.values())] if e in offered]
         with _step(xr, "creating the OpenXR instance"):
             self.instance = xr.create_instance(xr.InstanceCreateInfo(
                 application_info=xr.ApplicationInfo(application_name=application_name, engine_name="vr-avatar core"),
                 enabled_extension_names=enabled))
         with _step(xr, "finding the headset"):
             try:
-                system = xr.get_system(self.instance, xr.SystemGetInfo(form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
+                self._system = xr.get_system(self.instance, xr.SystemGetInfo(
+                    form_factor=xr.FormFactor.HEAD_MOUNTED_DISPLAY))
             except xr.FormFactorUnavailableError:
                 raise OpenXRUnavailable("the OpenXR runtime is running but sees no headset: "
                                         "connect and switch it on") from None
         binding, self._blend_mode = None, xr.EnvironmentBlendMode.OPAQUE
         if not self.headless:
-            self._graphics = _hidden_gl_window(xr, self.instance, system)
-            binding = self._graphics.graphics_binding.pointer
+            if self.graphics == "vulkan":
+                self._graphics = _vulkan_device(xr, self.instance, self._system)
+                handle = dict(xr.GraphicsBindingVulkanKHR._fields_)
+                self._binding = xr.GraphicsBindingVulkanKHR(
+                    instance=cast(c_void_p(self._graphics.instance), handle["instance"]),
+                    physical_device=cast(c_void_p(self._graphics.physical_device), handle["physical_device"]),
+                    device=cast(c_void_p(self._graphics.device), handle["device"]),
+                    queue_family_index=self._graphics.queue_family, queue_index=0)
+                binding = cast(byref(self._binding), c_void_p)
+            else:
+                self._graphics = _hidden_gl_window(xr, self.instance, self._system)
+                binding = self._graphics.graphics_binding.pointer
             with _step(xr, "reading the environment blend modes"):
                 self._blend_mode = xr.EnvironmentBlendMode(int(xr.enumerate_environment_blend_modes(
-                    self.instance, system, xr.ViewConfigurationType.PRIMARY_STEREO)[0]))
+                    self.instance, self._system, xr.ViewConfigurationType.PRIMARY_STEREO)[0]))
         with _step(xr, "creating the session"):
-            self.session = xr.create_session(self.instance, xr.SessionCreateInfo(system_id=system, next=binding))
+            self.session = xr.create_session(self.instance, xr.SessionCreateInfo(system_id=self._system, next=binding))
         with _step(xr, "creating the reference spaces"):
-            offered_spaces = {int(s) for s in xr.enumerate_reference_spaces(self.session)}
-            # LOCAL is always offered
-            self.reference_space = next(n for n in REFERENCE_SPACES
-                                        if getattr(xr.ReferenceSpaceType, n) in offered_spaces)
+            self.offered_spaces = [xr.ReferenceSpaceType(int(s)).name for s in xr.enumerate_reference_spaces(self.session)]
+            self.reference_space = pick_reference_space(self.offered_spaces, reference_spaces)
             self._base = self._reference(getattr(xr.ReferenceSpaceType, self.reference_space))
             self._view = self._reference(xr.ReferenceSpaceType.VIEW)
         with _step(xr, "creating the grip pose actions"):
-            self._create_grip_actions()
+            self._create_grip_actions(offered)
 
     def _reference(self, kind):
         xr = self._xr
         return xr.create_reference_space(self.session, xr.ReferenceSpaceCreateInfo(reference_space_type=kind))
 
-    def _create_grip_actions(self) -> None:
+    def _create_grip_actions(self, offered: set[str]) -> None:
         xr = self._xr
         self._action_set = xr.create_action_set(self.instance, xr.ActionSetCreateInfo(
             action_set_name="three_point", localized_action_set_name="Three-point tracking", priority=0))
-        hands = [xr.string_to_path(self.instance, h) for h in HANDS]
+        self._hands = [xr.string_to_path(self.instance, h) for h in HANDS]
         grip = xr.create_action(self._action_set, xr.ActionCreateInfo(
-            action_name="grip_pose", action_type=xr.ActionType.POSE_INPUT, subaction_paths=hands,
+            action_name="grip_pose", action_type=xr.ActionType.POSE_INPUT, subaction_paths=self._hands,
             localized_action_name="Grip pose"))
-        for profile in PROFILES:
+        for profile, extension in PROFILES.items():
+            if extension is not None and extension not in offered:
+                continue
             bindings = [xr.ActionSuggestedBinding(grip, xr.string_to_path(self.instance, f"{h}/input/grip/pose"))
                         for h in HANDS]
             try:
@@ -337,15 +436,29 @@ class OpenXRSource:
             except (xr.PathUnsupportedError, xr.PathInvalidError):
                 continue  # a runtime may not know every profile
             self.profiles.append(profile)
-        for hand in hands:
+        for hand in self._hands:
             self._grips.append(xr.create_action_space(self.session, xr.ActionSpaceCreateInfo(
                 action=grip, subaction_path=hand)))
         xr.attach_session_action_sets(self.session, xr.SessionActionSetsAttachInfo(action_sets=[self._action_set]))
 
+    def current_profiles(self) -> list[str | None]:
+        """The interaction profile the runtime bound to each hand (left, right): a path, or None for none."""
+        xr = self._xr
+        paths = [xr.get_current_interaction_profile(self.session, hand).interaction_profile for hand in self._hands]
+        return [xr.path_to_string(self.instance, p) if p != xr.NULL_PATH else None for p in paths]
+
+    def now(self) -> int:
+        """The runtime's clock now (XrTime, ns); headless sessions only (XR_KHR_convert_timespec_time)."""
+        xr = self._xr
+        seconds, nanoseconds = divmod(time.clock_gettime_ns(time.CLOCK_MONOTONIC), 1_000_000_000)
+        now = xr.convert_timespec_time_to_time_khr(self.instance, xr.timespec(seconds, nanoseconds))
+        return int(getattr(now, "value", now))  # pyopenxr hands back the ctypes XrTime
+
     def poll(self) -> Frame | None:
         """Handle pending events, then run one frame: the located frame, or None when nothing was located.
 
-        Blocks until the runtime's next frame while the frame loop runs (xrWaitFrame paces it).
+        Blocks until the runtime's next frame while the frame loop runs (xrWaitFrame paces it;
+        headless, the source's own HEADLESS_RATE_HZ does).
         """
         xr = self._xr
         try:
@@ -353,6 +466,9 @@ class OpenXRSource:
             if not self.lifecycle.frame_loop:
                 time.sleep(IDLE_SLEEP_S)
                 return None
+            if self.headless:
+                self._wait_tick()
+                return self._locate(self.now()) if self.lifecycle.locates_head else None
             frame_state = xr.wait_frame(self.session)
             try:
                 xr.begin_frame(self.session)
@@ -369,6 +485,15 @@ class OpenXRSource:
         except (xr.SessionLostError, xr.InstanceLostError) as error:
             self.lifecycle.on_lost("session" if isinstance(error, xr.SessionLostError) else "OpenXR instance")
         return None
+
+    def _wait_tick(self) -> None:
+        """Sleep to the next 1 / HEADLESS_RATE_HZ tick; a late caller starts a new grid instead of catching up."""
+        now = time.perf_counter()
+        if self._next_tick > now:
+            time.sleep(self._next_tick - now)
+            self._next_tick += 1.0 / HEADLESS_RATE_HZ
+        else:
+            self._next_tick = now + 1.0 / HEADLESS_RATE_HZ
 
     def _handle_events(self) -> None:
         xr = self._xr
@@ -395,8 +520,9 @@ class OpenXRSource:
             xr.request_exit_session(self.session)
 
     def _locate(self, display_time: int) -> Frame:
-        """Head and grips at `display_time`; the grips only while focused (the runtime withholds input otherwise)."""
+        """Head and grips at `display_time`; the grips only while the runtime gives input (focused, or headless)."""
         xr = self._xr
+        located_s = time.perf_counter()
         if self.headless:  # no view configuration runs in a headless session: the VIEW space is the eyes' centre
             view = xr.locate_space(self._view, self._base, display_time)
             head, head_flags = stream_poses(posef_array(view.pose)), int(view.location_flags)
@@ -408,13 +534,14 @@ class OpenXRSource:
             head_flags = int(view_state.view_state_flags)
         poses, flags = np.full((3, 7), np.nan), [head_flags, 0, 0]
         poses[0] = head
-        if self.lifecycle.locates_hands and self._sync_actions():
+        if self.lifecycle.locates_hands and (self._sync_actions() or self.headless):
             for i, grip in enumerate(self._grips, start=1):
                 location = xr.locate_space(grip, self._base, display_time)
                 poses[i], flags[i] = stream_poses(posef_array(location.pose)), int(location.location_flags)
-        return frame_from_poses(display_time, poses, flags)
+        return frame_from_poses(display_time, poses, flags, located_s)
 
     def _sync_actions(self) -> bool:
+        """Sync the grip actions; False when the runtime says the session is not focused (headless always is)."""
         xr = self._xr
         try:
             xr.sync_actions(self.session, xr.ActionsSyncInfo(
@@ -469,7 +596,7 @@ def record(seconds: float, rate: float | None = None, wait_s: float = 30.0) -> t
             pass
         if not frames:
             raise OpenXRUnavailable(f"no frame was located within {wait_s:g} s "
-                                    f"({source.lifecycle.stop_reason or 'the session never became visible'}): "
+                                    f"({tracking_status(source.lifecycle) or 'the session never became visible'}): "
                                     "is the headset on and the runtime showing this application?")
         return frames_to_stream(frames, rate), source.reference_space
 
@@ -502,6 +629,30 @@ def _hidden_gl_window(xr, instance, system):
         window.destroy()
         raise OpenXRUnavailable(f"{need}: the runtime refused its OpenGL requirements query "
                                 f"({type(error).__name__}: {error})") from None
+
+
+def _vulkan_device(xr, instance, system):
+    """A bare Vulkan device on the GPU the runtime names, with the extensions it asks for (XR_KHR_vulkan_enable)."""
+    from .vulkan_device import VulkanDevice, VulkanUnavailable
+
+    with _step(xr, "reading the runtime's Vulkan requirements"):
+        required = xr.get_vulkan_graphics_requirements_khr(instance, system)
+        instance_extensions = xr.get_vulkan_instance_extensions_khr(instance, system).split()
+        device_extensions = xr.get_vulkan_device_extensions_khr(instance, system).split()
+    version = required.min_api_version_supported
+    version = max((version.major, version.minor), (1, 1))
+
+    def physical_device(vk_instance):
+        handle = dict(xr.GraphicsBindingVulkanKHR._fields_)["instance"]
+        device = xr.get_vulkan_graphics_device_khr(instance, system, cast(c_void_p(vk_instance), handle))
+        return cast(device, c_void_p).value
+
+    try:
+        return VulkanDevice(instance_extensions, physical_device, device_extensions, version)
+    except VulkanUnavailable as error:
+        raise OpenXRUnavailable(f"the session needs a Vulkan device and none could be made: {error}") from None
+    except xr.XrException as error:
+        raise OpenXRUnavailable(f"the runtime named no Vulkan device ({type(error).__name__}: {error})") from None
 
 
 def _cast(event, structure):

@@ -13,8 +13,9 @@ import pytest
 from core import quat
 from core.openxr_source import (NO_RUNTIME, ORIENTATION_TRACKED, ORIENTATION_VALID, POSITION_TRACKED, POSITION_VALID,
                                 TRACKED_FLAGS, OpenXRSource, OpenXRUnavailable, SessionCall, SessionLifecycle,
-                                SessionState, frame_from_poses, frames_to_stream, head_from_eyes, import_xr,
-                                is_tracked, posef_array, record, runtime_extensions, stream_poses)
+                                SessionState, devices_tracked, frame_from_poses, frames_to_stream, head_from_eyes,
+                                import_xr, is_tracked, pick_reference_space, posef_array, record, runtime_extensions,
+                                stream_poses, tracking_status)
 from core.stream import read_stream, write_stream
 
 xr = pytest.importorskip("xr", reason="pyopenxr is a development dependency")
@@ -98,6 +99,53 @@ def test_frame_blanks_untracked_devices():
     assert not np.isnan(poses).any()  # the caller's array is left alone
     with pytest.raises(ValueError, match=r"\(3, 7\)"):
         frame_from_poses(0, poses[:2], [0xF, 0xF])
+
+
+def test_head_needs_a_tracked_orientation_and_a_valid_position_hands_every_bit():
+    # 0x7: position valid but inferred (Monado's simulated HMD); 0xB: orientation only valid; 0xD: position invalid.
+    np.testing.assert_array_equal(devices_tracked([0x7, 0x7, 0xF]), [True, False, True])
+    np.testing.assert_array_equal(devices_tracked([0xB, 0xF, 0xE]), [False, True, False])
+    np.testing.assert_array_equal(devices_tracked([0xD, 0x0, 0x1F]), [False, False, True])
+
+
+def test_non_finite_poses_are_never_tracked():
+    poses = np.tile([0.0, 1.7, 0.0, 1.0, 0.0, 0.0, 0.0], (3, 1))
+    poses[1, 1], poses[2, 4] = np.nan, np.inf
+    frame = frame_from_poses(1, poses, [0xF, 0xF, 0xF])
+    np.testing.assert_array_equal(frame.tracked, [True, False, False])
+    assert np.isnan(frame.positions[1:]).all() and np.isnan(frame.rotations[1:]).all()
+    np.testing.assert_array_equal(frame.flags, [0xF, 0xF, 0xF])  # the runtime's word, kept as it was
+
+
+def test_reference_space_falls_back_in_order():
+    assert pick_reference_space(["VIEW", "LOCAL", "STAGE"]) == "STAGE"
+    assert pick_reference_space(["VIEW", "LOCAL", "LOCAL_FLOOR"]) == "LOCAL_FLOOR"
+    assert pick_reference_space(["VIEW", "LOCAL"]) == "LOCAL"
+    assert pick_reference_space(["VIEW", "LOCAL", "STAGE"], ("LOCAL_FLOOR", "LOCAL")) == "LOCAL"
+    assert pick_reference_space(["VIEW"], ("STAGE",)) == "LOCAL"  # every runtime has LOCAL
+
+
+def test_headless_lifecycle_locates_while_ready():
+    lifecycle = SessionLifecycle(headless=True)
+    assert replay(lifecycle, [(READY, 1)])[0] == (SessionCall.BEGIN, True, True, True, False)
+
+
+def test_status_tells_the_user_what_is_wrong():
+    lifecycle = SessionLifecycle()
+    assert "waiting for the OpenXR runtime" in tracking_status(lifecycle)
+    replay(lifecycle, [(READY, 1), (SYNCHRONIZED, 2)])
+    assert tracking_status(lifecycle).startswith("the headset is asleep or not being worn")
+    replay(lifecycle, [(VISIBLE, 3)])
+    assert "not focused" in tracking_status(lifecycle)
+    replay(lifecycle, [(FOCUSED, 4)])
+    assert tracking_status(lifecycle, np.array([True, True, True])) is None
+    assert tracking_status(lifecycle, np.array([True, False, True])).startswith(
+        "the left controller is off or not tracked")
+    assert tracking_status(lifecycle, np.array([True, False, False])).startswith(
+        "the left and right controllers are off")
+    assert tracking_status(lifecycle, np.array([False, True, True])).startswith("the headset is not tracked")
+    replay(lifecycle, [(LOSS_PENDING, 5)])
+    assert tracking_status(lifecycle).startswith("the OpenXR session stopped: the session is being lost")
 
 
 def _frames(times_ns, untracked_hand_at=()):

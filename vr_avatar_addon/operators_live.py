@@ -2,7 +2,7 @@
 
 Two sources: Blender's own VR session (the avatar is then seen in the headset) and an OpenXR
 runtime through core's pyopenxr source. Without a headset neither can start; the operator says
-which and changes nothing.
+which and changes nothing. Stopping puts the armature's pose back as it was before the preview.
 """
 import time
 
@@ -27,14 +27,19 @@ class BlenderVRSource:
             raise VRAvatarError("No VR session is running: start one with the VR Scene Inspection add-on "
                                 "(View3D › Sidebar › VR) and a connected headset")
         self.state = state
+        self.finished = False
 
     def read(self, context):
         """(positions (3, 3), rotations (3, 4), tracked (3,)) in core's frame, or None once the session ended."""
         if not bpy.types.XrSessionState.is_running(context):
+            self.finished = True
             return None
         positions, rotations = xr_poses(context, self.state)
         stream = stream_from_xr_poses([time.perf_counter()], positions[None], rotations[None])
         return stream.positions[0], stream.rotations[0], stream.tracked[0]
+
+    def status(self, _tracked):
+        return None
 
     def close(self):
         pass
@@ -49,11 +54,20 @@ class OpenXRRuntimeSource:
         except core.openxr_source.OpenXRUnavailable as error:
             raise VRAvatarError(str(error)) from None
 
+    @property
+    def finished(self) -> bool:
+        return self.source.finished
+
     def read(self, _context):
+        """This tick's device poses, or None when the runtime located nothing (not running yet, headset asleep)."""
         if self.source.finished:
             return None
         frame = self.source.poll()
         return None if frame is None else (frame.positions, frame.rotations, frame.tracked)
+
+    def status(self, tracked):
+        """What the user should know (headset asleep, controllers off...), or None."""
+        return core.openxr_source.tracking_status(self.source.lifecycle, tracked)
 
     def close(self):
         self.source.close()
@@ -72,6 +86,9 @@ class LiveAvatar:
         self.size = context.scene.vr_avatar.solve.avatar_size.lower()
         self.retargeting = None  # made on the first frame the headset is seen: its height sizes the avatar
         self.order = [self.obj.data.bones.find(name) for name in target.names]
+        bones = self.obj.pose.bones
+        self.saved_pose = [(b.name, b.rotation_mode, tuple(b.rotation_quaternion), tuple(b.location), tuple(b.scale))
+                           for b in bones]
 
     def retargeting_for(self, head_height_m: float):
         """The retargeting onto the avatar, fitted (or not, by the Avatar Size setting) to this head height."""
@@ -80,6 +97,14 @@ class LiveAvatar:
             self.retargeting = core.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping,
                                                                  self.target, self.solver.standing_motion(), scale)
         return self.retargeting
+
+    def restore(self) -> None:
+        """The armature's pose as it was before the first step."""
+        bones = self.obj.pose.bones
+        for name, mode, rotation, location, scale in self.saved_pose:
+            bone = bones.get(name)
+            if bone is not None:
+                bone.rotation_quaternion, bone.location, bone.scale, bone.rotation_mode = rotation, location, scale, mode
 
     def step(self, positions, rotations, tracked, dt: float) -> None:
         motion = self.solver.step(positions, rotations, tracked, dt)
@@ -104,6 +129,12 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
                ('OPENXR', "OpenXR Runtime", "An OpenXR runtime through pyopenxr, outside Blender's VR session")],
         default='BLENDER_VR')
 
+    _running = None  # the running preview, so that tests and a second call can reach it
+
+    @classmethod
+    def running(cls):
+        return cls._running
+
     def execute(self, context):
         try:
             self._source = SOURCES[self.source](context)
@@ -116,10 +147,13 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
             self._source.close()
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
+        self._preview = context.scene.vr_avatar.solve.preview
         context.scene.vr_avatar.solve.preview = False  # the live pose, not the cache, drives the armature
         self._last = time.perf_counter()
+        self._status = None
         self._timer = context.window_manager.event_timer_add(TICK_S, window=context.window)
         context.window_manager.modal_handler_add(self)
+        type(self)._running = self
         return {'RUNNING_MODAL'}
 
     def modal(self, context, event):
@@ -128,18 +162,28 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
         if event.type != 'TIMER':
             return {'PASS_THROUGH'}
         devices = self._source.read(context)
-        if devices is None:
+        if self._source.finished:
             return self._stop(context, "The VR session ended: live preview stopped")
+        tracked = None if devices is None else np.asarray(devices[2])
+        status = self._source.status(tracked)
+        if status != self._status and status is not None:
+            self.report({'WARNING'}, status)
+        self._status = status
+        if devices is None:
+            return {'RUNNING_MODAL'}
         now = time.perf_counter()
-        positions, rotations, tracked = (np.asarray(a) for a in devices)
-        if tracked[0]:
-            self._avatar.step(positions, rotations, tracked, now - self._last)
+        positions, rotations = (np.asarray(a) for a in devices[:2])
+        if tracked[0]:  # untracked hands are held by the solver: the preview goes on through controller loss
+            self._avatar.step(positions, rotations, tracked, min(now - self._last, 0.1))
         self._last = now
         return {'RUNNING_MODAL'}
 
     def _stop(self, context, message: str):
         context.window_manager.event_timer_remove(self._timer)
         self._source.close()
+        self._avatar.restore()
+        context.scene.vr_avatar.solve.preview = self._preview
+        type(self)._running = None
         self.report({'INFO'}, message)
         return {'FINISHED'}
 

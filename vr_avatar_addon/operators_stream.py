@@ -1,10 +1,11 @@
-"""Stream operators: a three-point stream as animated empties, and recording one from Blender's VR session."""
+"""Stream operators: a three-point stream as animated empties, and recording one from Blender's VR session
+or from an OpenXR runtime through core's pyopenxr source."""
 import time
 from pathlib import Path
 
 import bpy
 import numpy as np
-from bpy.props import StringProperty
+from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from . import core
@@ -113,10 +114,16 @@ class VR_AVATAR_OT_export_stream(bpy.types.Operator, ExportHelper):
 
 
 class VR_AVATAR_OT_record_stream(bpy.types.Operator):
-    """Record the running VR session's headset and controller poses to the Record To file; Esc or run again to stop"""
+    """Record the headset and controller poses to the Record To file; Esc or run again to stop"""
     bl_idname = "vr_avatar.record_stream"
     bl_label = "Record Stream"
     bl_options = {'REGISTER'}
+
+    source: EnumProperty(
+        name="Source", description="Where the recorded device poses come from",
+        items=[('BLENDER_VR', "Blender VR Session", "The running VR session (VR Scene Inspection add-on)"),
+               ('OPENXR', "OpenXR Runtime", "An OpenXR runtime through pyopenxr, outside Blender's VR session")],
+        default='BLENDER_VR')
 
     _recording = None  # the running recorder, so that a second call stops it
 
@@ -132,7 +139,7 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         if recording is not None:
             recording.stop_requested = True
             return {'FINISHED'}
-        if not vr_session_running(context):
+        if self.source == 'BLENDER_VR' and not vr_session_running(context):
             self.report({'ERROR'}, NO_VR_SESSION)
             return {'CANCELLED'}
         record_path = context.scene.vr_avatar.stream.record_path
@@ -146,21 +153,37 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         if context.window is None:
             self.report({'ERROR'}, "Recording needs a Blender window")
             return {'CANCELLED'}
+        self.openxr, self.frames = None, []
+        if self.source == 'OPENXR':
+            try:
+                self.openxr = core.openxr_source.OpenXRSource()
+            except core.openxr_source.OpenXRUnavailable as error:
+                self.report({'ERROR'}, str(error))
+                return {'CANCELLED'}
         self.times, self.positions, self.rotations = [], [], []
         self.stop_requested = False
         self.start = time.perf_counter()
         self.timer = context.window_manager.event_timer_add(RECORD_INTERVAL_S, window=context.window)
         context.window_manager.modal_handler_add(self)
         type(self)._recording = self
-        for warning in recording_warnings(context.window_manager.xr_session_settings):
-            self.report({'WARNING'}, warning)
-        self.report({'INFO'}, "Recording the VR session: press Esc or Record again to stop")
+        if self.openxr is None:
+            for warning in recording_warnings(context.window_manager.xr_session_settings):
+                self.report({'WARNING'}, warning)
+        self.report({'INFO'}, f"Recording {'the VR session' if self.openxr is None else 'from the OpenXR runtime'}: "
+                    "press Esc or Record again to stop")
         return {'RUNNING_MODAL'}
 
+    def _source_ended(self, context) -> bool:
+        return self.openxr.finished if self.openxr is not None else not vr_session_running(context)
+
     def modal(self, context, event):
-        if (event.type == 'ESC' and event.value == 'PRESS') or self.stop_requested or not vr_session_running(context):
+        if (event.type == 'ESC' and event.value == 'PRESS') or self.stop_requested or self._source_ended(context):
             return self.finish(context)
-        if event.type == 'TIMER' and event.timer == self.timer:
+        if event.type == 'TIMER' and event.timer == self.timer and self.openxr is not None:
+            frame = self.openxr.poll()
+            if frame is not None:
+                self.frames.append(frame)
+        elif event.type == 'TIMER' and event.timer == self.timer:
             now = time.perf_counter() - self.start
             if not self.times or now > self.times[-1]:
                 positions, rotations = xr_poses(context, context.window_manager.xr_session_state)
@@ -176,12 +199,22 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         """Stop sampling and write what was recorded."""
         context.window_manager.event_timer_remove(self.timer)
         type(self)._recording = None
-        if not self.times:
-            self.report({'WARNING'}, "Nothing recorded: the VR session gave no poses")
+        if self.openxr is not None:
+            self.openxr.close()
+            space = self.openxr.reference_space
+        if not (self.frames or self.times):
+            self.report({'WARNING'}, "Nothing recorded: the " + ("VR session gave no poses" if self.openxr is None else
+                        "OpenXR runtime located nothing (" + (core.openxr_source.tracking_status(self.openxr.lifecycle)
+                                                         or "the session never became visible") + ")"))
             return {'CANCELLED'}
-        stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
+        if self.openxr is not None:
+            stream = core.openxr_source.frames_to_stream(self.frames)
+            comments = [f"recorded from an OpenXR runtime by the VR Avatar add-on, reference space {space}"]
+        else:
+            stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
+            comments = ["recorded from Blender's VR session by the VR Avatar add-on"]
         try:
-            core.stream.write_stream(self.path, stream, ["recorded from Blender's VR session by the VR Avatar add-on"])
+            core.stream.write_stream(self.path, stream, comments)
         except OSError as error:
             self.report({'ERROR'}, f"Cannot write {self.path}: {error.strerror or error}")
             return {'CANCELLED'}

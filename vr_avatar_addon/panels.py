@@ -100,8 +100,10 @@ class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
         layout.separator()
         layout.prop(stream, "record_path")
         recording = VR_AVATAR_OT_record_stream.is_recording()
-        layout.operator("vr_avatar.record_stream", text="Stop Recording" if recording else "Record VR Session",
-                        icon='PAUSE' if recording else 'REC', depress=recording)
+        row = layout.row(align=True)
+        for source, text in (('BLENDER_VR', "Record VR Session"), ('OPENXR', "Record OpenXR")):
+            row.operator("vr_avatar.record_stream", text="Stop Recording" if recording else text,
+                         icon='PAUSE' if recording else 'REC', depress=recording).source = source
 
 
 class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
@@ -129,7 +131,9 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
                 layout.label(text="Settings changed: solve again", icon='ERROR')
             layout.prop(solve, "preview")
             layout.operator("vr_avatar.bake_action", icon='ACTION')
-        layout.operator("vr_avatar.live_preview", icon='VIEW_CAMERA')
+        row = layout.row(align=True)
+        for source, text in (('BLENDER_VR', "Live Preview"), ('OPENXR', "Live Preview (OpenXR)")):
+            row.operator("vr_avatar.live_preview", text=text, icon='VIEW_CAMERA').source = source
         figures = context.scene.get("vr_avatar_solve", {}).get("report")
         if solve.report_path and figures:
             box = layout.box()
