@@ -20,6 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 import xr  # noqa: E402
 
+from core.config import DeviceOffsets  # noqa: E402
+from core.devices import device_offsets, joints_from_devices  # noqa: E402
 from core.openxr_source import OpenXRSource, tracking_status  # noqa: E402
 
 
@@ -184,8 +186,10 @@ def addon(folder: str, ticks: str = "90") -> dict:
         if seen[-1] is not None:
             head = np.array(obj.matrix_world @ obj.pose.bones[head_bone].head)
             head = np.array([head[0], head[2], -head[1]])  # Blender's +Z up to core's +Y up
-            gaps.append(float(np.linalg.norm(head - seen[-1][0][0])))
-            heads.append([head.tolist(), np.asarray(seen[-1][0][0]).tolist()])
+            positions, rotations, _ = (np.asarray(a) for a in seen[-1])
+            implied = joints_from_devices(positions, rotations, device_offsets(DeviceOffsets()))[0]
+            gaps.append(float(np.linalg.norm(head - implied)))
+            heads.append([head.tolist(), implied.tolist()])
             moved += pose() != before
     assert preview.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS')) == {'FINISHED'}
     result = {"preview_ticks": ticks, "located": sum(d is not None for d in seen), "head_gaps": gaps,

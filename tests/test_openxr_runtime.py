@@ -173,8 +173,8 @@ def test_addon_live_preview_and_record_follow_the_runtime_and_leave_the_scene(tm
     run = scenario("addon", tmp_path, 90, timeout=300)
     assert run["located"] == run["preview_ticks"] == run["posed_ticks"]  # headless: a frame every tick
     avatar, headset = np.array(run["heads"]).transpose(1, 0, 2)
-    # The avatar's head joint stays under the wobbling headset (horizontally) and moves with it.
-    assert np.abs(avatar[10:, [0, 2]] - headset[10:, [0, 2]]).max() < 0.05
+    # The avatar's head joint meets the head joint the wobbling headset implies, and moves with it.
+    assert np.linalg.norm(avatar[10:] - headset[10:], axis=-1).max() < 0.02
     assert np.ptp(headset[:, 0]) > 0.02 and np.corrcoef(avatar[10:, 0], headset[10:, 0])[0, 1] > 0.9
     assert run["pose_restored"] and run["objects_unchanged"] and run["preview_stopped"]
     assert run["recorded"] == run["preview_ticks"] and run["recorded_tracked"] and run["record_source_closed"]
