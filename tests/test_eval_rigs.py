@@ -21,7 +21,7 @@ MANNEQUIN, CHIBI = "quaternius_ual1_mannequin.glb", "kenney_mini_female_a.glb"
 MANNEQUIN_MAPPING = {"hips": "DEF-hips", "neck": "DEF-neck", "head": "DEF-head"}
 SECONDS, FPS = 2.0, 30
 METRICS = ("mesh_below_floor_frames", "mesh_lowest_cm", "toe_below_rest_cm", "planted_share", "foot_slide_cm_s",
-           "clip_foot_slide_cm_s", "foot_slide_ratio", "hand_cm", "head_cm", "solve_hand_cm", "seconds")
+           "clip_foot_slide_cm_s", "foot_slide_ratio", "hand_cm", "head_cm", "seconds", "contact_sheet_seconds")
 
 pytestmark = pytest.mark.skipif(not (RIGS / MANNEQUIN).exists() or not (RIGS / CHIBI).exists(),
                                 reason=f"the third-party rigs are not in {RIGS}")
@@ -59,7 +59,7 @@ def test_a_baked_rig_gets_every_figure_measured_in_blender(evaluation):
     assert row["toe_below_rest_cm"] >= 0.0 and row["clip_foot_slide_cm_s"] > 0.0
     assert row["foot_slide_ratio"] == pytest.approx(row["foot_slide_cm_s"] / row["clip_foot_slide_cm_s"])
     # Read from Blender's posed bones, the hands agree with the add-on's own figure from core's positions.
-    assert row["hand_cm"] == pytest.approx(row["solve_hand_cm"], abs=0.05)
+    assert row["solve_hand_cm"] is not None and row["hand_cm"] == pytest.approx(row["solve_hand_cm"], abs=0.05)
     assert json.loads((out / "eval_rigs.json").read_text()) == results
     table = (out / "eval_rigs.md").read_text()
     assert f"| {MANNEQUIN} |" in table and f"| {CHIBI} | refused" in table
@@ -81,3 +81,13 @@ def test_a_rig_that_cannot_be_a_humanoid_is_refused_naming_what_it_lacks(evaluat
     assert row["step"] in ("map", "solve")
     assert any(joint in row["refused"] for joint in ("forearm", "shin", "l_hand", "l_foot")), row["refused"]
     assert not (out / f"{Path(CHIBI).stem}.contact.png").exists()
+
+
+def test_a_missing_rig_path_gets_one_line_naming_it(tmp_path):
+    pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    missing = tmp_path / "no_such_rig.glb"
+    done = subprocess.run([sys.executable, "-m", "vr_avatar_addon.eval_rigs", "--rigs", str(missing), "--out",
+                           str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines() == [f"eval-rigs: not a rig file (.glb, .gltf, .vrm, .fbx) or folder: {missing}"]

@@ -403,6 +403,14 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
     os.replace(temporary, path)
 
 
+def solve_hand_cm(scene) -> float | None:
+    """The add-on's own hand-to-wrist figure from core's positions (its solve report), None if it has none."""
+    try:
+        return json.loads(scene["vr_avatar_solve"]["report"])["figures"]["avatar_hand_cm"]
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def evaluate_rig(path: Path, inputs: Inputs, out: Path, mappings: Path | None) -> dict:
     """One rig's row: its figures and contact sheet, or where and why the user path refused it."""
     began = time.perf_counter()
@@ -412,7 +420,7 @@ def evaluate_rig(path: Path, inputs: Inputs, out: Path, mappings: Path | None) -
         return {"refused": str(refusal), "step": refusal.step, "seconds": round(time.perf_counter() - began, 2)}
     bone_map = {item.joint: item.bone for item in bpy.context.scene.vr_avatar.bone_map}
     figures, series = measure(armature, meshes, bone_map, inputs)
-    figures["solve_hand_cm"] = json.loads(bpy.context.scene["vr_avatar_solve"]["report"])["figures"]["avatar_hand_cm"]
+    figures["solve_hand_cm"] = solve_hand_cm(bpy.context.scene)
     measured = time.perf_counter()
     sheet = out / f"{path.stem}.contact.png"
     contact_sheet(sheet, armature, meshes, inputs, series)
