@@ -4,6 +4,7 @@
     python build.py demo [--mocap DIR]   stream, database, solve and report, then out/demo.blend and demo.png
     python build.py test [PYTEST ARGS]   the test suite (what CI runs)
     python build.py bench                speed figures as JSON
+    python build.py eval-rigs [--json]   the add-on's user path on ../shared/rigs, measured on the baked avatars
     python build.py extension            dist/vr_avatar-<version>.zip, self-contained (pyopenxr wheel bundled)
     python build.py xr-runtime           Monado, the OpenXR runtime the tests use, built into build/monado
 
@@ -100,6 +101,11 @@ def bench(args: list[str]) -> int:
     return 0
 
 
+def eval_rigs(args: list[str]) -> int:
+    """Import, map, solve and bake onto every rig of ../shared/rigs in the real bpy; figures and contact sheets."""
+    return run_in_environment(["-m", "vr_avatar_addon.eval_rigs", *args]).returncode
+
+
 def bundled_wheels() -> list[Path]:
     """The wheels the extension carries, fetched (or taken from pip's cache) into dist/wheels."""
     folder = ROOT / "dist" / "wheels"
@@ -131,7 +137,8 @@ def runtime(_args: list[str]) -> int:
     return 0
 
 
-COMMANDS = {"demo": demo, "test": test, "bench": bench, "extension": extension, "xr-runtime": runtime}
+COMMANDS = {"demo": demo, "test": test, "bench": bench, "eval-rigs": eval_rigs, "extension": extension,
+            "xr-runtime": runtime}
 
 
 def main(argv: list[str]) -> int:

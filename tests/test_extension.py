@@ -28,7 +28,7 @@ def test_zip_holds_manifest_addon_and_core_at_its_root(extension_zip):
     for required in ("blender_manifest.toml", "__init__.py", "operators_library.py", "axes.py", "core/__init__.py",
                      "core/bvh.py"):
         assert required in names
-    assert "packaging.py" not in names and "demo_scene.py" not in names
+    assert "packaging.py" not in names and "demo_scene.py" not in names and "eval_rigs.py" not in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.endswith(".gitkeep")]
 
 

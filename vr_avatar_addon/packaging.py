@@ -24,7 +24,7 @@ REQUIRED = {
 OPTIONAL = {"tags": list, "permissions": dict, "blender_version_max": str, "website": str, "copyright": list}
 SKIPPED = {"__pycache__", ".gitkeep", ".DS_Store"}
 # Modules of the add-on folder that run outside Blender's add-on system (build and demo tooling).
-NOT_SHIPPED = {"packaging.py", "demo_scene.py"}
+NOT_SHIPPED = {"packaging.py", "demo_scene.py", "eval_rigs.py"}
 
 
 def _version(value: str, key: str) -> tuple[int, ...]:
