@@ -14,10 +14,11 @@ tails, the skinned meshes evaluated through the depsgraph), never from the add-o
 positions compared with the stream are taken to core's frame (+Y up) first. Blender's floor (world
 z = 0) is the stream's floor (y = 0).
 
-Rest heights (`toe_below_rest_cm`, `foot_slide_cm_s`, `hips_height_ratio`): a point's world height in
-the armature's rest pose, with the armature object as it is at the bake's first frame, times the
-scale the bake gives the hips pose bone at that frame (the scale of its armature-space matrix: 1
-unless the bake keys a scale on the hips or a bone above them).
+Rest heights (`toe_below_rest_cm`, `foot_slide_cm_s`, `hips_height_ratio`): a point's height in the
+armature's rest pose above the skinned meshes' lowest vertex at rest (where the character stands),
+with the armature object as it is at the bake's first frame, times the scale the bake gives the hips
+pose bone at that frame (the scale of its armature-space matrix: 1 unless the bake keys a scale on
+the hips or a bone above them).
 
 - `mesh_below_floor_frames`: share of frames whose lowest skinned-mesh vertex is more than 2 cm
   under the floor (`mesh_lowest_cm`: the lowest vertex over the clip).
@@ -227,6 +228,20 @@ def run_user_path(path: Path, inputs: Inputs, mappings: Path | None) -> tuple:
     return armature, meshes, how
 
 
+def rest_floor(armature, meshes) -> float:
+    """World height of the skinned meshes' lowest vertex with the armature in its rest pose (0 without a mesh):
+    where the character stands at rest, which the bake puts on the floor."""
+    if not meshes:
+        return 0.0
+    armature.data.pose_position = 'REST'
+    try:
+        bpy.context.view_layer.update()
+        return float(lowest_vertex(meshes))
+    finally:
+        armature.data.pose_position = 'POSE'
+        bpy.context.view_layer.update()
+
+
 def _point(bone_map: dict[str, str], armature, joint: str, fallback: str):
     """(bone name, 'head') of a mapped joint, else (the fallback joint's bone, 'tail')."""
     bone = bone_map.get(joint, "")
@@ -248,8 +263,9 @@ def measure(armature, meshes, bone_map: dict[str, str], inputs: Inputs) -> tuple
     scene.frame_set(int(frames[0]))
     world = np.array(armature.matrix_world)
     hips_scale = float(np.linalg.norm(np.array(armature.pose.bones[bone_map["hips"]].matrix)[:3, :3], axis=0).mean())
-    rest = {key: float((world @ np.append(getattr(armature.data.bones[bone], f"{end_}_local"), 1.0))[2]) * hips_scale
-            for key, (bone, end_) in points.items()}
+    floor = rest_floor(armature, meshes)
+    rest = {key: (float((world @ np.append(getattr(armature.data.bones[bone], f"{end_}_local"), 1.0))[2]) - floor)
+            * hips_scale for key, (bone, end_) in points.items()}
     series = {key: np.empty((len(frames), 3)) for key in points}
     lowest = np.empty(len(frames))
     for i, frame in enumerate(frames):
