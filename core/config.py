@@ -6,6 +6,8 @@ import json
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from .atomic import write_text
+
 
 @dataclass(frozen=True)
 class DeviceOffsets:
@@ -97,7 +99,7 @@ class UpperBodyIKConfig:
         values = describe(self)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"constants": {n: values[n] for n in names}, "record": record}, indent=2) + "\n")
+        write_text(path, json.dumps({"constants": {n: values[n] for n in names}, "record": record}, indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "UpperBodyIKConfig":

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import heading
+from .atomic import npz_path, written
 from .gru import gru_step
 from .n3p_state import CONTACTS, HEADING_CHANGE, LO_SIZE, SIGNAL_SIZE, UP_SIZE, Z_IN_LO, Z_SIZE, OutputSkeleton, \
     signals_into, signals_out_of
@@ -92,9 +93,10 @@ class N3PModel:
         arrays.update({f"mean/{k}": v for k, v in self.norm.mean.items()})
         arrays.update({f"std/{k}": v for k, v in self.norm.std.items()})
         skeleton = self.output.skeleton
-        np.savez_compressed(path, reference=self.reference, initial_up=self.initial_up, initial_lo=self.initial_lo,
-                            names=np.array(skeleton.names), parents=skeleton.parents, offsets=skeleton.offsets,
-                            standing_head_m=self.standing_head_m, info=json.dumps(self.info), **arrays)
+        with written(npz_path(path)) as file:
+            np.savez_compressed(file, reference=self.reference, initial_up=self.initial_up, initial_lo=self.initial_lo,
+                                names=np.array(skeleton.names), parents=skeleton.parents, offsets=skeleton.offsets,
+                                standing_head_m=self.standing_head_m, info=json.dumps(self.info), **arrays)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "N3PModel":

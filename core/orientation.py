@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import written
 from .devices import hmd_forward
 
 DEVICE_COUNT = 3
@@ -143,7 +144,7 @@ class OrientationModel:
         arrays = {"input_mean": self.input_mean, "input_std": self.input_std}
         for i, (w, b) in enumerate(self.layers):
             arrays[f"w{i}"], arrays[f"b{i}"] = w, b
-        with open(path, "wb") as file:
+        with written(path) as file:
             np.savez(file, info=np.array(json.dumps(self.info)), **arrays)
 
     @classmethod

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import written
 from .character import character_frames
 from .config import DatabaseConfig, describe
 from .humanoid import HumanoidMapping, find_mapping
@@ -88,7 +89,7 @@ class PoseDatabase:
         skeleton = self.skeleton
         meta = {"version": FILE_VERSION, "names": list(skeleton.names), "clip_names": list(self.clip_names),
                 "end_sites": [[j, list(o)] for j, o in skeleton.end_sites], "info": self.info}
-        with open(path, "wb") as file:
+        with written(path) as file:
             np.savez_compressed(
                 file, meta=np.array(json.dumps(meta)), parents=skeleton.parents, offsets=skeleton.offsets,
                 rotations=self.rotations.astype(np.float32), positions=self.positions.astype(np.float32),

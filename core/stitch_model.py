@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import npz_path, written
 from .gru import gru_step, sigmoid
 from .stitch_pose import PoseLayout
 
@@ -78,8 +79,9 @@ class StitchModel:
 
     def save(self, path: str | Path) -> None:
         arrays = {f"w/{k}": v.astype(np.float32) for k, v in self.weights.items()}
-        np.savez_compressed(path, mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
-                            contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
+        with written(npz_path(path)) as file:
+            np.savez_compressed(file, mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
+                                contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "StitchModel":

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import write_text
 
 DEVICES = ("head", "left", "right")
 POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
@@ -185,4 +186,4 @@ def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str]
     valid = np.where(stream.tracked, "1", "0")
     for t, row, v in zip(times, cells.tolist(), valid.tolist()):
         lines.append(",".join([t, *row, *v]))
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
