@@ -19,6 +19,8 @@ DEVICES = ("head", "left", "right")
 POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
 COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
 VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
+HELD_GAP_S = 5.0
+"""Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
 
 
 class StreamFormatError(ValueError):
@@ -64,7 +66,8 @@ class ThreePointStream:
     def resampled(self, fps: float) -> "ThreePointStream":
         """Samples every 1/fps s from the first time: linear positions, slerped rotations.
 
-        A resampled device is tracked only where both samples around it are tracked.
+        A resampled device is tracked only where both samples around it are tracked, and not inside a
+        gap longer than HELD_GAP_S (a solver holds the pose there).
         """
         if len(self) < 2:  # nothing to interpolate between
             return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
@@ -78,6 +81,8 @@ class ThreePointStream:
         positions = before + a[..., None] * (after - before)
         rotations = quat.slerp(np.nan_to_num(self.rotations[first]), np.nan_to_num(self.rotations[second]), a)
         tracked = (self.tracked[first] | (a >= 1.0)) & (self.tracked[second] | (a <= 0.0))
+        held = (self.times[second] - self.times[first] > HELD_GAP_S) & (alpha > 0.0) & (alpha < 1.0)
+        tracked &= ~held[:, None]
         positions[~tracked] = np.nan
         rotations[~tracked] = np.nan
         return ThreePointStream(times, positions, rotations, tracked)
