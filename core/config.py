@@ -106,14 +106,17 @@ class UpperBodyIKConfig:
         """The paper's constants with those in a file from `train ik` ({"constants": {field: value}}) in their place."""
         path = Path(path)
         try:
-            constants = json.loads(path.read_text(encoding="utf-8-sig"))["constants"]
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+            if not isinstance(data, dict):
+                raise ValueError(f"{path}: is JSON {type(data).__name__}, expected an object with \"constants\"")
+            constants = data["constants"]
         except FileNotFoundError:
             raise ValueError(f"{path}: no such IK constants file (make one with `python -m core train ik`)") from None
         except IsADirectoryError:
             raise ValueError(f"{path}: is a folder, not an IK constants file") from None
         except OSError as error:
             raise ValueError(f"{path}: cannot read: {error.strerror or error}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, IndexError) as error:
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as error:
             raise ValueError(f"{path}: not an IK constants file, which is JSON with a \"constants\" object "
                              f"({type(error).__name__}: {error})") from None
         if not isinstance(constants, dict):

@@ -102,7 +102,7 @@ class N3PModel:
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "N3PModel":
         """A model file as `save` writes it; N3PModelError names the file and what is wrong in it."""
-        with read_npz(path, "Neural3Points model", N3PModelError) as archive:
+        with read_npz(path, "a Neural3Points model", N3PModelError) as archive:
             files = sorted(archive.files)
             weights = {k[2:]: archive.array(k).astype(np.float64) for k in files if k.startswith("w/")}
             missing = [f"{n}.decoder.weight" for n in SIZES if f"{n}.decoder.weight" not in weights]

@@ -35,14 +35,14 @@ class Archive:
         `kind` the dtype kinds accepted ('f' takes integers too, 'i' integers, 'b' booleans or 0/1 integers,
         'U' text); `finite` refuses NaN and infinity."""
         if key not in self.files:
-            raise self.fail(f"no array {key!r}: not a {self.kind} file, or a damaged one")
+            raise self.fail(f"no array {key!r}: not {self.kind} file, or a damaged one")
         try:
             value = self.data[key]
         except READ_ERRORS as error:
             raise self.fail(f"array {key!r} cannot be read ({type(error).__name__}: {error})") from None
         accepted = {"f": "fiub", "i": "iu", "b": "biu", "U": "U"}[kind]
         if value.dtype.kind not in accepted:
-            raise self.fail(f"array {key!r} holds {value.dtype}, not the {self.kind}'s kind of values")
+            raise self.fail(f"array {key!r} holds {value.dtype} values, not the kind expected")
         if shape is not None:
             self.check_shape(key, value.shape, shape)
         if finite and value.dtype.kind == "f" and not np.isfinite(value).all():
@@ -76,24 +76,26 @@ class Archive:
 def read_npz(path, kind: str, error=ValueError):
     """The archive at `path` as an Archive; any failure inside the block raises `error` naming the file.
 
-    `error` should be a class of its own (not ValueError itself), so that it passes through unwrapped.
+    `kind` says what the file should be, with its article ("a stitch model"). `error` should be a class
+    of its own (not ValueError itself), so that it passes through unwrapped.
     """
     path = Path(path)
     if path.is_dir():
-        raise error(f"{path}: is a folder, not a {kind} file")
+        raise error(f"{path}: is a folder, not {kind} file")
     if not path.exists():
-        raise error(f"{path}: no such file (expected a {kind} file)")
+        raise error(f"{path}: no such file (expected {kind} file)")
     try:
         data = np.load(path, allow_pickle=False)
     except READ_ERRORS as cause:
-        reason = "the file is empty" if isinstance(cause, EOFError) else f"{type(cause).__name__}: {cause}"
-        raise error(f"{path}: not a {kind} file ({reason})") from None
+        reason = ("the file is empty" if isinstance(cause, EOFError) else "not a .npz archive"
+                  if isinstance(cause, ValueError) else f"{type(cause).__name__}: {cause}")
+        raise error(f"{path}: not {kind} file ({reason})") from None
     if not isinstance(data, np.lib.npyio.NpzFile):
-        raise error(f"{path}: holds a single array (.npy), not a {kind} file (.npz)")
+        raise error(f"{path}: holds a single array (.npy), not {kind} file (.npz)")
     try:
         with data:
             yield Archive(path, data, kind, error)
     except error:
         raise
     except READ_ERRORS as cause:
-        raise error(f"{path}: not a {kind} file, or a damaged one ({type(cause).__name__}: {cause})") from None
+        raise error(f"{path}: not {kind} file, or a damaged one ({type(cause).__name__}: {cause})") from None

@@ -155,7 +155,7 @@ class OrientationModel:
     @classmethod
     def load(cls, path: str | Path) -> "OrientationModel":
         """A model file as `save` writes it; OrientationModelError names the file and what is wrong in it."""
-        with read_npz(path, "orientation model", OrientationModelError) as archive:
+        with read_npz(path, "an orientation model", OrientationModelError) as archive:
             count = sum(1 for k in archive.files if k.startswith("w"))
             layers = [(archive.array(f"w{i}", (f"in{i}", f"in{i + 1}")).astype(np.float64),
                        archive.array(f"b{i}", (f"in{i + 1}",)).astype(np.float64)) for i in range(count)]

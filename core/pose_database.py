@@ -102,7 +102,7 @@ class PoseDatabase:
     @classmethod
     def load(cls, path: str | Path) -> "PoseDatabase":
         """A database file as `save` writes it; DatabaseError names the file and what is wrong in it."""
-        with read_npz(path, "VR Avatar database", DatabaseError) as archive:
+        with read_npz(path, "a VR Avatar database", DatabaseError) as archive:
             meta = archive.json("meta")
             if meta.get("version") != FILE_VERSION:
                 raise DatabaseError(f"{path}: database version {meta.get('version')}, expected {FILE_VERSION}")

@@ -87,7 +87,7 @@ class StitchModel:
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "StitchModel":
         """A model file as `save` writes it; StitchModelError names the file and what is wrong in it."""
-        with read_npz(path, "stitch model", StitchModelError) as archive:
+        with read_npz(path, "a stitch model", StitchModelError) as archive:
             weights = {k[2:]: archive.array(k).astype(np.float32) for k in sorted(archive.files) if k.startswith("w/")}
             missing = [k for k in ("encoder.0.weight", "decoder.2.weight", "refiner.weight_hh_l1_reverse")
                        if k not in weights]
