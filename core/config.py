@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -39,6 +40,17 @@ class SimulationConfig:
     """Range of seconds between look-around targets; the head eases from one target to the next."""
     seed: int = 0
     devices: DeviceOffsets = DeviceOffsets()
+
+    def __post_init__(self):
+        require_positive(self, "fps")
+        require_positive(self, "look_around_deg", zero=True)
+
+
+def require_positive(config, name: str, zero: bool = False) -> None:
+    """Refuse (ValueError) a config field that is NaN, infinite, negative, or zero unless `zero`."""
+    value = getattr(config, name)
+    if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        raise ValueError(f"{type(config).__name__}.{name} must be {'0 or more' if zero else 'positive'}, not {value}")
 
 
 def describe(config) -> dict:
@@ -158,6 +170,12 @@ class DatabaseConfig:
     min_clip_s: float = 1.0
     """Shortest clip accepted: the trajectory features look one second ahead."""
 
+    def __post_init__(self):
+        require_positive(self, "fps")
+        low, high = self.height_range
+        if not 0 <= low <= high:
+            raise ValueError(f"DatabaseConfig.height_range must be (low, high) with 0 <= low <= high, not {self.height_range}")
+
 
 @dataclass(frozen=True)
 class FeatureWeights:
@@ -212,6 +230,13 @@ class SolverConfig:
     fps: float = 60.0
     """Rate the offline solver resamples streams to (the databases' rate)."""
     weights: FeatureWeights = FeatureWeights()
+
+    def __post_init__(self):
+        require_positive(self, "fps")
+        if not self.alpha_m > 0:
+            raise ValueError(f"SolverConfig.alpha_m must be positive, not {self.alpha_m}")
+        if self.search_interval < 1:
+            raise ValueError(f"SolverConfig.search_interval must be 1 or more, not {self.search_interval}")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
+from .plausibility import usable_samples
 from .stream import DEVICES, ThreePointStream
 
 NO_RUNTIME = ("no OpenXR runtime is installed or active: install and start one (SteamVR, Monado, "
@@ -98,6 +99,7 @@ def frame_from_poses(time_ns: int, poses: np.ndarray, flags) -> Frame:
     tracked = is_tracked(flags)
     if poses.shape != (len(DEVICES), 7) or tracked.shape != (len(DEVICES),):
         raise ValueError(f"a frame needs poses shaped (3, 7) and flags (3,), got {poses.shape} and {tracked.shape}")
+    tracked = usable_samples(poses[:, :3], poses[:, 3:], tracked)  # the flags say tracked, the numbers must agree
     poses[~tracked] = np.nan
     return Frame(int(time_ns), poses[:, :3], poses[:, 3:], tracked)
 
