@@ -73,7 +73,9 @@ class LiveAvatar:
         self.hips_bone = self.obj.data.bones[target.names[target.mapping["hips"]]]
 
     def step(self, positions, rotations, tracked, dt: float) -> None:
-        motion = self.solver.step(positions, rotations, tracked, dt)
+        usable = core.plausibility.usable_samples(positions, rotations, tracked)
+        positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the wrists
+        motion = self.solver.step(positions, rotations, usable, dt)
         wrists = core.devices.joints_from_devices(positions, rotations, self.solver.offsets)[1:]
         global_rotations, global_positions = self.retargeting.apply(motion, wrists[None])
         hips = self.target.mapping["hips"]
@@ -123,7 +125,7 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
             return self._stop(context, "The VR session ended: live preview stopped")
         now = time.perf_counter()
         positions, rotations, tracked = (np.asarray(a) for a in devices)
-        if tracked[0]:
+        if core.plausibility.usable_samples(positions[0], rotations[0], tracked[0]):
             self._avatar.step(positions, rotations, tracked, now - self._last)
         self._last = now
         return {'RUNNING_MODAL'}

@@ -59,9 +59,12 @@ class VR_AVATAR_OT_load_stream(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         try:
             stream = core.stream.read_stream(self.filepath)
+            warnings = core.plausibility.check_stream(stream, self.filepath)
         except core.stream.StreamFormatError as error:
             self.report({'ERROR'}, _format_error(error))
             return {'CANCELLED'}
+        for warning in warnings:
+            self.report({'WARNING'}, warning)
         scene = context.scene
         stream = stream.resampled(scene_fps(scene))
         remove_stream_empties(scene)
@@ -105,7 +108,7 @@ class VR_AVATAR_OT_export_stream(bpy.types.Operator, ExportHelper):
         try:
             core.stream.write_stream(self.filepath, stream, [f"exported from {bpy.data.filepath or 'an unsaved file'} "
                                                              "by the VR Avatar add-on"])
-        except OSError as error:
+        except (OSError, ValueError) as error:
             self.report({'ERROR'}, f"Cannot write {self.filepath}: {error.strerror or error}")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Exported {len(stream)} frames to {self.filepath}")
@@ -182,7 +185,7 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
         try:
             core.stream.write_stream(self.path, stream, ["recorded from Blender's VR session by the VR Avatar add-on"])
-        except OSError as error:
+        except (OSError, ValueError) as error:
             self.report({'ERROR'}, f"Cannot write {self.path}: {error.strerror or error}")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Recorded {len(stream)} samples ({stream.duration:.1f} s) to {self.path}")
