@@ -8,6 +8,7 @@ the inputs, a folder, or in a folder that is missing or cannot be written to.
 """
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 from contextlib import contextmanager
@@ -110,6 +111,16 @@ def save_figure(path, figure, **options) -> None:
     path = Path(path)
     with written(path) as file:
         figure.savefig(file, format=path.suffix.lstrip(".") or None, **options)
+
+
+def write_npz(path, compressed: bool = True, **arrays) -> None:
+    """Arrays as a .npz archive at exactly `path`, atomically. The archive is made in memory first: numpy's zip
+    writer cannot be closed cleanly once its file has failed."""
+    import numpy as np
+
+    buffer = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buffer, **arrays)
+    write_bytes(path, buffer.getvalue())
 
 
 def npz_path(path) -> Path:

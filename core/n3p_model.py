@@ -22,9 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from . import heading
-from .atomic import npz_path, written
-from .npz_archive import read_npz
+from .atomic import npz_path, write_npz
 from .gru import gru_step
+from .npz_archive import read_npz
 from .n3p_state import CONTACTS, HEADING_CHANGE, LO_SIZE, SIGNAL_SIZE, UP_SIZE, Z_IN_LO, Z_SIZE, OutputSkeleton, \
     signals_into, signals_out_of
 from .skeleton import Skeleton
@@ -94,10 +94,9 @@ class N3PModel:
         arrays.update({f"mean/{k}": v for k, v in self.norm.mean.items()})
         arrays.update({f"std/{k}": v for k, v in self.norm.std.items()})
         skeleton = self.output.skeleton
-        with written(npz_path(path)) as file:
-            np.savez_compressed(file, reference=self.reference, initial_up=self.initial_up, initial_lo=self.initial_lo,
-                                names=np.array(skeleton.names), parents=skeleton.parents, offsets=skeleton.offsets,
-                                standing_head_m=self.standing_head_m, info=json.dumps(self.info), **arrays)
+        write_npz(npz_path(path), reference=self.reference, initial_up=self.initial_up, initial_lo=self.initial_lo,
+                  names=np.array(skeleton.names), parents=skeleton.parents, offsets=skeleton.offsets,
+                  standing_head_m=self.standing_head_m, info=json.dumps(self.info), **arrays)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "N3PModel":

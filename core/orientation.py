@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
-from .atomic import written
+from .atomic import write_npz
 from .npz_archive import read_npz
 from .devices import hmd_forward
 
@@ -149,8 +149,7 @@ class OrientationModel:
         arrays = {"input_mean": self.input_mean, "input_std": self.input_std}
         for i, (w, b) in enumerate(self.layers):
             arrays[f"w{i}"], arrays[f"b{i}"] = w, b
-        with written(path) as file:
-            np.savez(file, info=np.array(json.dumps(self.info)), **arrays)
+        write_npz(path, compressed=False, info=np.array(json.dumps(self.info)), **arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> "OrientationModel":

@@ -74,8 +74,8 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
         if len(gaps):
             longest = gaps[np.argmax(steps[gaps])]
             warnings.append(f"{path}: {len(gaps)} gap(s) longer than {HELD_GAP_S:g} s (the longest {steps[longest]:.1f} s "
-                            f"after t = {stream.times[longest]:.3f} s): the devices count as untracked over them and "
-                            "the avatar holds its pose")
+                            f"after t = {stream.times[longest]:.3f} s): the devices count as untracked over them, so "
+                            "the avatar stays where they were last seen")
     usable = usable_samples(stream.positions, stream.rotations, stream.tracked)
     broken = stream.tracked & ~usable
     if broken.any():

@@ -18,13 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
-from .atomic import written
+from .atomic import write_npz
 from .character import character_frames
 from .config import DatabaseConfig, describe
 from .humanoid import HumanoidMapping, find_mapping
 from .metrics import floor_height
-from .npz_archive import read_npz
 from .motion import Motion, forward_kinematics
+from .npz_archive import read_npz
 from .skeleton import Skeleton
 
 VIRTUAL_ROOT = "root"
@@ -90,14 +90,13 @@ class PoseDatabase:
         skeleton = self.skeleton
         meta = {"version": FILE_VERSION, "names": list(skeleton.names), "clip_names": list(self.clip_names),
                 "end_sites": [[j, list(o)] for j, o in skeleton.end_sites], "info": self.info}
-        with written(path) as file:
-            np.savez_compressed(
-                file, meta=np.array(json.dumps(meta)), parents=skeleton.parents, offsets=skeleton.offsets,
-                rotations=self.rotations.astype(np.float32), positions=self.positions.astype(np.float32),
-                velocities=self.velocities.astype(np.float32),
-                angular_velocities=self.angular_velocities.astype(np.float32), contacts=self.contacts,
-                range_starts=self.range_starts, range_stops=self.range_stops, fps=np.array(self.fps),
-                height_range=np.array(self.height_range, dtype=float))
+        write_npz(
+            path, meta=np.array(json.dumps(meta)), parents=skeleton.parents, offsets=skeleton.offsets,
+            rotations=self.rotations.astype(np.float32), positions=self.positions.astype(np.float32),
+            velocities=self.velocities.astype(np.float32),
+            angular_velocities=self.angular_velocities.astype(np.float32), contacts=self.contacts,
+            range_starts=self.range_starts, range_stops=self.range_stops, fps=np.array(self.fps),
+            height_range=np.array(self.height_range, dtype=float))
 
     @classmethod
     def load(cls, path: str | Path) -> "PoseDatabase":

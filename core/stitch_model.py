@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .atomic import npz_path, written
-from .npz_archive import read_npz
+from .atomic import npz_path, write_npz
 from .gru import gru_step, sigmoid
+from .npz_archive import read_npz
 from .stitch_pose import PoseLayout
 
 HIDDEN_SIZE = 256
@@ -80,9 +80,8 @@ class StitchModel:
 
     def save(self, path: str | Path) -> None:
         arrays = {f"w/{k}": v.astype(np.float32) for k, v in self.weights.items()}
-        with written(npz_path(path)) as file:
-            np.savez_compressed(file, mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
-                                contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
+        write_npz(npz_path(path), mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
+                  contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "StitchModel":
