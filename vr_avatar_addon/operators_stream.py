@@ -66,7 +66,7 @@ class VR_AVATAR_OT_load_stream(bpy.types.Operator, ImportHelper):
         for warning in warnings:
             self.report({'WARNING'}, warning)
         scene = context.scene
-        stream = stream.resampled(scene_fps(scene))
+        stream = core.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
         remove_stream_empties(scene)
         settings = scene.vr_avatar.stream
         settings.head, settings.left, settings.right = empties_from_stream(scene, stream, scene.frame_start)
