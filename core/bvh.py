@@ -3,17 +3,22 @@
 Position channels replace the matching components of a joint's OFFSET (the common reading: the
 root's channels are its translation). Rotation channels compose in the order listed, so
 `Zrotation Xrotation Yrotation` is R = Rz Rx Ry. A file either loads whole or raises BVHError
-naming the file and line; nothing half-loads.
+naming the file and line; nothing half-loads. The motion is parsed from the file as it is read, so
+memory stays a few times the numbers it holds, and a file far longer than its declared frames need
+is refused before it is parsed. UTF-8 byte-order marks and CR-only line ends are accepted.
 """
 from __future__ import annotations
 
+import io
 import math
+import os
 import re
 from pathlib import Path
 
 import numpy as np
 
 from . import quat
+from .atomic import write_text
 from .motion import Motion
 from .skeleton import Skeleton
 
@@ -27,6 +32,12 @@ UNITS = (
     (0.0254, "inches"),
     (0.056444, "CMU units (1/0.45 inch)"),
 )
+# Frame times a BVH file may declare, seconds: 2000 fps down to one frame every 10 s.
+FRAME_TIME_RANGE_S = (0.0005, 10.0)
+# The most bytes one motion value may take (digits and the spaces around them), to refuse oversized files.
+MAX_BYTES_PER_VALUE = 64
+# The most bytes read looking for the MOTION line (skeleton headers are a few kilobytes).
+MAX_HEADER_BYTES = 16 << 20
 # Height of the joints' bounding box in a typical pose: toes to head joint, about 1.55 m for an adult.
 TYPICAL_BODY_SIZE_M = 1.55
 
@@ -46,11 +57,12 @@ def read_bvh(path: str | Path, scale: float | None = None, name: str | None = No
     """
     path = Path(path)
     try:
-        text = path.read_bytes()
+        with open(path, "rb") as file:
+            file = _with_newlines(file)
+            skeleton, channels, motion_line, frames, frame_time, _ = _parse_header(path, _header_bytes(file))
+            values = _parse_motion_block(path, file, motion_line, frames, sum(len(c) for c in channels))
     except OSError as error:
         raise BVHError(path, None, f"cannot read: {error.strerror or error}") from None
-    skeleton, channels, motion_line, frames, frame_time, body_start = _parse_header(path, text)
-    values = _parse_motion_block(path, text[body_start:], motion_line, frames, sum(len(c) for c in channels))
     motion = _motion_from_channels(skeleton, channels, values, _frame_rate(frame_time), name or path.stem)
     if scale is None:
         scale = guess_units(motion)[0]
@@ -75,7 +87,11 @@ def write_bvh(path: str | Path, motion: Motion, order: str = "zxy", scale: float
 
     Every joint gets three rotation channels in `order`. `translations` picks which joints get
     position channels: "root", "all", or "auto" (the root and any joint whose translation moves).
+    A motion with a non-finite value is refused (ValueError naming its first such frame); nothing is written.
     """
+    bad = ~(np.isfinite(motion.rotations).all(axis=(1, 2)) & np.isfinite(motion.positions).all(axis=(1, 2)))
+    if bad.any():
+        raise ValueError(f"{path}: not written: frame {int(np.argmax(bad))} of the motion has non-finite values")
     skeleton = motion.skeleton
     if translations == "all":
         moving = np.ones(len(skeleton), bool)
@@ -122,7 +138,7 @@ def write_bvh(path: str | Path, motion: Motion, order: str = "zxy", scale: float
     data = np.concatenate(columns, axis=1)
     lines += ["MOTION", f"Frames: {len(motion)}", f"Frame Time: {1.0 / motion.fps:.8f}"]
     body = "\n".join(" ".join(row) for row in np.char.mod("%.6f", data).tolist())
-    Path(path).write_text("\n".join(lines) + "\n" + body + "\n")
+    write_text(path, "\n".join(lines) + "\n" + body + "\n")
 
 
 def _depth_first(skeleton: Skeleton) -> list[int]:
@@ -141,6 +157,31 @@ def _frame_rate(frame_time: float) -> float:
     return float(round(fps)) if abs(fps - round(fps)) < 1e-3 * fps else fps
 
 
+def _with_newlines(file):
+    """The file positioned after any UTF-8 byte-order mark; a CR-only file (classic Mac) comes back translated."""
+    start = file.read(1 << 16)
+    if b"\r" in start and b"\n" not in start:
+        return io.BytesIO((start + file.read()).replace(b"\r", b"\n").removeprefix(b"\xef\xbb\xbf"))
+    file.seek(3 if start.startswith(b"\xef\xbb\xbf") else 0)
+    return file
+
+
+def _header_bytes(file) -> bytes:
+    """The file's lines up to MOTION and the two after it (or all it holds, up to MAX_HEADER_BYTES, without one)."""
+    lines, size, after = [], 0, None
+    while size <= MAX_HEADER_BYTES and after != 0:
+        line = file.readline(MAX_HEADER_BYTES + 1)
+        if not line:
+            break
+        lines.append(line)
+        size += len(line)
+        if after is None and re.fullmatch(rb"[ \t]*MOTION[ \t]*\r?\n?", line):
+            after = 2
+        elif after is not None:
+            after -= 1
+    return b"".join(lines)
+
+
 def _parse_header(path: Path, text: bytes):
     """Skeleton, per-joint channel names, MOTION line number, frame count, frame time, body offset."""
     motion_at = re.search(rb"^[ \t]*MOTION[ \t]*\r?$", text, re.MULTILINE)
@@ -151,6 +192,7 @@ def _parse_header(path: Path, text: bytes):
     names, parents, offsets, channels, end_sites = [], [], [], [], []
     stack: list[int | None] = []  # joint index, or None for an End Site block
     pending = None  # ("joint", name, parent) or ("end", parent) awaiting "{"
+    first_seen = {}  # joint name -> line
     seen_hierarchy = False
     for number, raw in enumerate(header, start=1):
         words = raw.split()
@@ -170,6 +212,10 @@ def _parse_header(path: Path, text: bytes):
             if len(words) < 2:
                 raise BVHError(path, number, f"{keyword} without a name")
             pending = ("joint", " ".join(words[1:]), stack[-1] if stack else -1, number)
+            if pending[1] in first_seen:
+                raise BVHError(path, number, f"joint name {pending[1]!r} repeats (first at line {first_seen[pending[1]]}): "
+                                             "joint names must be unique")
+            first_seen[pending[1]] = number
         elif keyword == "End":
             if not stack or stack[-1] is None:
                 raise BVHError(path, number, "End Site outside a joint")
@@ -247,6 +293,10 @@ def _parse_header(path: Path, text: bytes):
         raise BVHError(path, motion_line + 1, f"Frames must be at least 1, got {frames}")
     if not (frame_time > 0 and math.isfinite(frame_time)):
         raise BVHError(path, motion_line + 2, f"Frame Time must be positive, got {frame_time}")
+    low, high = FRAME_TIME_RANGE_S
+    if not low <= frame_time <= high:
+        raise BVHError(path, motion_line + 2, f"Frame Time {frame_time:g} s is not a plausible frame time "
+                                              f"({low:g} to {high:g} s, {1 / high:g} to {1 / low:g} fps)")
     body_start = motion_at.end() + sum(len(part) + 1 for part in after[:3])
     skeleton = Skeleton(tuple(names), np.array(parents), np.array(offsets),
                         tuple((j, o) for j, o, _ in end_sites))
@@ -264,17 +314,27 @@ def _header_number(path: Path, parts: list[bytes], index: int, number: int, key:
         raise BVHError(path, number, f"expected '{key}: <number>', found {line!r}" if line else f"missing '{key}:' line") from None
 
 
-def _parse_motion_block(path: Path, block: bytes, first_line: int, frames: int, width: int) -> np.ndarray:
-    """(frames, width) floats; numpy's C parser first, a line-by-line scan only to word an error."""
+def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: int) -> np.ndarray:
+    """(frames, width) floats from the rest of the file; numpy's C parser first, a line-by-line scan only
+    to word an error. A motion section far longer than the declared frames need is refused unparsed."""
+    start = file.tell()
+    size = file.seek(0, os.SEEK_END) - start
+    file.seek(start)
+    if size > frames * width * MAX_BYTES_PER_VALUE + 4096:
+        raise BVHError(path, first_line, f"the motion section holds {size} bytes, far more than {frames} frames of "
+                                         f"{width} values need: the file or its Frames line is wrong")
     try:
-        values = np.loadtxt(_lines(block), dtype=np.float64, ndmin=2, comments=None)
+        values = np.loadtxt(file, dtype=np.float64, ndmin=2, comments=None)
     except ValueError:
         values = None
     if values is not None and values.shape == (frames, width) and np.isfinite(values).all():
         return values
     # Something is wrong: find the first offending line and say what it is.
-    rows = 0
-    for index, raw in enumerate(block.split(b"\n")):
+    del values
+    file.seek(start)
+    rows, newlines = 0, 0
+    for index, raw in enumerate(file):
+        newlines += raw.endswith(b"\n")
         words = raw.split()
         if not words:
             continue
@@ -291,12 +351,7 @@ def _parse_motion_block(path: Path, block: bytes, first_line: int, frames: int, 
             if not math.isfinite(value):
                 raise BVHError(path, number, f"value {column + 1} is {word.decode(errors='replace')}: not a finite number")
         rows += 1
-    last = first_line + block.count(b"\n")
-    raise BVHError(path, last, f"truncated motion: {rows} frames of the {frames} declared")
-
-
-def _lines(block: bytes):
-    return (line for line in block.split(b"\n") if line.strip())
+    raise BVHError(path, first_line + newlines, f"truncated motion: {rows} frames of the {frames} declared")
 
 
 def _motion_from_channels(skeleton: Skeleton, channels, values: np.ndarray, fps: float, name: str) -> Motion:

@@ -3,17 +3,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from . import bench, demo, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, fit_upper_body_ik, \
     train_n3p, train_orientation, train_stitch
+from .atomic import check_outputs
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DatabaseConfig, DeviceOffsets, N3PConfig, SimulationConfig, SolverConfig, StitchConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
 from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from .n3p_solver import load_n3p_solver
 from .openxr_source import OpenXRUnavailable, record
+from .plausibility import check_stream
 from .pose_database import DatabaseError, build_database
 from .report import write_solution_report
 from .simulate import simulate_stream
@@ -22,8 +25,31 @@ from .stitch_model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
 from .upper_body_ik import ik_constants
 
-USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, FileNotFoundError,
-               ValueError)
+USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, OSError, ValueError)
+POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "seconds", "rate", "window", "shift", "minutes",
+                    "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
+"""Options whose value must be a positive number (when given)."""
+NON_NEGATIVE_OPTIONS = ("look_around", "limit", "solved")
+
+
+def option_problem(args) -> str | None:
+    """What is wrong with the parsed options' values (non-positive, NaN, a reversed range), or None."""
+    for names, test, wanted in ((POSITIVE_OPTIONS, lambda v: v > 0, "a positive number"),
+                                (NON_NEGATIVE_OPTIONS, lambda v: v >= 0, "zero or a positive number")):
+        for name in names:
+            value = getattr(args, name, None)
+            if value is not None and not (test(value) and math.isfinite(value)):
+                return f"--{name.replace('_', '-')} must be {wanted}, not {value}"
+    low_high = getattr(args, "height_range", None)
+    if low_high is not None and not 0 <= low_high[0] <= low_high[1]:
+        return (f"--height-range {low_high[0]:g} {low_high[1]:g}: give LO then HI, 0 <= LO <= HI "
+                "(HMD height ratios, e.g. 0 0.9)")
+    return None
+
+
+def _warn(warnings) -> None:
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
 
 
 def _print(result, as_json: bool, lines) -> None:
@@ -71,6 +97,7 @@ def bvh_info(args) -> int:
 
 def stream_simulate(args) -> int:
     """Simulate a three-point stream (CSV v1) from a BVH clip; optionally write its ground truth."""
+    check_outputs([args.output, args.truth], [args.bvh, args.mapping])
     motion = read_bvh(args.bvh, scale=args.scale)
     config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets())
     simulated = simulate_stream(motion, config, find_mapping(motion.skeleton, args.mapping))
@@ -88,6 +115,7 @@ def stream_simulate(args) -> int:
 def stream_info(args) -> int:
     """Rate, duration, gaps and untracked samples of a stream file."""
     stream = read_stream(args.csv)
+    _warn(check_stream(stream, args.csv))
     untracked = {d: int((~stream.tracked[:, i]).sum()) for i, d in enumerate(DEVICES)}
     gaps = stream.gaps()
     result = {"file": str(args.csv), "samples": len(stream), "rate_hz": round(stream.rate, 4),
@@ -103,6 +131,7 @@ def stream_info(args) -> int:
 
 def stream_record(args) -> int:
     """Record a three-point stream (CSV v1) live from an OpenXR headset and two controllers (needs pyopenxr)."""
+    check_outputs([args.output])
     print(f"recording {args.seconds:g} s from OpenXR (Ctrl+C stops early)...", file=sys.stderr)
     try:
         stream, space = record(args.seconds, args.rate)
@@ -128,6 +157,7 @@ def db_build(args) -> int:
     if not files:
         raise MocapNotFound(f"no BVH files left in {', '.join(args.mocap)} after --split {args.split}"
                             + (" and --locomotion" if args.locomotion else ""))
+    check_outputs([args.output], files)
     config = DatabaseConfig(fps=args.fps, mirror=args.mirror, height_range=tuple(args.height_range))
     motions = []
     for path in files:
@@ -149,7 +179,12 @@ def db_build(args) -> int:
 
 def solve_stream(args) -> int:
     """Solve a three-point stream into a full-body motion (BVH, metres) on the database's or the model's skeleton."""
+    stem = Path(args.output).with_suffix("")
+    check_outputs([args.output, stem.with_name(stem.name + ".report.json"), stem.with_name(stem.name + ".report.png")],
+                  [args.stream, *(args.db or []), args.model, None if args.orientation == "hmd" else args.orientation,
+                   None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
     stream = read_stream(args.stream, hmd_only=args.hmd_only)
+    _warn(check_stream(stream, args.stream))
     if args.method == "n3p":
         config = N3PConfig(hmd_only=args.hmd_only, foot_lock=not args.no_foot_lock)
         solver = load_n3p_solver(args.model, config, args.height)
@@ -163,7 +198,7 @@ def solve_stream(args) -> int:
         solver = load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span)
     solution = solve(stream, solver)
     write_bvh(args.output, solution.motion)
-    report = write_solution_report(Path(args.output).with_suffix(""), solution, f"solve {Path(args.stream).name}")
+    report = write_solution_report(stem, solution, f"solve {Path(args.stream).name}")
     print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "
           f"{report['json']}" + (f" and {report['plot']}" if "plot" in report else ""), file=sys.stderr)
     return 0
@@ -173,6 +208,7 @@ def stitch_clips(args) -> int:
     """Stitch locomotion clips into one (Kim et al.'s Recurrent Motion Refiner); BVH on the first clip's skeleton."""
     from .stitch import on_skeleton, stitch
 
+    check_outputs([args.output], [*args.clips, args.model])
     clips = [read_bvh(path) for path in args.clips]
     config = StitchConfig(args.method, args.window, args.shift, foot_lock=not args.no_foot_lock,
                           feet_velocity_weight=args.feet_velocity_weight)
@@ -295,8 +331,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    problem = option_problem(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     try:
         return args.run(args)
     except USER_ERRORS as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {_one_line(error)}", file=sys.stderr)
         return 1
+
+
+def _one_line(error: Exception) -> str:
+    """The message of a user error on one line; an OSError names its file."""
+    if isinstance(error, OSError) and error.filename and error.strerror:
+        return f"{error.filename}: {error.strerror}"
+    return " ".join(str(error).split("\n"))

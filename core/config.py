@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
+
+from .atomic import write_text
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,17 @@ class SimulationConfig:
     """Range of seconds between look-around targets; the head eases from one target to the next."""
     seed: int = 0
     devices: DeviceOffsets = DeviceOffsets()
+
+    def __post_init__(self):
+        require_positive(self, "fps")
+        require_positive(self, "look_around_deg", zero=True)
+
+
+def require_positive(config, name: str, zero: bool = False) -> None:
+    """Refuse (ValueError) a config field that is NaN, infinite, negative, or zero unless `zero`."""
+    value = getattr(config, name)
+    if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+        raise ValueError(f"{type(config).__name__}.{name} must be {'0 or more' if zero else 'positive'}, not {value}")
 
 
 def describe(config) -> dict:
@@ -97,19 +111,28 @@ class UpperBodyIKConfig:
         values = describe(self)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"constants": {n: values[n] for n in names}, "record": record}, indent=2) + "\n")
+        write_text(path, json.dumps({"constants": {n: values[n] for n in names}, "record": record}, indent=2) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> "UpperBodyIKConfig":
         """The paper's constants with those in a file from `train ik` ({"constants": {field: value}}) in their place."""
         path = Path(path)
         try:
-            constants = json.loads(path.read_text())["constants"]
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
+            if not isinstance(data, dict):
+                raise ValueError(f"{path}: is JSON {type(data).__name__}, expected an object with \"constants\"")
+            constants = data["constants"]
         except FileNotFoundError:
             raise ValueError(f"{path}: no such IK constants file (make one with `python -m core train ik`)") from None
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
+        except IsADirectoryError:
+            raise ValueError(f"{path}: is a folder, not an IK constants file") from None
+        except OSError as error:
+            raise ValueError(f"{path}: cannot read: {error.strerror or error}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as error:
             raise ValueError(f"{path}: not an IK constants file, which is JSON with a \"constants\" object "
                              f"({type(error).__name__}: {error})") from None
+        if not isinstance(constants, dict):
+            raise ValueError(f"{path}: \"constants\" is JSON {type(constants).__name__}, expected an object")
         defaults = cls()
         values = {}
         for name, value in constants.items():
@@ -146,6 +169,12 @@ class DatabaseConfig:
     """... and is this close to the clip's floor (not in the paper: keeps still feet in the air unlocked)."""
     min_clip_s: float = 1.0
     """Shortest clip accepted: the trajectory features look one second ahead."""
+
+    def __post_init__(self):
+        require_positive(self, "fps")
+        low, high = self.height_range
+        if not 0 <= low <= high:
+            raise ValueError(f"DatabaseConfig.height_range must be (low, high) with 0 <= low <= high, not {self.height_range}")
 
 
 @dataclass(frozen=True)
@@ -201,6 +230,13 @@ class SolverConfig:
     fps: float = 60.0
     """Rate the offline solver resamples streams to (the databases' rate)."""
     weights: FeatureWeights = FeatureWeights()
+
+    def __post_init__(self):
+        require_positive(self, "fps")
+        if not self.alpha_m > 0:
+            raise ValueError(f"SolverConfig.alpha_m must be positive, not {self.alpha_m}")
+        if self.search_interval < 1:
+            raise ValueError(f"SolverConfig.search_interval must be 1 or more, not {self.search_interval}")
 
 
 @dataclass(frozen=True)

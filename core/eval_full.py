@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import check_outputs, save_figure
 from .bvh import read_bvh
 from .config import N3PConfig, SimulationConfig, SolverConfig
 from .eval_matching import LOOK_AROUND_DEG, METRICS, score_solvers
@@ -74,18 +75,19 @@ def plot_foot_skating(result: dict, methods, path: Path) -> None:
     axes.set_title("Foot contact stability per test set (validation activities)")
     axes.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    try:
+        save_figure(path, figure, dpi=100)
+    finally:
+        pyplot.close(figure)
 
 
 def run(args) -> int:
     """Solve simulated streams with motion matching and Neural3Points; score both against the clips (SPEC §5)."""
+    check_outputs([args.plot], [args.db, args.model], make_folders=True)
+    database = PoseDatabase.load(args.db) if "mm" in args.methods and args.db else None
     files = selected_files(args)
-    database = None
     if "mm" in args.methods:
-        if args.db:
-            database = PoseDatabase.load(args.db)
-        else:
+        if database is None:
             chosen = default_database_files(find_bvh_files(args.data))
             print(f"eval full: building the default database from {len(chosen)} training clips (--db to reuse one)",
                   file=sys.stderr)
@@ -100,7 +102,6 @@ def run(args) -> int:
             "foot_skate_gt_cm_s", "ms_per_frame")), file=sys.stderr)
     if args.plot:
         try:
-            Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
             plot_foot_skating(result, list(args.methods), Path(args.plot))
             result["plot"] = str(args.plot)
         except ImportError as error:

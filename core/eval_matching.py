@@ -115,8 +115,8 @@ def summarise(scores: list[dict]) -> dict:
 
 def run(args) -> int:
     """Solve simulated streams of mocap clips and score them against the clips (SPEC §5)."""
+    database = PoseDatabase.load(args.db)  # a missing or damaged database is named before the clips are sought
     files = selected_files(args)
-    database = PoseDatabase.load(args.db)
     config = SolverConfig(alpha_m=args.alpha)
     print(f"eval matching: {len(files)} clips, database {args.db} ({len(database)} poses)", file=sys.stderr)
 

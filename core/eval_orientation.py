@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import check_outputs, save_figure
 from .metrics import angle_deg
 from .mocap import add_data_arguments, evaluation_files
 from .orientation import SHIPPED_MODEL, OrientationModel
@@ -63,12 +64,15 @@ def plot_errors(errors: dict[str, np.ndarray], path: Path, fps: float = 60.0) ->
     axes.grid(alpha=0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    try:
+        save_figure(path, figure, dpi=120)
+    finally:
+        plt.close(figure)
 
 
 def run(args) -> int:
     """Angle error of the shipped network, HMD-forward and the r = 1 network on simulated streams."""
+    check_outputs([args.plot], [args.model, args.model_r1], make_folders=True)
     files = evaluation_files(args)
     models = {"network": OrientationModel.load(args.model)}
     if Path(args.model_r1).exists():

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
+from .atomic import check_outputs
 from .bvh import read_bvh
 from .config import SimulationConfig, UpperBodyIKConfig
 from .devices import implied_joint_positions
@@ -140,7 +141,9 @@ def fit_constants(poses: list[ArmPoses], start: UpperBodyIKConfig = UpperBodyIKC
 
 def run(args) -> int:
     """Fit the elbow constants of Parger et al. §3.3 to arm poses from the training split."""
-    training, validation = split_by_file(find_bvh_files(args.data))
+    files = find_bvh_files(args.data)
+    check_outputs([args.output], files, make_folders=True)
+    training, validation = split_by_file(files)
     if not training:
         raise ValueError("no training files in --data (the split puts every file in validation)")
     started = time.time()

@@ -180,9 +180,10 @@ def load_override(path: str | Path) -> dict[str, str]:
     """A JSON object {canonical joint: skeleton joint name}."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise HumanoidMappingError(f"{path}: cannot read the joint mapping: {error}") from None
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise HumanoidMappingError(f"{path}: cannot read the joint mapping: {reason}") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise HumanoidMappingError(f"{path}: a joint mapping is a JSON object of canonical name -> joint name")
     return data

@@ -22,7 +22,9 @@ from pathlib import Path
 import numpy as np
 
 from . import heading
+from .atomic import npz_path, write_npz
 from .gru import gru_step
+from .npz_archive import read_npz
 from .n3p_state import CONTACTS, HEADING_CHANGE, LO_SIZE, SIGNAL_SIZE, UP_SIZE, Z_IN_LO, Z_SIZE, OutputSkeleton, \
     signals_into, signals_out_of
 from .skeleton import Skeleton
@@ -92,26 +94,34 @@ class N3PModel:
         arrays.update({f"mean/{k}": v for k, v in self.norm.mean.items()})
         arrays.update({f"std/{k}": v for k, v in self.norm.std.items()})
         skeleton = self.output.skeleton
-        np.savez_compressed(path, reference=self.reference, initial_up=self.initial_up, initial_lo=self.initial_lo,
-                            names=np.array(skeleton.names), parents=skeleton.parents, offsets=skeleton.offsets,
-                            standing_head_m=self.standing_head_m, info=json.dumps(self.info), **arrays)
+        write_npz(npz_path(path), reference=self.reference, initial_up=self.initial_up, initial_lo=self.initial_lo,
+                  names=np.array(skeleton.names), parents=skeleton.parents, offsets=skeleton.offsets,
+                  standing_head_m=self.standing_head_m, info=json.dumps(self.info), **arrays)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "N3PModel":
-        try:
-            with np.load(path) as data:
-                weights = {k[2:]: data[k].astype(np.float64) for k in data.files if k.startswith("w/")}
-                norm = Normalisation({k[5:]: data[k] for k in data.files if k.startswith("mean/")},
-                                     {k[4:]: data[k] for k in data.files if k.startswith("std/")})
-                skeleton = Skeleton(tuple(str(n) for n in data["names"]), data["parents"], data["offsets"])
-                model = cls(weights, norm, data["reference"], data["initial_up"], data["initial_lo"],
-                            OutputSkeleton.of(skeleton), float(data["standing_head_m"]), json.loads(str(data["info"])))
-        except (OSError, KeyError, ValueError) as error:
-            raise N3PModelError(f"{path}: not a Neural3Points model ({error})") from None
-        missing = [f"{n}.decoder.weight" for n in SIZES if f"{n}.decoder.weight" not in model.weights]
-        if missing:
-            raise N3PModelError(f"{path}: not a Neural3Points model (no {', '.join(missing)})")
-        return model
+        """A model file as `save` writes it; N3PModelError names the file and what is wrong in it."""
+        with read_npz(path, "a Neural3Points model", N3PModelError) as archive:
+            files = sorted(archive.files)
+            weights = {k[2:]: archive.array(k).astype(np.float64) for k in files if k.startswith("w/")}
+            missing = [f"{n}.decoder.weight" for n in SIZES if f"{n}.decoder.weight" not in weights]
+            if missing:
+                raise N3PModelError(f"{path}: not a Neural3Points model (no {', '.join(missing)})")
+            norm = Normalisation({k[5:]: archive.array(k) for k in files if k.startswith("mean/")},
+                                 {k[4:]: archive.array(k) for k in files if k.startswith("std/")})
+            skeleton = Skeleton(tuple(str(n) for n in archive.array("names", ("J",), "U")),
+                                archive.array("parents", ("J",), "i"), archive.array("offsets", ("J", 3)))
+            model = cls(weights, norm, archive.array("reference", (21, 4)), archive.array("initial_up", (UP_SIZE,)),
+                        archive.array("initial_lo", (LO_SIZE,)), OutputSkeleton.of(skeleton),
+                        float(archive.array("standing_head_m", ())), archive.json("info"))
+            for name, (inputs, outputs) in SIZES.items():  # every weight and normalisation shape, in one step each
+                out, _ = model.run(name, np.zeros(inputs), model.zero_state(name))
+                if out.shape != (outputs,) or not np.isfinite(out).all():
+                    raise N3PModelError(f"{path}: sub-predictor {name!r} gives {out.shape[0]} outputs, expected {outputs}")
+            model.norm.restore("lo", model.norm.normalise("lo", model.initial_lo))
+            model.norm.restore("up", model.norm.normalise("up", model.initial_up))
+            signals_out_of(np.zeros(3), model.norm.mean["o"])
+            return model
 
 
 @dataclass

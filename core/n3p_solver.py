@@ -1,7 +1,8 @@
 """Neural3Points as a solver (Ye et al. §3-4 and §7, direct mode): the devices in, a full-body pose out.
 
 Per frame (`N3PSolver.step`, the live driver):
-1. devices: an untracked HMD holds its last pose; the controllers are turned into the joints they
+1. devices: an untracked HMD holds its last pose (a non-finite or absurd sample counts as untracked, a time
+   step that is not finite, not positive or too long as a pause: plausibility.py); the controllers are turned into the joints they
    imply (head, wrists: §7's input signals); untracked controllers, or all of them in HMD-only mode
    (§8.2), are replaced by the predictor's own forecast o*;
 2. calibration: the user's standing head height (HMD height over the first half second, or given)
@@ -29,7 +30,8 @@ from .leg_ik import two_bone_ik
 from .motion import Motion, forward_kinematics
 from .n3p_model import N3PModel, N3PPredictor, contacts_of
 from .n3p_state import FPS, global_pose, tracker_signals
-from .solver import Solution, standing_height
+from .plausibility import step_seconds, usable_samples, without_unusable_samples
+from .solver import Solution, require_finite, standing_height
 from .stream import ThreePointStream
 
 TICK_S = 1.0 / FPS
@@ -70,12 +72,17 @@ class N3PSolver:
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
         self.prediction = None
+        self.rejected_samples = 0
+        """Device samples flagged tracked that were not usable (non-finite, absurd) and counted as untracked."""
+        self.paused_steps = 0
+        """Steps whose dt was not finite, not positive or too long, taken as one tick."""
 
-    def scale(self, hmd_height: float) -> float:
-        """The model's standing head height over the user's (the HMD sits hmd_from_head above the head joint)."""
+    def scale(self, hmd_height: float, sample: bool = True) -> float:
+        """The model's standing head height over the user's (the HMD sits hmd_from_head above the head joint);
+        `sample` False: this frame's HMD sample was rejected and is not measured."""
         height = self.standing_height_m
         if height is None:
-            if self.elapsed_s < self.config.calibration_s or not self.height_samples:
+            if sample and (self.elapsed_s < self.config.calibration_s or not self.height_samples):
                 self.height_samples.append(hmd_height)
             height = float(np.mean(self.height_samples))
         return self.model.standing_head_m / max(height - self.devices.hmd_from_head[1], 0.5)
@@ -84,6 +91,11 @@ class N3PSolver:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
         tracked = np.array(tracked, dtype=bool)
+        usable = usable_samples(positions, rotations, tracked)
+        rejected = tracked & ~usable
+        if rejected.any():
+            self.rejected_samples += int(rejected.sum())
+            positions[~usable], rotations[~usable], tracked = np.nan, np.nan, usable
         if tracked[0]:
             self.hmd = (positions[0].copy(), rotations[0].copy())
         elif self.hmd is None:
@@ -92,8 +104,9 @@ class N3PSolver:
         tracked[0] = True
         if self.config.hmd_only:
             tracked[1:] = False
-        dt = float(dt) if dt > 0 else TICK_S
-        scale = self.scale(positions[0, 1])
+        dt, paused = step_seconds(dt, TICK_S)
+        self.paused_steps += paused
+        scale = self.scale(positions[0, 1], not rejected[0])
         self.elapsed_s += dt
 
         signals = tracker_signals(np.where(tracked[:, None], positions, 0.0),
@@ -137,7 +150,7 @@ class N3PSolver:
 
     def solve(self, stream: ThreePointStream):
         """The offline driver: resample to 30 Hz, calibrate on the first half second, step every sample."""
-        stream = stream.resampled(self.fps)
+        stream = without_unusable_samples(stream)[0].resampled(self.fps)
         height = self.fixed_height or standing_height(stream, self.config.calibration_s)
         first = int(np.flatnonzero(stream.tracked[:, 0])[0])
         self.reset(height)
@@ -148,6 +161,7 @@ class N3PSolver:
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
         motion = Motion(self.skeleton, np.concatenate([f.rotations for f in frames]),
                         np.concatenate([f.positions for f in frames]), self.fps, "n3p")
+        require_finite(motion, stream)
         count = len(motion)
         held = np.maximum.accumulate(np.where(stream.tracked[:, 0], np.arange(count), first))
         targets = head_on_floor(stream.positions[held, 0], stream.rotations[held, 0], HEAD_CENTRE_FROM_HMD)

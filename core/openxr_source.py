@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
+from .plausibility import usable_samples
 from .stream import DEVICES, ThreePointStream
 
 NO_RUNTIME = ("no OpenXR runtime is installed or active: install and start one (SteamVR, Monado, "
@@ -131,7 +132,7 @@ def frame_from_poses(time_ns: int, poses: np.ndarray, flags, located_s: float = 
     flags = np.asarray(flags, dtype=np.int64)
     if poses.shape != (len(DEVICES), 7) or flags.shape != (len(DEVICES),):
         raise ValueError(f"a frame needs poses shaped (3, 7) and flags (3,), got {poses.shape} and {flags.shape}")
-    tracked = devices_tracked(flags) & np.isfinite(poses).all(axis=1)
+    tracked = usable_samples(poses[:, :3], poses[:, 3:], devices_tracked(flags))  # the flags and the numbers agree
     poses[~tracked] = np.nan
     return Frame(int(time_ns), poses[:, :3], poses[:, 3:], tracked, flags, located_s)
 

@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import write_npz
+from .npz_archive import read_npz
 from .devices import hmd_forward
 
 DEVICE_COUNT = 3
@@ -104,6 +106,10 @@ def rotate_6d(matrices: np.ndarray, d: np.ndarray) -> np.ndarray:
                            np.einsum("...ij,...j->...i", matrices, d[..., 3:])], axis=-1)
 
 
+class OrientationModelError(ValueError):
+    """An orientation model file that cannot be read; the message names the file."""
+
+
 @dataclass
 class OrientationModel:
     """A small MLP with input normalisation: `layers` are (W (in, out), b (out,)) pairs, ReLU between."""
@@ -143,23 +149,21 @@ class OrientationModel:
         arrays = {"input_mean": self.input_mean, "input_std": self.input_std}
         for i, (w, b) in enumerate(self.layers):
             arrays[f"w{i}"], arrays[f"b{i}"] = w, b
-        with open(path, "wb") as file:
-            np.savez(file, info=np.array(json.dumps(self.info)), **arrays)
+        write_npz(path, compressed=False, info=np.array(json.dumps(self.info)), **arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> "OrientationModel":
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                layers = [(data[f"w{i}"].astype(np.float64), data[f"b{i}"].astype(np.float64))
-                          for i in range(sum(1 for k in data.files if k.startswith("w")))]
-                model = cls(layers, data["input_mean"].astype(np.float64), data["input_std"].astype(np.float64),
-                            json.loads(str(data["info"])))
-        except (OSError, KeyError, ValueError) as error:
-            raise ValueError(f"{path}: not an orientation model file ({error})") from None
-        if layers[0][0].shape[0] != INPUT_SIZE or layers[-1][0].shape[1] != 6:
-            raise ValueError(f"{path}: model maps {layers[0][0].shape[0]} inputs to {layers[-1][0].shape[1]}, "
-                             f"expected {INPUT_SIZE} to 6")
-        return model
+        """A model file as `save` writes it; OrientationModelError names the file and what is wrong in it."""
+        with read_npz(path, "an orientation model", OrientationModelError) as archive:
+            count = sum(1 for k in archive.files if k.startswith("w"))
+            layers = [(archive.array(f"w{i}", (f"in{i}", f"in{i + 1}")).astype(np.float64),
+                       archive.array(f"b{i}", (f"in{i + 1}",)).astype(np.float64)) for i in range(count)]
+            if not layers or layers[0][0].shape[0] != INPUT_SIZE or layers[-1][0].shape[1] != 6:
+                sizes = (layers[0][0].shape[0], layers[-1][0].shape[1]) if layers else (0, 0)
+                raise OrientationModelError(f"{path}: model maps {sizes[0]} inputs to {sizes[1]}, "
+                                            f"expected {INPUT_SIZE} to 6")
+            return cls(layers, archive.array("input_mean", ("in0",)).astype(np.float64),
+                       archive.array("input_std", ("in0",)).astype(np.float64), archive.json("info"))
 
 
 def next_prediction(model: OrientationModel, activations: np.ndarray, previous_rows: np.ndarray) -> np.ndarray:

@@ -18,11 +18,13 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import write_npz
 from .character import character_frames
 from .config import DatabaseConfig, describe
 from .humanoid import HumanoidMapping, find_mapping
 from .metrics import floor_height
 from .motion import Motion, forward_kinematics
+from .npz_archive import read_npz
 from .skeleton import Skeleton
 
 VIRTUAL_ROOT = "root"
@@ -88,32 +90,50 @@ class PoseDatabase:
         skeleton = self.skeleton
         meta = {"version": FILE_VERSION, "names": list(skeleton.names), "clip_names": list(self.clip_names),
                 "end_sites": [[j, list(o)] for j, o in skeleton.end_sites], "info": self.info}
-        with open(path, "wb") as file:
-            np.savez_compressed(
-                file, meta=np.array(json.dumps(meta)), parents=skeleton.parents, offsets=skeleton.offsets,
-                rotations=self.rotations.astype(np.float32), positions=self.positions.astype(np.float32),
-                velocities=self.velocities.astype(np.float32),
-                angular_velocities=self.angular_velocities.astype(np.float32), contacts=self.contacts,
-                range_starts=self.range_starts, range_stops=self.range_stops, fps=np.array(self.fps),
-                height_range=np.array(self.height_range, dtype=float))
+        write_npz(
+            path, meta=np.array(json.dumps(meta)), parents=skeleton.parents, offsets=skeleton.offsets,
+            rotations=self.rotations.astype(np.float32), positions=self.positions.astype(np.float32),
+            velocities=self.velocities.astype(np.float32),
+            angular_velocities=self.angular_velocities.astype(np.float32), contacts=self.contacts,
+            range_starts=self.range_starts, range_stops=self.range_stops, fps=np.array(self.fps),
+            height_range=np.array(self.height_range, dtype=float))
 
     @classmethod
     def load(cls, path: str | Path) -> "PoseDatabase":
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                if meta.get("version") != FILE_VERSION:
-                    raise DatabaseError(f"{path}: database version {meta.get('version')}, expected {FILE_VERSION}")
-                skeleton = Skeleton(meta["names"], data["parents"], data["offsets"],
-                                    tuple((j, tuple(o)) for j, o in meta["end_sites"]))
-                return cls(skeleton, data["rotations"], data["positions"], data["velocities"],
-                           data["angular_velocities"], data["contacts"].astype(bool), data["range_starts"],
-                           data["range_stops"], tuple(meta["clip_names"]), float(data["fps"]),
-                           tuple(float(h) for h in data["height_range"]), meta["info"])
-        except DatabaseError:
-            raise
-        except (OSError, KeyError, ValueError, TypeError) as error:
-            raise DatabaseError(f"{path}: not a VR Avatar database ({error})") from None
+        """A database file as `save` writes it; DatabaseError names the file and what is wrong in it."""
+        with read_npz(path, "a VR Avatar database", DatabaseError) as archive:
+            meta = archive.json("meta")
+            if meta.get("version") != FILE_VERSION:
+                raise DatabaseError(f"{path}: database version {meta.get('version')}, expected {FILE_VERSION}")
+            skeleton = Skeleton(meta["names"], archive.array("parents", ("J",), "i"), archive.array("offsets", ("J", 3)),
+                                tuple((j, tuple(o)) for j, o in meta["end_sites"]))
+            arrays = [archive.array(key, ("N", "J", size)) for key, size in
+                      (("rotations", 4), ("positions", 3), ("velocities", 3), ("angular_velocities", 3))]
+            contacts = archive.array("contacts", ("N", 2), "b").astype(bool)
+            starts, stops = archive.array("range_starts", ("C",), "i"), archive.array("range_stops", ("C",), "i")
+            fps = float(archive.array("fps", ()))
+            height_range = archive.array("height_range", (2,), finite=False)
+            clip_names = tuple(meta["clip_names"])
+            problem = _layout_problem(skeleton, len(arrays[0]), starts, stops, clip_names, fps, height_range)
+            if problem:
+                raise DatabaseError(f"{path}: {problem}")
+            return cls(skeleton, *arrays, contacts, starts, stops, clip_names, fps,
+                       tuple(float(h) for h in height_range), meta["info"])
+
+
+def _layout_problem(skeleton: Skeleton, poses: int, starts, stops, clip_names, fps: float, height_range) -> str | None:
+    """What does not fit together in a loaded database, or None."""
+    if skeleton.names[0] != VIRTUAL_ROOT:
+        return f"joint 0 is {skeleton.names[0]!r}, not the virtual root {VIRTUAL_ROOT!r}"
+    if len(clip_names) != len(starts) or not len(starts):
+        return f"{len(clip_names)} clip names for {len(starts)} clip ranges"
+    if starts[0] != 0 or stops[-1] != poses or (starts[1:] != stops[:-1]).any() or (stops <= starts).any():
+        return f"the clip ranges do not cover the {poses} poses one after another"
+    if not (0 < fps < 10000):
+        return f"fps {fps:g} is not a plausible rate"
+    if np.isnan(height_range).any() or not 0 <= height_range[0] <= height_range[1]:
+        return f"height range {tuple(height_range.tolist())} is not an interval of HMD-height ratios"
+    return None
 
 
 def database_skeleton(skeleton: Skeleton, hips: int) -> tuple[Skeleton, np.ndarray]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import save_figure, write_text
 from .devices import implied_joint_positions
 from .humanoid import find_mapping
 from .metrics import floor_height, foot_skate_per_frame
@@ -65,7 +66,7 @@ def write_report(stem: str | Path, series: dict[str, np.ndarray], figures: dict,
     except ImportError as error:
         report["plot_missing"] = f"matplotlib is not installed ({error}); the figures are in this JSON"
     path = stem.with_name(stem.name + ".report.json")
-    path.write_text(json.dumps(report, indent=1))
+    write_text(path, json.dumps(report, indent=1))
     report["json"] = str(path)
     return report
 
@@ -100,8 +101,10 @@ def plot_series(path: Path, series: dict[str, np.ndarray], title: str) -> None:
     if title:
         axes[0].set_title(title)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    try:
+        save_figure(path, figure, dpi=100)
+    finally:
+        pyplot.close(figure)
 
 
 def solution_quality(solution) -> tuple[dict[str, np.ndarray], dict]:

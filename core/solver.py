@@ -1,7 +1,9 @@
 """The three-point solver (MMVR §5-6): HMD and controllers in, a full-body pose on the database skeleton out.
 
 Per frame (`Solver.step`, the live driver):
-1. devices: an untracked device holds its last pose (controllers relative to the HMD's heading);
+1. devices: an untracked device holds its last pose (controllers relative to the HMD's heading); a sample
+   that is not finite or absurd counts as untracked, a time step that is not finite, not positive or too
+   long as a one-frame pause (plausibility.py; both are counted in the state);
 2. trajectory: the target is the centre of the head on the floor (§5.3); its velocity and the
    predicted body orientation (§4, or the HMD's forward) are smoothed by spring-dampers (eq. 3-4);
 3. database: the one whose HMD-height-ratio range holds current / standing height (§5.5);
@@ -29,6 +31,7 @@ from .foot_lock import FootLock, Legs
 from .inertialize import Inertializer
 from .motion import Motion, forward_kinematics
 from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, facing_yaw, heading_rotations
+from .plausibility import step_seconds, usable_samples, without_unusable_samples
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
 from .simulate import simulate_stream
@@ -136,6 +139,10 @@ class SolverState:
     mean_height_m: float = 0.0
     """The mean of height_samples."""
     elapsed_s: float = 0.0
+    rejected_samples: int = 0
+    """Device samples flagged tracked that were not usable (non-finite, absurd) and counted as untracked."""
+    paused_steps: int = 0
+    """Steps whose dt was not finite, not positive or too long, taken as one frame."""
 
 
 class Solver:
@@ -195,12 +202,13 @@ class Solver:
 
     # -- calibration ------------------------------------------------------------------------------------------
 
-    def standing_height(self, hmd_height: float) -> float:
-        """The calibrated standing HMD height: given, or the mean over the first `calibration_s` seconds."""
+    def standing_height(self, hmd_height: float, sample: bool = True) -> float:
+        """The calibrated standing HMD height: given, or the mean over the first `calibration_s` seconds
+        (`sample` False: this frame's HMD sample was rejected and is not measured)."""
         state = self.state
         if state.standing_height_m is not None:
             return state.standing_height_m
-        if state.elapsed_s < self.config.calibration_s or not state.height_samples:
+        if sample and (state.elapsed_s < self.config.calibration_s or not state.height_samples):
             state.height_samples.append(hmd_height)
             state.mean_height_m = sum(state.height_samples) / len(state.height_samples)
         return state.mean_height_m
@@ -218,14 +226,22 @@ class Solver:
     def step_lower_body(self, positions, rotations, tracked, dt: float) -> LowerBodyFrame:
         """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK."""
         state, config = self.state, self.config
-        dt = float(dt) if dt > 0 else 1.0 / self.fps
-        positions, rotations = self.hold_untracked(np.asarray(positions, float), np.asarray(rotations, float),
-                                                   np.asarray(tracked, bool))
+        dt, paused = step_seconds(dt, 1.0 / self.fps)
+        state.paused_steps += paused
+        positions, rotations, tracked = np.asarray(positions, float), np.asarray(rotations, float), \
+            np.asarray(tracked, bool)
+        usable = usable_samples(positions, rotations, tracked)
+        rejected = tracked & ~usable
+        if rejected.any():
+            state.rejected_samples += int(rejected.sum())
+            positions, rotations, tracked = np.where(usable[:, None], positions, np.nan), \
+                np.where(usable[:, None], rotations, np.nan), usable
+        positions, rotations = self.hold_untracked(positions, rotations, tracked)
         hmd_position, hmd_rotation = positions[0], rotations[0]
         target = head_on_floor(hmd_position, hmd_rotation, self.head_centre)
         teleported = (state.previous_target is not None
                       and np.linalg.norm(target - state.previous_target) > config.teleport_distance_m)
-        standing = self.standing_height(hmd_position[1])
+        standing = self.standing_height(hmd_position[1], not rejected[0])
         state.elapsed_s += dt
 
         body_yaw = self.predict_body_yaw(positions, rotations, dt, teleported)
@@ -445,7 +461,7 @@ def solve(stream: ThreePointStream, solver: Solver) -> Solution:
     """
     if not isinstance(solver, Solver):
         return solver.solve(stream)
-    stream = stream.resampled(solver.fps)
+    stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
     solver.reset(height)
@@ -459,8 +475,19 @@ def solve(stream: ThreePointStream, solver: Solver) -> Solution:
                         np.concatenate([np.repeat(motion.positions[:1], first, 0), motion.positions]),
                         motion.fps, motion.name)
         frames = [frames[0]] * first + frames
+    require_finite(motion, stream)
     return Solution(motion, stream, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
                     np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height)
+
+
+def require_finite(motion: Motion, stream: ThreePointStream) -> None:
+    """Refuse a solved motion with a non-finite value (ValueError naming the first such frame and its stream time):
+    nothing non-finite is ever written or cached."""
+    bad = ~(np.isfinite(motion.rotations).all(axis=(1, 2)) & np.isfinite(motion.positions).all(axis=(1, 2)))
+    if bad.any():
+        frame = int(np.argmax(bad))
+        raise ValueError(f"the solve went non-finite at frame {frame} (t = {stream.times[frame]:.3f} s of the stream): "
+                         f"check the stream's samples there and the database; nothing was written")
 
 
 def load_calibrated_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import npz_path, write_npz
 from .gru import gru_step, sigmoid
+from .npz_archive import read_npz
 from .stitch_pose import PoseLayout
 
 HIDDEN_SIZE = 256
@@ -78,20 +80,23 @@ class StitchModel:
 
     def save(self, path: str | Path) -> None:
         arrays = {f"w/{k}": v.astype(np.float32) for k, v in self.weights.items()}
-        np.savez_compressed(path, mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
-                            contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
+        write_npz(npz_path(path), mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
+                  contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "StitchModel":
-        try:
-            with np.load(path) as data:
-                weights = {k[2:]: data[k].astype(np.float32) for k in data.files if k.startswith("w/")}
-                model = cls(weights, data["mean"].astype(np.float32), data["std"].astype(np.float32),
-                            data["contact_dims"].astype(int), json.loads(str(data["info"])))
-        except (OSError, KeyError, ValueError) as error:
-            raise StitchModelError(f"{path}: not a stitch model ({error})") from None
-        missing = [k for k in ("encoder.0.weight", "decoder.2.weight", "refiner.weight_hh_l1_reverse")
-                   if k not in model.weights]
-        if missing:
-            raise StitchModelError(f"{path}: not a stitch model (no {', '.join(missing)})")
-        return model
+        """A model file as `save` writes it; StitchModelError names the file and what is wrong in it."""
+        with read_npz(path, "a stitch model", StitchModelError) as archive:
+            weights = {k[2:]: archive.array(k).astype(np.float32) for k in sorted(archive.files) if k.startswith("w/")}
+            missing = [k for k in ("encoder.0.weight", "decoder.2.weight", "refiner.weight_hh_l1_reverse")
+                       if k not in weights]
+            if missing:
+                raise StitchModelError(f"{path}: not a stitch model (no {', '.join(missing)})")
+            model = cls(weights, archive.array("mean", ("d",)).astype(np.float32),
+                        archive.array("std", ("d",)).astype(np.float32),
+                        archive.array("contact_dims", ("c",), "i").astype(int), archive.json("info"))
+            if (model.contact_dims < 0).any() or (model.contact_dims >= model.size).any():
+                raise StitchModelError(f"{path}: contact indices outside the pose vector of {model.size}")
+            if not np.isfinite(model.forward(np.zeros((2, model.size), np.float32))).all():
+                raise StitchModelError(f"{path}: the model's output is not finite")
+            return model

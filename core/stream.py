@@ -13,11 +13,14 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import write_text
 
 DEVICES = ("head", "left", "right")
 POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
 COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
 VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
+HELD_GAP_S = 5.0
+"""Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
 
 
 class StreamFormatError(ValueError):
@@ -63,7 +66,8 @@ class ThreePointStream:
     def resampled(self, fps: float) -> "ThreePointStream":
         """Samples every 1/fps s from the first time: linear positions, slerped rotations.
 
-        A resampled device is tracked only where both samples around it are tracked.
+        A resampled device is tracked only where both samples around it are tracked, and not inside a
+        gap longer than HELD_GAP_S (a solver holds the pose there).
         """
         if len(self) < 2:  # nothing to interpolate between
             return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
@@ -77,6 +81,8 @@ class ThreePointStream:
         positions = before + a[..., None] * (after - before)
         rotations = quat.slerp(np.nan_to_num(self.rotations[first]), np.nan_to_num(self.rotations[second]), a)
         tracked = (self.tracked[first] | (a >= 1.0)) & (self.tracked[second] | (a <= 0.0))
+        held = (self.times[second] - self.times[first] > HELD_GAP_S) & (alpha > 0.0) & (alpha < 1.0)
+        tracked &= ~held[:, None]
         positions[~tracked] = np.nan
         rotations[~tracked] = np.nan
         return ThreePointStream(times, positions, rotations, tracked)
@@ -94,15 +100,27 @@ def read_stream(path: str | Path, hmd_only: bool = False) -> ThreePointStream:
     """Read a CSV v1 stream; raise StreamFormatError naming the line of the first problem.
 
     `hmd_only` accepts a stream without controller columns (an HMD-only headset): they read as
-    never tracked. Otherwise every column of the header is required.
+    never tracked. Otherwise every column of the header is required. Lines are parsed as they are
+    read into arrays that grow, so memory stays a few times the samples' numbers; a UTF-8
+    byte-order mark and any line ends (LF, CRLF, CR) are accepted.
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        with open(path, encoding="utf-8-sig", newline=None) as file:
+            return _parse_stream(path, file, hmd_only)
     except (OSError, UnicodeDecodeError) as error:
-        raise StreamFormatError(path, None, f"cannot read: {error}") from None
-    header, rows = None, []
-    for number, line in enumerate(text.splitlines(), start=1):
+        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
+        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+
+
+def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
+    header, columns, valid_columns, n = None, [], [], 0
+    lines_of = np.empty(1024, dtype=np.int64)
+    times = np.empty(1024)
+    pose = np.full((1024, 3, 7), np.nan)
+    flags = np.ones((1024, 3), dtype=bool)
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip("\n")
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
@@ -115,44 +133,46 @@ def read_stream(path: str | Path, hmd_only: bool = False) -> ThreePointStream:
             duplicated = sorted({h for h in header if header.count(h) > 1})
             if duplicated:
                 raise StreamFormatError(path, number, f"header repeats column(s) {', '.join(duplicated)}")
+            index = {name: i for i, name in enumerate(header)}
+            columns = [(d, f, f"{device}_{field}", index[f"{device}_{field}"]) for d, device in enumerate(DEVICES)
+                       for f, field in enumerate(POSE_FIELDS) if f"{device}_{field}" in index]
+            valid_columns = [(d, f"{device}_valid", index[f"{device}_valid"]) for d, device in enumerate(DEVICES)
+                             if f"{device}_valid" in index]
+            time_column = index["t"]
             continue
         fields = line.split(",")
         if len(fields) != len(header):
             raise StreamFormatError(path, number, f"{len(fields)} fields, the header has {len(header)}")
-        rows.append((number, fields))
+        if n == len(times):  # grow by half: amortised appends without a Python float per value
+            grown = n + n // 2
+            lines_of, times = np.resize(lines_of, grown), np.resize(times, grown)
+            pose = np.concatenate([pose, np.full((grown - n, 3, 7), np.nan)])
+            flags = np.concatenate([flags, np.ones((grown - n, 3), dtype=bool)])
+        lines_of[n] = number
+        times[n] = _number(path, number, "t", fields[time_column], allow_missing=False)
+        if n and not times[n] > times[n - 1]:
+            raise StreamFormatError(path, number, f"time {times[n]:g} does not increase (previous {times[n - 1]:g})")
+        for d, f, column, i in columns:
+            pose[n, d, f] = _number(path, number, column, fields[i])
+        for d, valid, i in valid_columns:
+            value = fields[i].strip()
+            if value.lower() == "nan":  # an empty or nan field means not tracked (SPEC §3)
+                value = ""
+            if value not in ("0", "1", ""):
+                raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {value!r}")
+            flags[n, d] = value == "1"
+        n += 1
     if header is None:
         raise StreamFormatError(path, None, "no header line (expected CSV v1: " + ",".join(COLUMNS[:4]) + ",...)")
-    if not rows:
+    if not n:
         raise StreamFormatError(path, None, "no samples after the header")
-
-    index = {name: i for i, name in enumerate(header)}
-    n = len(rows)
-    times = np.empty(n)
-    pose = np.full((n, 3, 7), np.nan)
-    flags = np.ones((n, 3), dtype=bool)
-    for r, (number, fields) in enumerate(rows):
-        times[r] = _number(path, number, "t", fields[index["t"]], allow_missing=False)
-        if r and not times[r] > times[r - 1]:
-            raise StreamFormatError(path, number, f"time {times[r]:g} does not increase (previous {times[r - 1]:g})")
-        for d, device in enumerate(DEVICES):
-            for f, field in enumerate(POSE_FIELDS):
-                column = f"{device}_{field}"
-                if column in index:
-                    pose[r, d, f] = _number(path, number, column, fields[index[column]])
-            valid = f"{device}_valid"
-            if valid in index:
-                value = fields[index[valid]].strip()
-                if value.lower() == "nan":  # an empty or nan field means not tracked (SPEC §3)
-                    value = ""
-                if value not in ("0", "1", ""):
-                    raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {value!r}")
-                flags[r, d] = value == "1"
+    times, pose, flags = times[:n].copy(), pose[:n].copy(), flags[:n].copy()
     tracked = flags & ~np.isnan(pose).any(axis=-1)
     norms = np.linalg.norm(pose[..., 3:], axis=-1)
     bad = tracked & (np.abs(norms - 1.0) > 1e-2)
     if bad.any():
         r, d = np.argwhere(bad)[0]
-        raise StreamFormatError(path, rows[r][0], f"{DEVICES[d]} quaternion has norm {norms[r, d]:.4f}, not a unit quaternion")
+        raise StreamFormatError(path, int(lines_of[r]), f"{DEVICES[d]} quaternion has norm {norms[r, d]:.4f}, not a unit quaternion")
     pose[~tracked] = np.nan
     pose[..., 3:] = quat.normalize(pose[..., 3:])
     return ThreePointStream(times, pose[..., :3], pose[..., 3:], tracked)
@@ -185,4 +205,4 @@ def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str]
     valid = np.where(stream.tracked, "1", "0")
     for t, row, v in zip(times, cells.tolist(), valid.tolist()):
         lines.append(",".join([t, *row, *v]))
-    Path(path).write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")

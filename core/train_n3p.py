@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from . import quat
+from .atomic import check_outputs, save_figure, write_text
 from .bvh import read_bvh
 from .config import SimulationConfig
 from .humanoid import CANONICAL_JOINTS
@@ -414,8 +415,10 @@ def plot_curve(path: Path, curve: list[dict]) -> None:
     axes.legend(title="stage")
     axes.set_title("Neural3Points pose predictor: training on Bandai (CPU)")
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    pyplot.close(figure)
+    try:
+        save_figure(path, figure, dpi=100)
+    finally:
+        pyplot.close(figure)
 
 
 def run(args) -> int:
@@ -425,6 +428,9 @@ def run(args) -> int:
     from .mocap import find_bvh_files, split_by_file
 
     files = find_bvh_files(args.data)
+    path = Path(args.output)
+    check_outputs([path, path.with_suffix(".json"), path.with_name(path.stem + "_curve.png")], files,
+                  make_folders=True)
     training_files, validation_files = split_by_file(files)
     if args.limit:
         training_files, validation_files = training_files[:args.limit], validation_files[:max(1, args.limit // 4)]
@@ -439,8 +445,6 @@ def run(args) -> int:
     clips, reference, output, head = prepare_clips(training_files, None, args.look_around, args.seed, progress)
     validation, _, _, _ = prepare_clips(validation_files, reference, args.look_around, 10_000 + args.seed, progress)
     initial_up, initial_lo = standing_state(clips)
-    path = Path(args.output)
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def record(curve):
         return {
@@ -459,7 +463,7 @@ def run(args) -> int:
                            lambda line: print(line, file=sys.stderr), checkpoint)
     model = trainer.export(reference, initial_up, initial_lo, output, head, record(curve))
     model.save(path)
-    path.with_suffix(".json").write_text(json.dumps(model.info, indent=2) + "\n")
+    write_text(path.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
     try:
         plot_curve(path.with_name(path.stem + "_curve.png"), curve)
     except ImportError as error:

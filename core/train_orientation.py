@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quat
+from .atomic import check_outputs, write_text
 from .bvh import read_bvh
 from .character import body_yaw
 from .config import SimulationConfig
@@ -217,6 +218,8 @@ def run(args) -> int:
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     files = find_bvh_files(args.data)
+    output = Path(args.output)
+    check_outputs([output, output.with_suffix(".json")], files, make_folders=True)
     training_files, validation_files = split_by_file(files)
 
     def progress(done, total):
@@ -245,10 +248,8 @@ def run(args) -> int:
         "training_seconds": round(time.perf_counter() - started, 1), "torch": torch.__version__,
         "curve": curve,
     }
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     model.save(output)
-    output.with_suffix(".json").write_text(json.dumps(model.info, indent=2) + "\n")
+    write_text(output.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
     print(f"wrote {output}: validation {errors.mean():.2f} ± {errors.std():.2f} deg", file=sys.stderr)
     return 0
 

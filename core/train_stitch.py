@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .atomic import check_outputs, save_figure, write_text
 from .stitch_data import StitchPairs
 from .stitch_model import GRU_LAYERS, HIDDEN_SIZE, StitchModel
 from .stitch_pose import PoseLayout
@@ -199,8 +200,10 @@ def plot_curve(curve: list[dict], path: Path) -> None:
         axes.grid(alpha=0.3)
         axes.legend()
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    try:
+        save_figure(path, figure, dpi=110)
+    finally:
+        plt.close(figure)
 
 
 def run(args) -> int:
@@ -215,6 +218,9 @@ def run(args) -> int:
     torch.set_num_threads(max(1, torch.get_num_threads()))
     resume = StitchModel.load(args.resume) if args.resume else None
     files = locomotion_files(find_bvh_files(args.data)) or find_bvh_files(args.data)
+    output = Path(args.output)
+    check_outputs([output, output.with_suffix(".json"), output.with_name(output.stem + "_curve.png")],
+                  files + ([args.resume] if args.resume else []), make_folders=True)
     training_files, validation_files = split_by_file(files)
     print(f"train stitch: {len(training_files)} training and {len(validation_files)} validation clips",
           file=sys.stderr)
@@ -230,8 +236,6 @@ def run(args) -> int:
     generation_s = round(time.perf_counter() - started, 1)
     print(f"  {len(pairs.inputs)} training and {len(validation.inputs)} validation pairs in {generation_s} s",
           file=sys.stderr)
-    output = Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
     info = {
         "paper": "Kim et al., Recurrent Motion Refiner for Locomotion Stitching: §4 data, §5 model",
         "data": [str(p) for p in args.data], "training_clips": len(training_files),
@@ -246,7 +250,7 @@ def run(args) -> int:
                          log=lambda line: print(line, file=sys.stderr), resume=resume)
     model.info["validation_mse"] = normalised_mse(model, validation, layout)
     model.save(output)
-    output.with_suffix(".json").write_text(json.dumps(model.info, indent=1) + "\n")
+    write_text(output.with_suffix(".json"), json.dumps(model.info, indent=1) + "\n")
     plot_curve(curve, output.with_name(output.stem + "_curve.png"))
     print(f"wrote {output}: {model.info['epochs_trained']} epochs, validation MSE "
           f"{model.info['validation_mse']:.4f}", file=sys.stderr)

@@ -9,8 +9,8 @@ import importlib.util
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
 for _submodule in ("bvh", "config", "devices", "humanoid", "mocap", "motion", "n3p_solver", "openxr_source",
-                   "pose_database", "quat", "report", "retarget", "skeleton", "solver", "stitch", "stitch_model", "stream",
-                   "upper_body_ik"):
+                   "plausibility", "pose_database", "quat", "report", "retarget", "skeleton", "solver", "stitch",
+                   "stitch_model", "stream", "upper_body_ik"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
 from . import (handlers, operators_library, operators_live, operators_solve, operators_stitch,  # noqa: E402

@@ -106,13 +106,21 @@ def fit_scene_timing(scene, fps: float, frames: int) -> None:
 
 
 def import_bvh_motion(context, path: Path):
-    """A new armature with an action playing the BVH file (read by core); raises BVHError before creating anything."""
+    """A new armature with an action playing the BVH file (read by core); raises BVHError before creating anything,
+    and ValueError naming the file, with everything it made removed, if building the armature fails."""
     motion = core.bvh.read_bvh(path)
-    obj = build_armature(context, motion.skeleton, motion.name or path.stem)
-    for pose_bone in obj.pose.bones:
-        pose_bone.rotation_mode = 'QUATERNION'
-    new_action(obj.name, obj, motion_channels(obj, motion), context.scene.frame_start)
-    fit_scene_timing(context.scene, motion.fps, len(motion))
+    before = set(bpy.data.user_map())
+    try:
+        obj = build_armature(context, motion.skeleton, motion.name or path.stem)
+        for pose_bone in obj.pose.bones:
+            pose_bone.rotation_mode = 'QUATERNION'
+        new_action(obj.name, obj, motion_channels(obj, motion), context.scene.frame_start)
+        fit_scene_timing(context.scene, motion.fps, len(motion))
+    except Exception as error:  # nothing half-made stays behind
+        if context.object is not None and context.object.mode != 'OBJECT':
+            bpy.ops.object.mode_set(mode='OBJECT')
+        bpy.data.batch_remove(set(bpy.data.user_map()) - before)
+        raise ValueError(f"{path}: cannot build its armature: {error}") from None
     obj["vr_avatar_frames"] = len(motion)
     obj["vr_avatar_fps"] = float(motion.fps)
     obj["vr_avatar_source"] = str(path.resolve())
@@ -164,7 +172,7 @@ class VR_AVATAR_OT_import_bvh(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         try:
             _, motion = import_bvh_motion(context, Path(self.filepath))
-        except core.bvh.BVHError as error:
+        except ValueError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
         self.report({'INFO'}, f"Imported {len(motion.skeleton)} joints, {len(motion)} frames at {motion.fps:g} fps")
@@ -304,17 +312,17 @@ class VR_AVATAR_OT_build_database(bpy.types.Operator):
                     motions.append(action_motion(context.scene, obj))
                     window_manager.progress_update(done)
             database = core.pose_database.build_database(motions, database_config(library))
-        except USER_ERRORS as error:
+        except (*USER_ERRORS, ValueError) as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
         finally:
             window_manager.progress_end()
 
         relative = f"//{Path(bpy.data.filepath).stem}{DATABASE_SUFFIX}"
-        try:
+        try:  # written beside the old file and renamed over it: a failed write leaves the old database as it was
             database.save(bpy.path.abspath(relative))
-        except OSError as error:
-            self.report({'ERROR'}, f"cannot write the motion database {bpy.path.abspath(relative)}: {error}")
+        except (OSError, ValueError) as error:
+            self.report({'ERROR'}, f"cannot write the motion database: {error}")
             return {'CANCELLED'}
         item = next((item for item in library.databases if item.path == relative), None)
         if item is None:

@@ -107,9 +107,11 @@ class LiveAvatar:
                 bone.rotation_quaternion, bone.location, bone.scale, bone.rotation_mode = rotation, location, scale, mode
 
     def step(self, positions, rotations, tracked, dt: float) -> None:
-        motion = self.solver.step(positions, rotations, tracked, dt)
+        usable = core.plausibility.usable_samples(positions, rotations, tracked)
+        positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the targets
+        motion = self.solver.step(positions, rotations, usable, dt)
         joints = core.devices.joints_from_devices(positions, rotations, self.solver.offsets)
-        heads = np.where(tracked[0], joints[0], np.nan)
+        heads = np.where(usable[0], joints[0], np.nan)
         retargeting = self.retargeting_for(float(joints[0, 1]))
         global_rotations, global_positions = retargeting.apply(motion, joints[None, 1:], head_targets=heads[None])
         matrices = bone_space.armature_matrices(self.obj, global_rotations, global_positions, retargeting.scale)
@@ -173,8 +175,8 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
             return {'RUNNING_MODAL'}
         now = time.perf_counter()
         positions, rotations = (np.asarray(a) for a in devices[:2])
-        if tracked[0]:  # untracked hands are held by the solver: the preview goes on through controller loss
-            self._avatar.step(positions, rotations, tracked, min(now - self._last, 0.1))
+        if core.plausibility.usable_samples(positions[0], rotations[0], tracked[0]):  # untracked hands are held:
+            self._avatar.step(positions, rotations, tracked, min(now - self._last, 0.1))  # the preview goes on
         self._last = now
         return {'RUNNING_MODAL'}
 

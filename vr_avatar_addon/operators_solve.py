@@ -22,6 +22,8 @@ def target_armature(context):
     obj = context.scene.vr_avatar.target_armature
     if obj is None or obj.type != 'ARMATURE':
         raise VRAvatarError("Select an armature as the Target Armature (VR Avatar › Avatar)")
+    if not obj.data.bones:
+        raise VRAvatarError(f"Armature '{obj.name}' has no bones: give it a humanoid skeleton or pick another")
     return obj
 
 
@@ -53,9 +55,11 @@ def read_stream(settings):
     if not settings.stream.stream_path:
         raise VRAvatarError("Load a three-point stream first (VR Avatar › Stream)")
     try:
-        return core.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
+        stream = core.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
+        core.plausibility.check_stream(stream, path)  # units a solve cannot use; warnings were given on loading
     except (OSError, core.stream.StreamFormatError) as error:
         raise VRAvatarError(str(error)) from None
+    return stream
 
 
 def avatar_target(context):
@@ -111,8 +115,11 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
                                                  settings.solve.avatar_size.lower())
     report = solution_figures(solution, retargeted)
     basis, locations, scales = pose_values(obj, target, retargeted)
-    return solve_cache.SolveCache(obj.name, list(target.names), scene.frame_start, basis, locations, scales,
-                                  retargeted.positions, retargeted.wrist_targets, report)
+    cache = solve_cache.SolveCache(obj.name, list(target.names), scene.frame_start, basis, locations, scales,
+                                   retargeted.positions, retargeted.wrist_targets, report)
+    if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
+        raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
+    return cache
 
 
 def pose_values(obj, target, retargeted):
@@ -201,7 +208,12 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
         channels = bake_channels(cache)
         action, previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
         scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
-        report = write_report(scene, obj, cache)
+        try:
+            report = write_report(scene, obj, cache)
+        except (OSError, ValueError) as error:
+            self.report({'WARNING'}, f"Baked {cache.frames} frames into new action '{action.name}'; the report was "
+                                     f"not written: {error}")
+            return {'FINISHED'}
         scene.vr_avatar.solve.report_path = report
         kept = f"; '{previous.name}' is kept (fake user)" if previous else ""
         self.report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {report}")

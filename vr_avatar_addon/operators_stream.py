@@ -60,11 +60,14 @@ class VR_AVATAR_OT_load_stream(bpy.types.Operator, ImportHelper):
     def execute(self, context):
         try:
             stream = core.stream.read_stream(self.filepath)
+            warnings = core.plausibility.check_stream(stream, self.filepath)
         except core.stream.StreamFormatError as error:
             self.report({'ERROR'}, _format_error(error))
             return {'CANCELLED'}
+        for warning in warnings:
+            self.report({'WARNING'}, warning)
         scene = context.scene
-        stream = stream.resampled(scene_fps(scene))
+        stream = core.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
         remove_stream_empties(scene)
         settings = scene.vr_avatar.stream
         settings.head, settings.left, settings.right = empties_from_stream(scene, stream, scene.frame_start)
@@ -106,7 +109,7 @@ class VR_AVATAR_OT_export_stream(bpy.types.Operator, ExportHelper):
         try:
             core.stream.write_stream(self.filepath, stream, [f"exported from {bpy.data.filepath or 'an unsaved file'} "
                                                              "by the VR Avatar add-on"])
-        except OSError as error:
+        except (OSError, ValueError) as error:
             self.report({'ERROR'}, f"Cannot write {self.filepath}: {error.strerror or error}")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Exported {len(stream)} frames to {self.filepath}")
@@ -215,7 +218,7 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
             comments = ["recorded from Blender's VR session by the VR Avatar add-on"]
         try:
             core.stream.write_stream(self.path, stream, comments)
-        except OSError as error:
+        except (OSError, ValueError) as error:
             self.report({'ERROR'}, f"Cannot write {self.path}: {error.strerror or error}")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Recorded {len(stream)} samples ({stream.duration:.1f} s) to {self.path}")

@@ -1,0 +1,364 @@
+"""Bad input at the command line: a corpus of damaged, implausible and clashing inputs made here, each refused
+with one line naming the file (exit 1, no traceback), nothing written and the earlier output intact; or, where
+the input is usable (a byte-order mark, CR line ends, a gap, an absurd sample), solved with a warning."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import WALK_1
+
+from core.bvh import read_bvh, write_bvh
+from core.cli import main
+from core.config import SolverConfig
+from core.devices import head_on_floor
+from core.pose_database import build_database
+from core.simulate import simulate_stream
+from core.stream import read_stream, write_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+ASSETS = ROOT / "assets"
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    """Good inputs, made once: a short clip, its stream and a database (never modified by the tests)."""
+    folder = tmp_path_factory.mktemp("good")
+    clip = read_bvh(WALK_1)[:90]
+    write_bvh(folder / "clip.bvh", clip)
+    write_stream(folder / "walk.csv", simulate_stream(clip).stream, ["a short walk"])
+    build_database([read_bvh(WALK_1)]).save(folder / "db.npz")
+    return folder
+
+
+def _snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
+
+
+def _copy(good: Path, folder: Path, *names) -> list[Path]:
+    return [Path(shutil.copy(good / name, folder / name)) for name in names]
+
+
+def refused(capsys, folder: Path, args, named, words=()):
+    """Run the command line in-process: exit 1, one line `error: ...` naming `named`, folder unchanged."""
+    before = _snapshot(folder)
+    code = main([str(a) for a in args])
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert str(named) in lines[0], err
+    for word in words:
+        assert word in lines[0], err
+    assert "Traceback" not in err
+    assert _snapshot(folder) == before  # nothing made, nothing changed, no temporary file left
+    return lines[0]
+
+
+# --- an output that is an input, or cannot be written ----------------------------------------
+
+
+@pytest.mark.parametrize("case", ["solve onto the stream", "solve onto the database", "simulate onto the clip",
+                                  "truth onto the clip", "truth onto the output", "database onto a clip",
+                                  "stitch onto a clip", "truth into a missing folder", "output is a folder"])
+def test_outputs_that_would_destroy_an_input_are_refused_before_any_work(good, tmp_path, capsys, case):
+    clip, csv, db = _copy(good, tmp_path, "clip.bvh", "walk.csv", "db.npz")
+    other = Path(shutil.copy(clip, tmp_path / "other.bvh"))
+    (tmp_path / "folder.bvh").mkdir()
+    args, named = {
+        "solve onto the stream": (["solve", csv, "--db", db, "-o", csv], csv),
+        "solve onto the database": (["solve", csv, "--db", db, "-o", db], db),
+        "simulate onto the clip": (["stream", "simulate", clip, "-o", clip], clip),
+        "truth onto the clip": (["stream", "simulate", clip, "-o", tmp_path / "new.csv", "--truth", clip], clip),
+        "truth onto the output": (["stream", "simulate", clip, "-o", tmp_path / "n.csv", "--truth", tmp_path / "n.csv"],
+                                  tmp_path / "n.csv"),
+        "database onto a clip": (["db", "build", clip, other, "-o", other], other),
+        "stitch onto a clip": (["stitch", clip, other, "-o", clip, "--method", "concat"], clip),
+        "truth into a missing folder": (["stream", "simulate", clip, "-o", tmp_path / "new.csv", "--truth",
+                                         tmp_path / "missing" / "t.bvh"], tmp_path / "missing"),
+        "output is a folder": (["solve", csv, "--db", db, "-o", tmp_path / "folder.bvh"], tmp_path / "folder.bvh"),
+    }[case]
+    refused(capsys, tmp_path, args, named)
+
+
+# --- damaged databases, models and JSON files --------------------------------------------------
+
+
+def _damaged_database(good: Path, folder: Path, case: str) -> Path:
+    path = folder / "damaged.npz"
+    data = dict(np.load(good / "db.npz"))
+    if case == "truncated":
+        raw = (good / "db.npz").read_bytes()
+        path.write_bytes(raw[: len(raw) // 2])
+    elif case == "empty":
+        path.write_bytes(b"")
+    elif case == "npy":
+        path = folder / "rotations.npy"
+        np.save(path, data["rotations"])
+    elif case == "folder":
+        path.mkdir()
+    elif case == "missing":
+        pass
+    else:
+        if case == "misshaped":
+            data["rotations"] = data["rotations"][..., :3]
+        elif case == "nan rotation":
+            data["rotations"][40, 3, 0] = np.nan
+        elif case == "ranges":
+            data["range_stops"] = data["range_stops"] + 5
+        elif case == "meta list":
+            data["meta"] = np.array(json.dumps([1, 2]))
+        np.savez(path, **data)
+    return path
+
+
+@pytest.mark.parametrize("case, words", [
+    ("truncated", ["not a VR Avatar database"]), ("empty", ["empty"]), ("npy", [".npy"]), ("folder", ["folder"]),
+    ("missing", ["no such file"]), ("misshaped", ["'rotations'", "expected (N, 22, 4)"]), ("nan rotation", ["non-finite"]),
+    ("ranges", ["clip ranges"]), ("meta list", ["'meta'", "object"])])
+def test_damaged_databases_are_named_with_what_is_wrong(good, tmp_path, capsys, case, words):
+    csv, = _copy(good, tmp_path, "walk.csv")
+    db = _damaged_database(good, tmp_path, case)
+    refused(capsys, tmp_path, ["solve", csv, "--db", db, "-o", tmp_path / "out.bvh", "--orientation", "hmd"], db, words)
+
+
+def test_eval_matching_says_its_database_is_missing(good, tmp_path, capsys):
+    refused(capsys, tmp_path, ["eval", "matching", "--db", tmp_path / "absent.npz", "--data", good],
+            tmp_path / "absent.npz", ["no such file"])
+
+
+@pytest.mark.parametrize("model", ["n3p", "orientation", "stitch"])
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_damaged_models_are_named(good, tmp_path, capsys, model, damage):
+    clip, csv, db = _copy(good, tmp_path, "clip.bvh", "walk.csv", "db.npz")
+    raw = (ASSETS / f"{model}.npz").read_bytes()
+    path = tmp_path / f"{model}.npz"
+    path.write_bytes(raw[: len(raw) // 3] if damage == "truncated" else b"")
+    args = {"n3p": ["solve", csv, "--method", "n3p", "--model", path, "-o", tmp_path / "out.bvh"],
+            "orientation": ["solve", csv, "--db", db, "--orientation", path, "-o", tmp_path / "out.bvh"],
+            "stitch": ["stitch", clip, clip, "--model", path, "-o", tmp_path / "out.bvh"]}[model]
+    refused(capsys, tmp_path, args, path, ["not a" if damage == "truncated" else "empty"])
+
+
+@pytest.mark.parametrize("content, words", [(None, ["folder"]), (b"[1, 2]", ["JSON list"]),
+                                            (b"\xff\xfe\x00garbage", ["not an IK constants file"]),
+                                            (b'{"constants": [1]}', ["expected an object"])],
+                         ids=["folder", "list", "binary", "constants list"])
+def test_bad_ik_constants_files_are_named(good, tmp_path, capsys, content, words):
+    csv, db = _copy(good, tmp_path, "walk.csv", "db.npz")
+    path = tmp_path / "constants.json"
+    path.mkdir() if content is None else path.write_bytes(content)
+    refused(capsys, tmp_path, ["solve", csv, "--db", db, "--ik-constants", path, "-o", tmp_path / "out.bvh"], path, words)
+
+
+@pytest.mark.parametrize("content", [b'["Hips"]', b"\xff\xfe\x00"], ids=["list", "binary"])
+def test_bad_mapping_files_are_named(good, tmp_path, capsys, content):
+    clip, = _copy(good, tmp_path, "clip.bvh")
+    path = tmp_path / "mapping.json"
+    path.write_bytes(content)
+    refused(capsys, tmp_path, ["stream", "simulate", clip, "--mapping", path, "-o", tmp_path / "s.csv"], path)
+
+
+# --- option values -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command, option", [
+    ("simulate", ["--fps", "0"]), ("simulate", ["--fps", "nan"]), ("simulate", ["--look-around", "-5"]),
+    ("build", ["--fps", "-60"]), ("build", ["--height-range", "2", "1"]), ("build", ["--height-range", "nan", "1"]),
+    ("solve", ["--alpha", "-1"]), ("solve", ["--height", "0"]), ("solve", ["--arm-span", "inf"])], ids=" ".join)
+def test_option_values_that_make_no_sense_are_refused(good, tmp_path, capsys, command, option):
+    clip, csv, db = _copy(good, tmp_path, "clip.bvh", "walk.csv", "db.npz")
+    args = {"simulate": ["stream", "simulate", clip, "-o", tmp_path / "s.csv"],
+            "build": ["db", "build", clip, "-o", tmp_path / "new.npz"],
+            "solve": ["solve", csv, "--db", db, "-o", tmp_path / "out.bvh"]}[command]
+    refused(capsys, tmp_path, args + option, option[0])
+
+
+# --- streams: units, axes, gaps, absurd samples, encodings ---------------------------------------
+
+
+def _stream_variant(good: Path, folder: Path, change) -> Path:
+    stream = read_stream(good / "walk.csv")
+    change(stream)
+    path = folder / "variant.csv"
+    write_stream(path, stream)
+    return path
+
+
+def _milliseconds(s):
+    s.times = s.times * 1000.0
+
+
+def _centimetres(s):
+    s.positions = s.positions * 100.0
+
+
+def _z_up(s):
+    s.positions = s.positions[..., [0, 2, 1]] * [1.0, -1.0, 1.0]
+
+
+@pytest.mark.parametrize("change, words", [(_milliseconds, ["milliseconds"]), (_centimetres, ["centimetres"]),
+                                           (_z_up, ["+Z up"])], ids=["ms", "cm", "z-up"])
+def test_streams_off_by_a_unit_or_an_axis_are_refused(good, tmp_path, capsys, change, words):
+    db, = _copy(good, tmp_path, "db.npz")
+    csv = _stream_variant(good, tmp_path, change)
+    refused(capsys, tmp_path, ["solve", csv, "--db", db, "-o", tmp_path / "out.bvh", "--orientation", "hmd"], csv, words)
+
+
+def _solve_with_warning(good, folder, csv, capsys, words):
+    db, = _copy(good, folder, "db.npz")
+    out = folder / "out.bvh"
+    assert main([str(a) for a in ["solve", csv, "--db", db, "-o", out, "--orientation", "hmd"]]) == 0
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and str(csv) in warnings[0] and all(w in warnings[0] for w in words), err
+    return read_bvh(out)  # the project's reader refuses non-finite values
+
+
+def test_a_long_gap_is_held_with_a_warning(good, tmp_path, capsys):
+    def gap(s):
+        s.times = s.times + np.where(np.arange(len(s.times)) >= 100, 8.0, 0.0)
+    csv = _stream_variant(good, tmp_path, gap)
+    motion = _solve_with_warning(good, tmp_path, csv, capsys, ["gap", "8.0 s", "stays where"])
+    stream = read_stream(csv)
+    assert len(motion) == int(stream.duration * 60 + 1e-6) + 1
+    held = motion.positions[int(stream.times[99] * 60) + 1: int(stream.times[100] * 60), 0]
+    last_seen = head_on_floor(stream.positions[99, 0], stream.rotations[99, 0], SolverConfig.head_centre_from_hmd)
+    assert np.hypot(*(held - last_seen)[:, [0, 2]].T).max() <= SolverConfig.alpha_m + 1e-5
+
+
+@pytest.mark.parametrize("value", ["1e308", "inf", "nan"])
+def test_an_absurd_sample_is_untracked_with_a_warning_and_the_output_stays_finite(good, tmp_path, capsys, value):
+    lines = (good / "walk.csv").read_text().splitlines()
+    header = lines[1].split(",")
+    row = lines[80].split(",")
+    row[header.index("head_px")] = value
+    row[header.index("left_py")] = value
+    lines[80] = ",".join(row)
+    csv = tmp_path / "absurd.csv"
+    csv.write_text("\n".join(lines) + "\n")
+    if value == "nan":  # an empty or nan field is untracked by the format: no warning, no error
+        db, = _copy(good, tmp_path, "db.npz")
+        assert main([str(a) for a in ["solve", csv, "--db", db, "-o", tmp_path / "o.bvh", "--orientation", "hmd"]]) == 0
+        assert "warning" not in capsys.readouterr().err
+        return
+    if value == "inf":
+        refused(capsys, tmp_path, ["stream", "info", csv], csv, ["not a finite number"])
+        return
+    _solve_with_warning(good, tmp_path, csv, capsys, ["2 device sample(s)", "untracked"])
+
+
+@pytest.mark.parametrize("encoding", ["bom", "cr", "crlf"])
+def test_streams_with_a_byte_order_mark_or_other_line_ends_read_the_same(good, tmp_path, capsys, encoding):
+    text = (good / "walk.csv").read_bytes()
+    path = tmp_path / "variant.csv"
+    path.write_bytes({"bom": b"\xef\xbb\xbf" + text, "cr": text.replace(b"\n", b"\r"),
+                      "crlf": text.replace(b"\n", b"\r\n")}[encoding])
+    expected, stream = read_stream(good / "walk.csv"), read_stream(path)
+    for name in ("times", "positions", "rotations", "tracked"):
+        np.testing.assert_array_equal(getattr(stream, name), getattr(expected, name))
+    assert main(["stream", "info", str(path)]) == 0 and capsys.readouterr().err == ""
+
+
+# --- BVH files -----------------------------------------------------------------------------------
+
+
+def _bvh_variant(good: Path, folder: Path, change) -> Path:
+    path = folder / "variant.bvh"
+    path.write_bytes(change((good / "clip.bvh").read_bytes()))
+    return path
+
+
+def _line_of(data: bytes, prefix: bytes) -> int:
+    return next(i for i, line in enumerate(data.split(b"\n"), 1) if line.strip().startswith(prefix))
+
+
+@pytest.mark.parametrize("case", ["frame time 1e-300", "frame time 1e6", "repeated joint", "far too long"])
+def test_bad_bvh_files_are_named_with_their_line(good, tmp_path, capsys, case):
+    raw = (good / "clip.bvh").read_bytes()
+    frame_time = _line_of(raw, b"Frame Time")
+    if case.startswith("frame time"):
+        value = case.split()[-1].encode()
+        path, line = _bvh_variant(good, tmp_path, lambda d: d.replace(b"Frame Time: 0.03333333", b"Frame Time: " + value)), \
+            frame_time
+    elif case == "repeated joint":
+        path = _bvh_variant(good, tmp_path, lambda d: d.replace(b"JOINT UpperLeg_R", b"JOINT UpperLeg_L"))
+        line = [i for i, text in enumerate(path.read_bytes().split(b"\n"), 1) if text.strip() == b"JOINT UpperLeg_L"][1]
+    else:  # declares its frames, then holds a hundred times as many bytes
+        path = _bvh_variant(good, tmp_path, lambda d: d + d[d.index(b"Frame Time"):].split(b"\n", 1)[1] * 100)
+        line = frame_time + 1
+    refused(capsys, tmp_path, ["stream", "simulate", path, "-o", tmp_path / "s.csv"], f"{path}:{line}:")
+
+
+@pytest.mark.parametrize("encoding", ["bom", "cr", "crlf"])
+def test_bvh_files_with_a_byte_order_mark_or_other_line_ends_read_the_same(good, tmp_path, encoding):
+    path = _bvh_variant(good, tmp_path, {"bom": lambda d: b"\xef\xbb\xbf" + d, "cr": lambda d: d.replace(b"\n", b"\r"),
+                                         "crlf": lambda d: d.replace(b"\n", b"\r\n")}[encoding])
+    expected, motion = read_bvh(good / "clip.bvh"), read_bvh(path)
+    assert motion.skeleton == expected.skeleton and motion.fps == expected.fps
+    np.testing.assert_array_equal(motion.rotations, expected.rotations)
+
+
+# --- the real entry point: no traceback, a file-size limit, a read-only folder ---------------------
+
+
+def _core(args, cwd=ROOT, **options) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120, **options)
+
+
+def test_a_database_rebuilt_under_a_file_size_limit_leaves_the_previous_one_intact(good, tmp_path):
+    db, clip = _copy(good, tmp_path, "db.npz", "clip.bvh")
+    before = db.read_bytes()
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead of killing the process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16384, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    done = _core(["db", "build", clip, "--mirror", "-o", db], preexec_fn=limited)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: {db}: cannot write: File too large; the previous file is unchanged"), line
+    assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["clip.bvh", "db.npz"]
+    solved = _core(["solve", good / "walk.csv", "--db", db, "-o", tmp_path / "out.bvh", "--orientation", "hmd"])
+    assert solved.returncode == 0, solved.stderr
+
+
+def test_a_read_only_folder_is_one_line(good):
+    """Run as an unprivileged user where the tests run as root (root writes anywhere)."""
+    folder = Path(tempfile.mkdtemp(prefix="vr_avatar_read_only_"))
+    try:
+        folder.chmod(0o755)
+        csv, db = (Path(shutil.copy(good / n, folder / n)) for n in ("walk.csv", "db.npz"))
+        locked = folder / "locked"
+        locked.mkdir()
+        locked.chmod(0o555)
+        options = {}
+        if os.geteuid() == 0:
+            options["user"] = 65534
+        done = _core(["solve", csv, "--db", db, "-o", locked / "out.bvh", "--orientation", "hmd"], **options)
+        if "Permission denied" in done.stderr and "core" not in done.stderr:
+            pytest.skip("the unprivileged user cannot run the project's Python here")
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.strip() == f"error: {locked / 'out.bvh'}: the folder {locked} is not writable"
+        assert list(locked.iterdir()) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_damaged_database_through_the_real_entry_point(good, tmp_path):
+    db = _damaged_database(good, tmp_path, "truncated")
+    done = _core(["solve", good / "walk.csv", "--db", db, "-o", tmp_path / "out.bvh"])
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"error: {db}: not a VR Avatar database") and done.stderr.count("\n") == 1
+    assert not (tmp_path / "out.bvh").exists()
