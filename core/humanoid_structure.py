@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import quat
+
 UP = np.array([0.0, 1.0, 0.0])
 # Bones that move the rig rather than the body: IK controls, poles, trackers, Rigify helpers.
 CONTROL = re.compile(r"control|ctrl|pole|target|master|tracker|orient|(^|[^a-z])ik([^a-z]|$)|^(mch|org|wgt)[-_.]",
@@ -61,6 +63,21 @@ def bone_ends(skeleton, positions: np.ndarray, tails=None) -> np.ndarray:
     for j, offset in skeleton.end_sites:
         ends[j] = positions[j] + np.asarray(offset)
     return ends
+
+
+def tails_along_bones(positions: np.ndarray, rotations: np.ndarray, parents) -> np.ndarray:
+    """(J, 3) bone tails of a rig whose bones point along their own +Y axis (Blender's): each bone reaches
+    as far as its farthest child's head, a leaf a tenth of the figure's height."""
+    positions = np.asarray(positions, dtype=float)
+    reach = np.zeros(len(positions))
+    leaf = np.ones(len(positions), dtype=bool)
+    for j, p in enumerate(parents):
+        if p >= 0:
+            reach[p] = max(reach[p], np.linalg.norm(positions[j] - positions[p]))
+            leaf[p] = False
+    reach[leaf] = 0.1 * np.ptp(positions[:, 1])
+    axes = quat.rotate(np.asarray(rotations, dtype=float), np.broadcast_to([0.0, 1.0, 0.0], positions.shape))
+    return positions + axes * reach[:, None]
 
 
 def is_upright(positions: np.ndarray, joints: dict[str, int]) -> bool:

@@ -31,6 +31,7 @@ from . import quat
 from .character import hips_forward
 from .devices import implied_joint_positions
 from .humanoid import HumanoidMapping, find_mapping
+from .humanoid_structure import tails_along_bones
 from .leg_ik import two_bone_ik
 from .motion import Motion, forward_kinematics
 from .skeleton import Skeleton
@@ -74,7 +75,8 @@ class TargetSkeleton:
         """The rig with its humanoid mapping found by name (or given per canonical joint in `override`)."""
         parents = np.asarray(parents)
         rest_positions = np.asarray(rest_positions, dtype=float)
-        mapping = find_mapping(rig_skeleton(names, parents, rest_positions), override)
+        tails = tails_along_bones(rest_positions, quat.normalize(np.asarray(rest_rotations, float)), parents)
+        mapping = find_mapping(rig_skeleton(names, parents, rest_positions), override, tails=tails)
         return cls(tuple(names), parents, rest_positions, quat.normalize(np.asarray(rest_rotations, float)), mapping)
 
     def floor_height(self) -> float:
