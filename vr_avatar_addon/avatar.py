@@ -6,8 +6,10 @@ into `obj.data.bones`, which bone_space's arrays follow.
 import numpy as np
 
 from . import bone_space, core
+from .axes import y_up_from_z_up
 
 CANONICAL_JOINTS = core.humanoid.CANONICAL_JOINTS
+REQUIRED_JOINTS = core.humanoid.REQUIRED_JOINTS
 
 
 class MappingError(ValueError):
@@ -36,24 +38,34 @@ def _skeleton_arrays(obj):
     return names, parents, bone_space.rest_positions(obj)[order], bone_space.rest_rotations(obj)[order]
 
 
-def automatic_mapping(obj) -> dict[str, str]:
-    """Canonical joint -> bone name found by name matching ('' where nothing matches)."""
+def _rest_tails(obj) -> np.ndarray:
+    """(J, 3) bone tails in the world at rest, core's frame, in bone_order."""
+    tails = np.array([bone.tail_local for bone in obj.data.bones], dtype=float).reshape(-1, 3)
+    world = np.array(obj.matrix_world, dtype=float)
+    return y_up_from_z_up(tails @ world[:3, :3].T + world[:3, 3])[bone_order(obj)]
+
+
+def automatic_mapping(obj, override: dict[str, str] | None = None):
+    """(canonical joint -> bone name, '' where nothing fits; joints guessed by structure; notes), by name
+    and, where names fail, by the hierarchy and rest geometry; `override` entries win."""
     names, parents, positions, _ = _skeleton_arrays(obj)
     try:
-        found = core.humanoid.find_mapping(core.retarget.rig_skeleton(names, parents, positions),
-                                           required=()).names(names)
-    except core.humanoid.HumanoidMappingError:
-        found = {}
-    return {joint: found.get(joint, "") for joint in CANONICAL_JOINTS}
+        mapping = core.humanoid.find_mapping(core.retarget.rig_skeleton(names, parents, positions), override,
+                                             required=(), tails=_rest_tails(obj))
+    except core.humanoid.HumanoidMappingError as error:
+        return {joint: (override or {}).get(joint, "") for joint in CANONICAL_JOINTS}, (), str(error)
+    found = mapping.names(names)
+    return {joint: found.get(joint, "") for joint in CANONICAL_JOINTS}, mapping.guessed, mapping.notes
 
 
 def mapping_problems(obj, bone_map: dict[str, str]) -> list[str]:
-    """What keeps the mapping from driving the armature, one message per joint."""
+    """What keeps the mapping from driving the armature, one message per joint (optional joints may be empty)."""
     problems = []
     for joint in CANONICAL_JOINTS:
         bone = bone_map.get(joint, "")
         if not bone:
-            problems.append(f"joint '{joint}' is not mapped to a bone")
+            if joint in REQUIRED_JOINTS:
+                problems.append(f"joint '{joint}' is not mapped to a bone")
         elif bone not in obj.data.bones:
             problems.append(f"joint '{joint}' is mapped to bone '{bone}', which '{obj.name}' does not have")
     return problems
