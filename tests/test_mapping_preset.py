@@ -84,3 +84,14 @@ def test_mapping_on_the_command_line(tmp_path, capsys):
     assert main(["stream", "simulate", str(cmu), "-o", str(tmp_path / "t.csv"), "--mapping", "mixamo"]) == 1
     assert "l_upper_arm (LeftShoulder) is not below l_shoulder (LeftShoulder)" in capsys.readouterr().err
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_db_build_keeps_its_mapping(tmp_path):
+    from core.pose_database import PoseDatabase
+
+    preset = save_preset(tmp_path / "bandai.json", {"hips": "Hips", "chest": "Chest"})
+    database = tmp_path / "db.npz"
+    assert main(["db", "build", str(WALK_1), "-o", str(database), "--mapping", str(preset), "--json"]) == 0
+    loaded = PoseDatabase.load(database)
+    assert loaded.info["mapping"] == {"hips": "Hips", "chest": "Chest"}
+    assert loaded.skeleton.names[loaded.mapping["chest"]] == "Chest"
