@@ -263,13 +263,21 @@ def find_mapping(skeleton, override: dict[str, str] | str | Path | None = None,
     upright = is_upright(positions, joints)
     problems, notes = _hierarchy_problems(skeleton, joints, positions, ends)
     facing_forward = forward if forward is not None else facing(positions, ends, joints)
-    trusted = (set(CANONICAL_JOINTS) <= set(joints) and not problems
-               and (not upright or facing_forward is None
-                    or sides_agree(positions, joints, left_axis(facing_forward))))
-    if trusted or set(CANONICAL_JOINTS) <= set(override):
+    names_hold = (set(REQUIRED_JOINTS) <= set(joints) and not problems
+                  and (not upright or facing_forward is None
+                       or sides_agree(positions, joints, left_axis(facing_forward))))
+    if (names_hold and set(CANONICAL_JOINTS) <= set(joints)) or set(CANONICAL_JOINTS) <= set(override):
         return _checked(skeleton, joints, best_name + suffix, (), notes, required, "", positions, ends)
     roles = name_roles(keys)
-    structure = read_structure(skeleton, positions, ends, roles, forward)
+    structure = read_structure(skeleton, positions, ends, roles, [k[0] for k in keys], forward)
+    if names_hold:  # names explain every required joint: the structure only adds optional joints they missed
+        extra = {c: j for c, j in structure.joints.items()
+                 if c in OPTIONAL_JOINTS and c not in joints and c not in override}
+        if extra and not _hierarchy_problems(skeleton, {**joints, **extra}, positions, ends)[0]:
+            guessed = tuple(c for c in CANONICAL_JOINTS if c in extra and _base(c) not in roles.get(extra[c], set()))
+            return _checked(skeleton, {**joints, **extra}, f"{best_name} + structure{suffix}", guessed, notes,
+                            required, "", positions, ends)
+        return _checked(skeleton, joints, best_name + suffix, (), notes, required, "", positions, ends)
     placed = with_override(structure.joints)
     if not set(required) <= set(placed) and (set(required) <= set(joints) or not structure.joints):
         return _checked(skeleton, joints, best_name + suffix, (), notes, required, structure.unplaced, positions, ends)

@@ -33,6 +33,8 @@ ANKLE_HEIGHT = 0.2
 """The foot is the first leg bone whose head is this share of the leg's height above its lowest point."""
 SHOULDER_RATIO = 0.6
 """An arm chain's first bone is a shoulder when it is shorter than this share of the arm up to the hand."""
+FLAT_FOOT = 0.3
+"""The feet give the facing when their direction on the floor is at least this share of their length."""
 AT_CHAIN_END = 0.1
 """A bone outside a chain continues it when its head is within this share of the chain's length of its end."""
 
@@ -92,8 +94,9 @@ def is_upright(positions: np.ndarray, joints: dict[str, int]) -> bool:
 
 
 def facing(positions: np.ndarray, ends: np.ndarray, joints: dict[str, int]) -> np.ndarray | None:
-    """The figure's forward on the floor from its feet (foot → toe joint, else along the foot bone); None if flat."""
-    forward = np.zeros(3)
+    """The figure's forward on the floor from its feet (foot → toe joint, else along the foot bone); None when
+    the feet do not say (no direction, pointing mostly down, or the two feet disagreeing)."""
+    along = []
     for s in "lr":
         foot = joints.get(f"{s}_foot")
         if foot is None:
@@ -101,10 +104,16 @@ def facing(positions: np.ndarray, ends: np.ndarray, joints: dict[str, int]) -> n
         toes = joints.get(f"{s}_toes")
         tip = positions[toes] if toes is not None else ends[foot]
         if np.all(np.isfinite(tip)):
-            forward += tip - positions[foot]
-    forward[1] = 0.0
+            along.append(tip - positions[foot])
+    if not along:
+        return None
+    along = np.array(along)
+    flat = along * [1.0, 0.0, 1.0]
+    forward = flat.sum(axis=0)
     norm = np.linalg.norm(forward)
-    return forward / norm if norm > 1e-9 else None
+    if norm < FLAT_FOOT * np.linalg.norm(along, axis=1).sum() or (len(flat) == 2 and flat[0] @ flat[1] <= 0.0):
+        return None
+    return forward / norm
 
 
 def left_axis(forward: np.ndarray) -> np.ndarray:
@@ -201,9 +210,10 @@ class _Rig:
         return kept
 
 
-def read_structure(skeleton, positions: np.ndarray, ends: np.ndarray, roles: dict[int, set],
+def read_structure(skeleton, positions: np.ndarray, ends: np.ndarray, roles: dict[int, set], name_sides,
                    forward=None) -> Structure:
-    """Place the canonical joints by hierarchy and rest geometry (see the module docstring)."""
+    """Place the canonical joints by hierarchy and rest geometry (see the module docstring); `roles` are what
+    each bone's name says it is, `name_sides` the side ('l', 'r', '') each name says."""
     rig = _Rig(skeleton, positions, ends, roles)
     notes: list[str] = []
     if rig.height <= 0:
@@ -215,9 +225,16 @@ def read_structure(skeleton, positions: np.ndarray, ends: np.ndarray, roles: dic
     if forward is None:
         both = {f"{s}_{k}": v for s, placed in zip("lr", leg_joints) for k, v in placed.items()}
         forward = facing(positions, ends, both)
-        if forward is None:
+    if forward is None:
+        thighs = [placed.get("thigh", leg) for placed, leg in zip(leg_joints, legs)]
+        said = [name_sides[t] for t in thighs]
+        if sorted(said) == ["l", "r"]:
+            named_left, named_right = thighs if said[0] == "l" else thighs[::-1]
+            forward = np.cross(positions[named_left] - positions[named_right], UP)
+            notes.append("the feet show no facing: left and right taken from the names")
+        else:
             forward = np.array([0.0, 0.0, 1.0])
-            notes.append("no toes or foot direction to face by: the figure is taken to face +Z")
+            notes.append("the feet show no facing and the names no sides: the figure is taken to face +Z")
     joints = {"hips": hips}
     left = left_axis(forward)
     across = [(positions[placed.get("thigh", leg)] - positions[hips]) @ left

@@ -290,9 +290,10 @@ def test_robot_sides_come_from_geometry_not_names(rigs):
     # Told that the robot faces the other way, the sides swap back to what its names say.
     turned = find_mapping(skeleton, forward=np.array([0.0, 0.0, -1.0]), tails=rigs["godot_platformer_robot.glb"][3])
     assert turned.names(skeleton.names)["l_thigh"] == "l-thigh" and turned.notes == ""
-    # Without tails a foot with no toe bone shows no facing: +Z is assumed and said.
+    # Without tails a foot with no toe bone shows no facing: the names' sides are taken, and that is said.
     _, untailed = rig_mapping(rigs["godot_platformer_robot.glb"], tails=False)
-    assert "taken to face +Z" in untailed.notes
+    assert untailed.names(skeleton.names)["l_thigh"] == "l-thigh"
+    assert "the feet show no facing: left and right taken from the names" in untailed.notes
 
 
 def test_kenney_chibi_is_refused_in_one_line(rigs):
@@ -344,3 +345,14 @@ def test_optional_joints_left_out_by_override():
     assert "l_toes" not in mapping.joints and mapping["l_foot"] == skeleton.index("LeftAnkle")
     with pytest.raises(HumanoidMappingError, match="leaves out required joints: l_foot"):
         find_mapping(skeleton, {"l_foot": ""})
+
+
+def test_names_kept_and_structure_adds_only_optional_joints():
+    """Names explain every required joint but not the toes: the names stand, the toes come from the structure."""
+    skeleton = read_bvh(CMU_3DSMAX).skeleton
+    renamed = Skeleton(tuple({"LeftToe": "tip_a", "RightToe": "tip_b"}.get(n, n) for n in skeleton.names),
+                       skeleton.parents, skeleton.offsets, skeleton.end_sites)
+    mapping = find_mapping(renamed)
+    names = mapping.names(renamed.names)
+    assert mapping.convention == "cmu_3dsmax + structure" and set(mapping.guessed) == {"l_toes", "r_toes"}
+    assert names["l_toes"] == "tip_a" and names["r_toes"] == "tip_b" and names["spine"] == "Chest"
