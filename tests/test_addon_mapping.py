@@ -67,3 +67,20 @@ def test_built_in_and_vrm_presets(bpy, empty_scene):
     with pytest.raises(RuntimeError, match="README.md: cannot read the joint mapping"):
         bpy.ops.vr_avatar.load_mapping_preset(filepath=str(RIGS / "README.md"))
     assert mapped(scene)["l_thigh"] == "Left leg"  # a failed load leaves the list as it was
+
+
+def test_ik_rig_with_a_foot_outside_its_leg(bpy, empty_scene):
+    """Quaternius Male Casual (FBX): Foot.L hangs from the root bone; it is the foot all the same, and no toes."""
+    scene = empty_scene
+    if not (RIGS / "quaternius_male_casual.fbx").is_file():
+        pytest.skip(f"the shared rigs are missing: expected {RIGS}")
+    bpy.ops.import_scene.fbx(filepath=str(RIGS / "quaternius_male_casual.fbx"))
+    obj = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    scene.vr_avatar.target_armature = obj
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    bones = mapped(scene)
+    assert bones["hips"] == "Body" and bones["l_foot"] == "Foot.L" and bones["l_toes"] == "" and bones["r_toes"] == ""
+    assert "Foot.L" in scene.vr_avatar.bone_map_notes and "PoleTarget.L" not in bones.values()
+    from bl_ext.vr_avatar_test.vr_avatar import avatar
+    target = avatar.target_skeleton(obj, bones)
+    assert target.names[target.mapping["r_foot"]] == "Foot.R" and "l_toes" not in target.mapping.joints
