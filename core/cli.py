@@ -56,6 +56,8 @@ def bvh_info(args) -> int:
             mapping = find_mapping(raw.skeleton, mapping_override(args.mapping, raw.skeleton.names))
             report["mapping"] = mapping.names(raw.skeleton.names)
             report["convention"] = mapping.convention
+            report["guessed"] = list(mapping.guessed)
+            report["notes"] = mapping.notes
         except HumanoidMappingError as error:
             report["mapping_error"] = str(error)
         reports.append(report)
@@ -64,7 +66,10 @@ def bvh_info(args) -> int:
                   f"({raw.duration:.2f} s), units {units} ({scale:g} m/unit)")
             if "mapping" in report:
                 print(f"  humanoid ({report['convention']}): " +
-                      ", ".join(f"{k}={v}" for k, v in report["mapping"].items()))
+                      ", ".join(f"{k}={v}" + (" (guessed)" if k in mapping.guessed else "")
+                                for k, v in report["mapping"].items()))
+                if mapping.notes:
+                    print(f"  note: {mapping.notes}")
             else:
                 print(f"  {report['mapping_error']}")
     if args.json:

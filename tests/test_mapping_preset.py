@@ -73,6 +73,7 @@ def test_mapping_on_the_command_line(tmp_path, capsys):
     assert main(["bvh", "info", str(cmu), "--mapping", str(preset), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["files"][0]
     assert report["mapping"]["spine"] == "lowerback" and report["convention"] == "cmu_3dsmax + override"
+    assert report["guessed"] == [] and report["notes"] == ""
     skeleton = read_bvh(WALK_1).skeleton
     assert mapping_override("vroid", skeleton.names) == {}  # a built-in preset keeps only what the rig has
     bad = save_preset(tmp_path / "bad.json", {"hips": "Pelvis"})
@@ -95,3 +96,19 @@ def test_db_build_keeps_its_mapping(tmp_path):
     loaded = PoseDatabase.load(database)
     assert loaded.info["mapping"] == {"hips": "Hips", "chest": "Chest"}
     assert loaded.skeleton.names[loaded.mapping["chest"]] == "Chest"
+
+
+def test_bvh_info_says_which_joints_were_guessed(tmp_path, capsys):
+    from dataclasses import replace
+
+    from core.bvh import write_bvh
+    from core.skeleton import Skeleton
+
+    motion = read_bvh(Path(__file__).resolve().parent / "data" / "cmu_3dsmax_names.bvh")
+    swapped = tuple(n.replace("Left", "Tmp").replace("Right", "Left").replace("Tmp", "Right")
+                    for n in motion.skeleton.names)
+    skeleton = Skeleton(swapped, motion.skeleton.parents, motion.skeleton.offsets, motion.skeleton.end_sites)
+    write_bvh(tmp_path / "mirrored.bvh", replace(motion, skeleton=skeleton))
+    assert main(["bvh", "info", str(tmp_path / "mirrored.bvh")]) == 0
+    out = capsys.readouterr().out
+    assert "l_thigh=RightHip (guessed)" in out and "note: bones named left (LeftHip" in out
