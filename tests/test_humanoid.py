@@ -356,3 +356,19 @@ def test_names_kept_and_structure_adds_only_optional_joints():
     names = mapping.names(renamed.names)
     assert mapping.convention == "cmu_3dsmax + structure" and set(mapping.guessed) == {"l_toes", "r_toes"}
     assert names["l_toes"] == "tip_a" and names["r_toes"] == "tip_b" and names["spine"] == "Chest"
+
+
+@pytest.mark.parametrize("yaw_deg, scale", [(0.0, 1.0), (90.0, 0.01), (180.0, 100.0), (250.0, 1.0)])
+def test_structure_holds_for_any_facing_and_size(yaw_deg, scale):
+    """Numbered joints, the figure turned about +Y and scaled, an IK control hanging from the hips to the floor:
+    the same joints, left still on the figure's left, the control never picked."""
+    skeleton = read_bvh(CMU_3DSMAX).skeleton
+    turn = quat.from_axis_rotation("y", np.array(np.radians(yaw_deg)))
+    offsets = quat.rotate(np.broadcast_to(turn, (len(skeleton), 4)), skeleton.offsets) * scale
+    names = tuple(f"j{k}" for k in range(len(skeleton))) + ("foot_ik_ctrl",)
+    control = quat.rotate(turn, np.array([2.0, -35.0, 0.0])) * scale
+    turned = Skeleton(names, np.append(skeleton.parents, 0), np.vstack([offsets, control]),
+                      tuple((j, tuple(quat.rotate(turn, np.array(o)) * scale)) for j, o in skeleton.end_sites))
+    mapping = find_mapping(turned)
+    assert {c: skeleton.names[j] for c, j in mapping.joints.items()} == {
+        **{c: n for c, n in find_mapping(skeleton).names(skeleton.names).items()}, "spine": "lowerback"}
