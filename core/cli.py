@@ -13,6 +13,7 @@ from .atomic import check_outputs
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
 from .config import DatabaseConfig, DeviceOffsets, N3PConfig, SimulationConfig, SolverConfig, StitchConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
+from .mapping_preset import builtin_presets, mapping_override
 from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from .n3p_solver import load_n3p_solver
 from .openxr_source import OpenXRUnavailable, record
@@ -25,6 +26,8 @@ from .stitch_model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from .stream import DEVICES, StreamFormatError, read_stream, write_stream
 from .upper_body_ik import ik_constants
 
+MAPPING_HELP = ("humanoid joint mapping overriding name and structure matching: a JSON preset {canonical joint: "
+                "joint name}, a .vrm file's own map, or a built-in preset (" + ", ".join(builtin_presets()) + ")")
 USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, OSError, ValueError)
 POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "seconds", "rate", "window", "shift", "minutes",
                     "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
@@ -76,9 +79,11 @@ def bvh_info(args) -> int:
         report = {"file": str(path), "joints": len(raw.skeleton), "frames": len(raw), "fps": raw.fps,
                   "duration_s": round(raw.duration, 4), "units": units, "metres_per_unit": scale}
         try:
-            mapping = find_mapping(raw.skeleton, args.mapping)
+            mapping = find_mapping(raw.skeleton, mapping_override(args.mapping, raw.skeleton.names))
             report["mapping"] = mapping.names(raw.skeleton.names)
             report["convention"] = mapping.convention
+            report["guessed"] = list(mapping.guessed)
+            report["notes"] = mapping.notes
         except HumanoidMappingError as error:
             report["mapping_error"] = str(error)
         reports.append(report)
@@ -87,7 +92,10 @@ def bvh_info(args) -> int:
                   f"({raw.duration:.2f} s), units {units} ({scale:g} m/unit)")
             if "mapping" in report:
                 print(f"  humanoid ({report['convention']}): " +
-                      ", ".join(f"{k}={v}" for k, v in report["mapping"].items()))
+                      ", ".join(f"{k}={v}" + (" (guessed)" if k in mapping.guessed else "")
+                                for k, v in report["mapping"].items()))
+                if mapping.notes:
+                    print(f"  note: {mapping.notes}")
             else:
                 print(f"  {report['mapping_error']}")
     if args.json:
@@ -100,7 +108,8 @@ def stream_simulate(args) -> int:
     check_outputs([args.output, args.truth], [args.bvh, args.mapping])
     motion = read_bvh(args.bvh, scale=args.scale)
     config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets())
-    simulated = simulate_stream(motion, config, find_mapping(motion.skeleton, args.mapping))
+    simulated = simulate_stream(motion, config,
+                                find_mapping(motion.skeleton, mapping_override(args.mapping, motion.skeleton.names)))
     comments = [f"simulated from {Path(args.bvh).name} by python -m core stream simulate",
                 f"config {json.dumps(describe(config))}"]
     write_stream(args.output, simulated.stream, comments)
@@ -162,7 +171,8 @@ def db_build(args) -> int:
     motions = []
     for path in files:
         motions.append(read_bvh(path, scale=args.scale))
-    database = build_database(motions, config)
+    override = mapping_override(args.mapping, motions[0].skeleton.names) if args.mapping else None
+    database = build_database(motions, config, override)
     database.save(args.output)
     skipped = database.info["skipped_short_clips"]
     if skipped:
@@ -230,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     info = bvh.add_parser("info", help=bvh_info.__doc__, description=bvh_info.__doc__)
     info.add_argument("files", nargs="+", help="BVH files or folders")
     info.add_argument("--scale", type=float, help="metres per file unit (default: guessed from the body size)")
-    info.add_argument("--mapping", help="JSON file {canonical joint: joint name} overriding name matching")
+    info.add_argument("--mapping", help=MAPPING_HELP)
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(run=bvh_info)
 
@@ -244,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--seed", type=int, default=0, help="look-around random seed")
     simulate.add_argument("--truth", help="also write the ground-truth motion (look-around applied) as BVH")
     simulate.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
-    simulate.add_argument("--mapping", help="JSON joint mapping override")
+    simulate.add_argument("--mapping", help=MAPPING_HELP)
     simulate.set_defaults(run=stream_simulate)
     record_parser = stream.add_parser("record", help=stream_record.__doc__, description=stream_record.__doc__)
     record_parser.add_argument("-o", "--output", required=True, help="stream CSV to write")
@@ -271,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--locomotion", action="store_true",
                        help="only locomotion clips (Bandai activities " + ", ".join(LOCOMOTION) + ")")
     build.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
+    build.add_argument("--mapping", help=MAPPING_HELP + "; kept in the database for the solver")
     build.add_argument("--json", action="store_true", help="print one JSON object")
     build.set_defaults(run=db_build)
 

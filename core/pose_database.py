@@ -63,7 +63,7 @@ class PoseDatabase:
 
     @property
     def mapping(self) -> HumanoidMapping:
-        return find_mapping(self.skeleton)
+        return find_mapping(self.skeleton, self.info.get("mapping"))
 
     def clip_of(self, frames: np.ndarray) -> np.ndarray:
         """Index of the clip that holds each frame."""
@@ -146,9 +146,9 @@ def database_skeleton(skeleton: Skeleton, hips: int) -> tuple[Skeleton, np.ndarr
     return Skeleton((VIRTUAL_ROOT,) + tuple(skeleton.names[j] for j in kept), parents, offsets, end_sites), np.array(kept)
 
 
-def rooted_motion(motion: Motion) -> Motion:
+def rooted_motion(motion: Motion, override: dict[str, str] | None = None) -> Motion:
     """The clip on its database skeleton: joint 0 the virtual root in world space, the hips relative to it."""
-    mapping = find_mapping(motion.skeleton)
+    mapping = find_mapping(motion.skeleton, override)
     hips = mapping["hips"]
     global_rotations, global_positions = motion.global_transforms()
     root_position, root_rotation = character_frames(global_positions, mapping)
@@ -161,10 +161,10 @@ def rooted_motion(motion: Motion) -> Motion:
     return Motion(skeleton, rotations, positions, motion.fps, motion.name)
 
 
-def clip_poses(motion: Motion, config: DatabaseConfig):
+def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] | None = None):
     """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate."""
-    rooted = rooted_motion(motion.resampled(config.fps))
-    mapping = find_mapping(rooted.skeleton)
+    rooted = rooted_motion(motion.resampled(config.fps), override)
+    mapping = find_mapping(rooted.skeleton, override)
     toes = rooted.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
     velocities, angular_velocities = local_velocities(rooted.rotations, rooted.positions, config.fps)
     return (rooted.skeleton, rooted.rotations, rooted.positions, velocities, angular_velocities,
@@ -195,8 +195,10 @@ def foot_contacts(toes: np.ndarray, config: DatabaseConfig) -> np.ndarray:
     return (speed < config.contact_speed_m_s) & (height < config.contact_height_m)
 
 
-def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfig()) -> PoseDatabase:
-    """The pose database of the given clips (mirrored copies appended when config.mirror)."""
+def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfig(),
+                   mapping: dict[str, str] | None = None) -> PoseDatabase:
+    """The pose database of the given clips (mirrored copies appended when config.mirror); `mapping` overrides
+    the humanoid mapping {canonical joint: joint name} and is kept in the database for the solver."""
     if not motions:
         raise DatabaseError("no clips to build a database from")
     clips = list(motions) + ([m.mirrored() for m in motions] if config.mirror else [])
@@ -205,7 +207,7 @@ def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfi
         if motion.duration < config.min_clip_s:
             skipped.append(motion.name or "?")
             continue
-        part = clip_poses(motion, config)
+        part = clip_poses(motion, config, mapping)
         if skeleton is None:
             skeleton = part[0]
         elif part[0].names != skeleton.names or not np.array_equal(part[0].parents, skeleton.parents):
@@ -220,7 +222,8 @@ def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfi
     stops = np.cumsum(lengths)
     arrays = [np.concatenate([p[i] for p in parts]) for i in range(5)]
     return PoseDatabase(skeleton, *arrays, stops - lengths, stops, tuple(names), config.fps,
-                        tuple(config.height_range), {"config": describe(config), "skipped_short_clips": skipped})
+                        tuple(config.height_range), {"config": describe(config), "skipped_short_clips": skipped,
+                                                     **({"mapping": dict(mapping)} if mapping else {})})
 
 
 def global_transforms(database: PoseDatabase) -> tuple[np.ndarray, np.ndarray]:

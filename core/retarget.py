@@ -39,6 +39,7 @@ from . import quat
 from .character import UP, hips_forward
 from .devices import implied_joint_positions
 from .humanoid import HumanoidMapping, find_mapping
+from .humanoid_structure import tails_along_bones
 from .leg_ik import two_bone_ik
 from .motion import Motion, forward_kinematics
 from .skeleton import Skeleton
@@ -116,9 +117,10 @@ class TargetSkeleton:
         """The rig with its humanoid mapping found by name (or given per canonical joint in `override`)."""
         parents = np.asarray(parents)
         rest_positions = np.asarray(rest_positions, dtype=float)
-        mapping = find_mapping(rig_skeleton(names, parents, rest_positions), override)
-        return cls(tuple(names), parents, rest_positions, quat.normalize(np.asarray(rest_rotations, float)), mapping,
-                   None if tails is None else np.asarray(tails, dtype=float), floor, standing)
+        rest_rotations = quat.normalize(np.asarray(rest_rotations, float))
+        tails = tails_along_bones(rest_positions, rest_rotations, parents) if tails is None else np.asarray(tails, float)
+        mapping = find_mapping(rig_skeleton(names, parents, rest_positions), override, tails=tails)
+        return cls(tuple(names), parents, rest_positions, rest_rotations, mapping, tails, floor, standing)
 
     def floor_height(self) -> float:
         """Height of the floor at rest: the given one, else the lowest foot or toe joint."""

@@ -8,16 +8,16 @@ import importlib.util
 # which returns the module bound below. The submodules the add-on uses are imported here too,
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
-for _submodule in ("bvh", "config", "devices", "humanoid", "mocap", "motion", "n3p_solver", "openxr_source",
-                   "plausibility", "pose_database", "quat", "report", "retarget", "skeleton", "solver", "stitch",
-                   "stitch_model", "stream", "upper_body_ik"):
+for _submodule in ("bvh", "config", "devices", "humanoid", "mapping_preset", "mocap", "motion", "n3p_solver",
+                   "openxr_source", "plausibility", "pose_database", "quat", "report", "retarget", "skeleton", "solver",
+                   "stitch", "stitch_model", "stream", "upper_body_ik"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import (handlers, operators_library, operators_live, operators_solve, operators_stitch,  # noqa: E402
-               operators_stream, panels, properties)
+from . import (handlers, operators_library, operators_live, operators_mapping, operators_solve,  # noqa: E402
+               operators_stitch, operators_stream, panels, properties)
 
-_modules = (properties, operators_library, operators_stitch, operators_stream, operators_solve, operators_live, panels,
-            handlers)
+_modules = (properties, operators_library, operators_stitch, operators_stream, operators_solve, operators_mapping,
+            operators_live, panels, handlers)
 
 
 def register():

@@ -6,8 +6,10 @@ into `obj.data.bones`, which bone_space's arrays follow.
 import numpy as np
 
 from . import bone_space, core
+from .axes import y_up_from_z_up
 
 CANONICAL_JOINTS = core.humanoid.CANONICAL_JOINTS
+REQUIRED_JOINTS = core.humanoid.REQUIRED_JOINTS
 
 
 class MappingError(ValueError):
@@ -75,24 +77,27 @@ def standing_pose(obj, names, rest_rotations):
     return core.quat.multiply(rotations[frame, order], rest_rotations), positions[frame, order]
 
 
-def automatic_mapping(obj) -> dict[str, str]:
-    """Canonical joint -> bone name found by name matching ('' where nothing matches)."""
-    names, parents, positions, _, _ = _skeleton_arrays(obj)
+def automatic_mapping(obj, override: dict[str, str] | None = None):
+    """(canonical joint -> bone name, '' where nothing fits; joints guessed by structure; notes), by name
+    and, where names fail, by the hierarchy and rest geometry; `override` entries win."""
+    names, parents, positions, _, tails = _skeleton_arrays(obj)
     try:
-        found = core.humanoid.find_mapping(core.retarget.rig_skeleton(names, parents, positions),
-                                           required=()).names(names)
-    except core.humanoid.HumanoidMappingError:
-        found = {}
-    return {joint: found.get(joint, "") for joint in CANONICAL_JOINTS}
+        mapping = core.humanoid.find_mapping(core.retarget.rig_skeleton(names, parents, positions), override,
+                                             required=(), tails=tails)
+    except core.humanoid.HumanoidMappingError as error:
+        return {joint: (override or {}).get(joint, "") for joint in CANONICAL_JOINTS}, (), str(error)
+    found = mapping.names(names)
+    return {joint: found.get(joint, "") for joint in CANONICAL_JOINTS}, mapping.guessed, mapping.notes
 
 
 def mapping_problems(obj, bone_map: dict[str, str]) -> list[str]:
-    """What keeps the mapping from driving the armature, one message per joint."""
+    """What keeps the mapping from driving the armature, one message per joint (optional joints may be empty)."""
     problems = []
     for joint in CANONICAL_JOINTS:
         bone = bone_map.get(joint, "")
         if not bone:
-            problems.append(f"joint '{joint}' is not mapped to a bone")
+            if joint in REQUIRED_JOINTS:
+                problems.append(f"joint '{joint}' is not mapped to a bone")
         elif bone not in obj.data.bones:
             problems.append(f"joint '{joint}' is mapped to bone '{bone}', which '{obj.name}' does not have")
     return problems

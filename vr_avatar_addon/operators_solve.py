@@ -31,15 +31,18 @@ def bone_map(settings) -> dict[str, str]:
     return {item.joint: item.bone for item in settings.bone_map}
 
 
-def fill_bone_map(settings, obj) -> int:
-    """Replace the mapping list with the automatic mapping of `obj`; returns how many joints are unmapped."""
-    found = avatar.automatic_mapping(obj)
+def fill_bone_map(settings, obj, override: dict[str, str] | None = None) -> int:
+    """Replace the mapping list with the automatic mapping of `obj` (`override` entries kept); returns how many
+    required joints are unmapped."""
+    found, guessed, notes = avatar.automatic_mapping(obj, override)
     settings.bone_map.clear()
     settings.bone_map_armature = obj.name
+    settings.bone_map_notes = notes
     for joint, bone in found.items():
         item = settings.bone_map.add()
         item.joint, item.bone = joint, bone
-    return sum(1 for bone in found.values() if not bone)
+        item.guessed = joint in guessed
+    return sum(1 for joint, bone in found.items() if not bone and joint in avatar.REQUIRED_JOINTS)
 
 
 def solver_config(solve) -> "core.config.SolverConfig":
@@ -139,7 +142,7 @@ def solution_figures(solution, retargeted) -> dict:
 
 
 class VR_AVATAR_OT_map_bones(bpy.types.Operator):
-    """Match the target armature's bones to the humanoid joints by their names (edit the list to correct it)"""
+    """Match the target armature's bones to the humanoid joints by name, else by hierarchy and rest geometry (edit the list to correct it)"""
     bl_idname = "vr_avatar.map_bones"
     bl_label = "Map Bones"
     bl_options = {'REGISTER', 'UNDO'}
@@ -150,12 +153,22 @@ class VR_AVATAR_OT_map_bones(bpy.types.Operator):
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
-        missing = fill_bone_map(context.scene.vr_avatar, obj)
-        if missing:
-            self.report({'WARNING'}, f"{missing} humanoid joint(s) found no bone in '{obj.name}': pick them in the list")
-        else:
-            self.report({'INFO'}, f"All {len(avatar.CANONICAL_JOINTS)} humanoid joints mapped on '{obj.name}'")
+        report_mapping(self, context.scene.vr_avatar, obj, fill_bone_map(context.scene.vr_avatar, obj))
         return {'FINISHED'}
+
+
+def report_mapping(operator, settings, obj, missing: int) -> None:
+    """The operator's report on a freshly filled mapping: unmapped required joints, guesses, notes."""
+    guessed = sum(1 for item in settings.bone_map if item.guessed)
+    mapped = sum(1 for item in settings.bone_map if item.bone)
+    extra = (f"; {guessed} placed by structure (marked guessed)" if guessed else "") + \
+        (f"; {settings.bone_map_notes}" if settings.bone_map_notes else "")
+    if missing:
+        operator.report({'WARNING'}, f"{missing} required humanoid joint(s) found no bone in '{obj.name}': "
+                                     f"pick them in the list{extra}")
+    else:
+        operator.report({'INFO'}, f"{mapped} of {len(avatar.CANONICAL_JOINTS)} humanoid joints mapped on "
+                                  f"'{obj.name}'{extra}")
 
 
 class VR_AVATAR_OT_solve_stream(bpy.types.Operator):

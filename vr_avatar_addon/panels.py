@@ -3,6 +3,7 @@ import json
 
 import bpy
 
+from .avatar import REQUIRED_JOINTS
 from .operators_stream import VR_AVATAR_OT_record_stream
 
 
@@ -27,9 +28,18 @@ class VIEW3D_PT_vr_avatar(VRAvatarPanel, bpy.types.Panel):
         settings = context.scene.vr_avatar
         layout.prop(settings, "target_armature")
         layout.operator("vr_avatar.map_bones", icon='BONE_DATA')
-        missing = sum(1 for item in settings.bone_map if not item.bone)
+        row = layout.row(align=True)
+        row.operator_menu_enum("vr_avatar.apply_mapping_preset", "preset", text="Preset", icon='PRESET')
+        row.operator("vr_avatar.load_mapping_preset", text="Load", icon='IMPORT')
+        row.operator("vr_avatar.save_mapping_preset", text="Save", icon='EXPORT')
+        missing = sum(1 for item in settings.bone_map if not item.bone and item.joint in REQUIRED_JOINTS)
         if missing:
-            layout.label(text=f"{missing} joint(s) not mapped", icon='ERROR')
+            layout.label(text=f"{missing} required joint(s) not mapped", icon='ERROR')
+        guessed = sum(1 for item in settings.bone_map if item.guessed)
+        if guessed:
+            layout.label(text=f"{guessed} joint(s) guessed from the hierarchy: check them", icon='QUESTION')
+        for note in filter(None, settings.bone_map_notes.split("; ")):
+            layout.label(text=note, icon='INFO')
         layout.template_list("VRAVATAR_UL_bone_map", "", settings, "bone_map", settings, "bone_map_index", rows=6)
         solve = settings.solve
         layout.prop(solve, "calibration")
@@ -39,12 +49,16 @@ class VIEW3D_PT_vr_avatar(VRAvatarPanel, bpy.types.Panel):
 
 
 class VRAVATAR_UL_bone_map(bpy.types.UIList):
-    """Humanoid joint -> bone of the target armature; unmapped joints are flagged."""
+    """Humanoid joint -> bone of the target armature; unmapped required joints and guessed ones are flagged."""
 
     def draw_item(self, context, layout, _data, item, _icon, _active_data, _active_property, _index=0):
         armature = context.scene.vr_avatar.target_armature
         row = layout.row(align=True)
-        row.label(text=item.joint, icon='CHECKMARK' if item.bone else 'ERROR')
+        if item.bone:
+            icon, text = ('QUESTION', f"{item.joint} (guessed)") if item.guessed else ('CHECKMARK', item.joint)
+        else:
+            icon, text = ('ERROR', item.joint) if item.joint in REQUIRED_JOINTS else ('BLANK1', f"{item.joint} (none)")
+        row.label(text=text, icon=icon)
         if armature is not None and armature.type == 'ARMATURE':
             row.prop_search(item, "bone", armature.data, "bones", text="")
         else:

@@ -28,11 +28,20 @@ def _mark_stale(_settings, context):
     mark_solve_stale(context.scene)
 
 
+def _bone_changed(item, context):
+    """A bone picked by hand is no longer a guess; the cached solve is stale."""
+    if item.guessed:
+        item.guessed = False
+    mark_solve_stale(context.scene)
+
+
 class VRAvatarBoneMapItem(bpy.types.PropertyGroup):
     """One canonical humanoid joint (SPEC §6) and the target armature's bone that plays it."""
     joint: StringProperty(name="Joint", description="Canonical humanoid joint")
     bone: StringProperty(name="Bone", description="Bone of the target armature that plays this joint",
-                         update=_mark_stale)
+                         update=_bone_changed)
+    guessed: BoolProperty(name="Guessed", description="Placed by the armature's hierarchy and rest geometry, "
+                          "not confirmed by the bone's name: check it", default=False)
 
 
 class VRAvatarDatabaseItem(bpy.types.PropertyGroup):
@@ -153,6 +162,8 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
     bone_map: CollectionProperty(type=VRAvatarBoneMapItem)
     bone_map_index: IntProperty(name="Active Joint", default=0)
     bone_map_armature: StringProperty(name="Mapped Armature", description="The armature the bone mapping was made for")
+    bone_map_notes: StringProperty(name="Mapping Notes", description="What the automatic mapping overruled "
+                                   "(sides taken from the geometry, a foot outside its leg chain)")
     library: PointerProperty(type=VRAvatarLibrarySettings)
     stream: PointerProperty(type=VRAvatarStreamSettings)
     solve: PointerProperty(type=VRAvatarSolveSettings)
