@@ -75,8 +75,17 @@ CONTACT_HEIGHT_M = (0.03, 0.06)
 """A source toe this high above its planted height is fully planted (first) or free (second)."""
 CONTACT_SPEED_M_S = (0.25, 0.6)
 """A source toe this fast horizontally is fully planted (first) or free (second)."""
+OVERREACH_SLACK = 0.995
+"""A stance leg reaches at most this share of its length ..."""
+OVERREACH_ALLOWANCE_M = 0.05
+"""... and where it falls short by more than this, the hips come down by the rest (the head then misses the
+headset by as much): a foot lifted a little is less wrong than a body left hanging."""
 SHRUG_LIMIT_DEG = 25.0
 """Largest turn of a shoulder (clavicle) toward a wrist target out of the arm's reach."""
+LEAF_REACH = {"foot": (("shin", "foot"), 0.4), "forearm": (("upper_arm", "forearm"), 1.0), "toes": (("shin", "foot"), 0.2)}
+"""A bone standing in for a missing child (a foot for its toes, a forearm for its hand) or a toe bone's tip
+ends along its tail, at most this share of the distance between the two named joints from its head:
+importers give leaf bones any length (the Godot robot's foot is 1.4 m long)."""
 TWIST_SHARE = 0.5
 """Share of the hand's twist about the forearm that the forearm takes."""
 
@@ -110,17 +119,20 @@ class TargetSkeleton:
     lowest foot or toe joint."""
     standing: tuple[np.ndarray, np.ndarray] | None = None
     """(bone axes (J, 4), heads (J, 3)) of an upright standing pose when the rest pose is not one."""
+    skin: tuple[np.ndarray, np.ndarray] | None = None
+    """(bone (P,), rest positions (P, 3)) of points of the skinned mesh bound to the feet and toes: what must
+    stay above the floor."""
 
     @classmethod
     def build(cls, names, parents, rest_positions, rest_rotations, override: dict[str, str] | None = None,
-              tails=None, floor: float | None = None, standing=None):
+              tails=None, floor: float | None = None, standing=None, skin=None):
         """The rig with its humanoid mapping found by name (or given per canonical joint in `override`)."""
         parents = np.asarray(parents)
         rest_positions = np.asarray(rest_positions, dtype=float)
         rest_rotations = quat.normalize(np.asarray(rest_rotations, float))
         tails = tails_along_bones(rest_positions, rest_rotations, parents) if tails is None else np.asarray(tails, float)
         mapping = find_mapping(rig_skeleton(names, parents, rest_positions), override, tails=tails)
-        return cls(tuple(names), parents, rest_positions, rest_rotations, mapping, tails, floor, standing)
+        return cls(tuple(names), parents, rest_positions, rest_rotations, mapping, tails, floor, standing, skin)
 
     def floor_height(self) -> float:
         """Height of the floor at rest: the given one, else the lowest foot or toe joint."""
@@ -219,6 +231,12 @@ class Legs:
     """(3,) the toe point (toe joint, else the foot's tail) in the foot bone's axes."""
     tip_offset: np.ndarray | None
     """(3,) the toe bone's tail in its axes, when the rig has a toe bone and tails."""
+    skin: np.ndarray
+    """(K, 3) points of the skin the foot bone carries, in its axes, above the floor at standing (may be empty)."""
+    toe_skin: np.ndarray
+    """(K, 3) likewise for the toe bone."""
+    length: float
+    """Thigh plus shin, scaled."""
     source_toe: int
     source_foot: int
 
@@ -245,6 +263,8 @@ class Retargeting:
     """(J, 3) each bone's head in its placement parent's rest frame, scaled."""
     placement_parents: np.ndarray
     """(J,) the bone each bone's head is placed from: its canonical parent for mapped bones, else its parent."""
+    placement_order: np.ndarray
+    """(J,) the bones in an order with every placement parent before its children."""
     follows_hips: np.ndarray
     """(J,) bones placed from the hips down; the others stay where they rest."""
     legs: tuple[Legs, Legs]
@@ -302,14 +322,13 @@ class Retargeting:
         forearm_axes = np.stack([quat.inverse_rotate(target_r[j], directions[f"{s}_forearm"])
                                  for s, j in zip("lr", forearms)])
         ends = [tm.joints.get(f"{s}_hand") for s in "lr"]
-        forearm_lengths = scale * np.array([
-            length(target_p[e] - target_p[j]) if e is not None else
-            (length(target.tails[j] - target_p[j]) if target.tails is not None else 0.0) for j, e in zip(forearms, ends)])
+        forearm_lengths = scale * np.array([length((target_p[e] if e is not None else leaf_end(target, s, "forearm"))
+                                                   - target_p[j]) for s, j, e in zip("lr", forearms, ends)])
         uppers = [tm[f"{s}_upper_arm"] for s in "lr"]
         arm_lengths = forearm_lengths + scale * np.array([length(target_p[f] - target_p[u]) for u, f in zip(uppers, forearms)])
         return cls(target, source_joint, alignment, sm["hips"], float(scale * target_leg / source_leg), float(scale),
-                   floor, rest_local, rest_offsets, placement, follows_hips, legs, forearm_axes, forearm_lengths,
-                   arm_lengths)
+                   floor, rest_local, rest_offsets, placement, parents_first(placement), follows_hips, legs,
+                   forearm_axes, forearm_lengths, arm_lengths)
 
     def apply(self, motion: Motion, wrist_targets: np.ndarray | None = None, stride_scaled: bool = False,
               head_targets: np.ndarray | None = None, plant_feet: bool = False):
@@ -337,7 +356,7 @@ class Retargeting:
             hips = hips + shift
             positions = positions + np.where(self.follows_hips[:, None], shift[:, None], 0.0)
         if plant_feet:
-            rotations = self._plant(rotations, positions, source_positions, source_rotations, motion.fps)
+            rotations, hips = self._plant(rotations, positions, hips, source_positions, motion.fps)
             positions = self._positions(rotations, hips)
         if wrist_targets is not None:
             rotations = self._reach(rotations, positions, wrist_targets)
@@ -346,7 +365,8 @@ class Retargeting:
 
     def _carry_unmapped(self, rotations: np.ndarray) -> np.ndarray:
         """Unmapped bones keep their rest orientation relative to their parent (roots stay at rest)."""
-        for j, parent in enumerate(self.placement_parents):
+        for j in self.placement_order:
+            parent = self.placement_parents[j]
             if self.source_joint[j] >= 0:
                 continue
             rotations[:, j] = self.rest_local[j] if parent < 0 else quat.multiply(rotations[:, parent],
@@ -357,7 +377,8 @@ class Retargeting:
         """Bone heads: the hips where placed, every other bone at its rest offset in its posed placement parent."""
         target, hips_joint = self.target, self.target.mapping["hips"]
         positions = np.empty(rotations.shape[:2] + (3,))
-        for j, parent in enumerate(self.placement_parents):
+        for j in self.placement_order:
+            parent = self.placement_parents[j]
             if j == hips_joint:
                 positions[:, j] = hips
             elif not self.follows_hips[j]:
@@ -366,43 +387,64 @@ class Retargeting:
                 positions[:, j] = positions[:, parent] + quat.rotate(rotations[:, parent], self.rest_offsets[j])
         return positions
 
-    def _plant(self, rotations, positions, source_positions, source_rotations, fps: float) -> np.ndarray:
-        """Legs re-solved so stance feet lie flat and still on the floor and no foot joint dips under its
-        standing height."""
+    def _plant(self, rotations, positions, hips, source_positions, fps: float):
+        """(rotations, hips) with the legs re-solved: stance feet lie flat and still on the floor, no foot joint
+        dips under its standing height nor the foot's skin under the floor, and the hips come down where a
+        stance leg could not reach its foot."""
         rotations = rotations.copy()
-        up = np.array([0.0, 1.0, 0.0])
+        axes = self.target.standing_pose()[0]
+        plans = []
         for leg in self.legs:
             planted = contact_weights(source_positions[:, leg.source_toe], fps)
-            rest_foot = self.target.standing_pose()[0][leg.foot]
             # Flat: the standing foot turned about the vertical by the foot's own heading change.
-            heading = _heading_turn(rotations[:, leg.foot], rest_foot)
+            heading = _heading_turn(rotations[:, leg.foot], axes[leg.foot])
             ankle = positions[:, leg.foot].copy()
             for start, stop in contact_segments(planted):  # one place and one heading per stance
                 weights = planted[start:stop, None]
                 ankle[start:stop, [0, 2]] = (1.0 - weights) * ankle[start:stop, [0, 2]] + weights * np.average(
                     ankle[start:stop, [0, 2]], axis=0, weights=weights[:, 0] + 1e-9)
                 heading[start:stop] = quat.mean(heading[start:stop], weights[:, 0] + 1e-9)
-            flat = quat.multiply(heading, rest_foot)
-            foot_rotation = quat.slerp(rotations[:, leg.foot], flat, planted)
+            foot_rotation = quat.slerp(rotations[:, leg.foot], quat.multiply(heading, axes[leg.foot]), planted)
             ankle[:, 1] = (1.0 - planted) * ankle[:, 1] + planted * leg.ankle_height
             toe_rotation = None
             if leg.toes is not None:
-                rest_toe = self.target.standing_pose()[0][leg.toes]
-                toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(heading, rest_toe), planted)
-            # No foot joint under its standing height: lift the ankle by the largest dip.
-            toe_point = ankle + quat.rotate(foot_rotation, leg.toe_offset)
-            dips = [leg.ankle_height - ankle[:, 1], self._toe_height(leg) - toe_point[:, 1]]
-            if leg.tip_offset is not None and toe_rotation is not None:
-                tip = toe_point + quat.rotate(toe_rotation, leg.tip_offset)
-                dips.append(self._tip_height(leg) - tip[:, 1])
-            ankle = ankle + np.maximum(0.0, np.max(dips, axis=0))[:, None] * up
+                toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(heading, axes[leg.toes]), planted)
+            ankle[:, 1] += self._dip(leg, ankle, foot_rotation, toe_rotation)
+            plans.append((leg, planted, ankle, foot_rotation, toe_rotation))
+        drop = np.max([planted * self._overreach(leg, positions, ankle) for leg, planted, ankle, _, _ in plans], axis=0)
+        if drop.any():
+            hips = hips - drop[:, None] * [0.0, 1.0, 0.0]
+            positions = self._positions(rotations, hips)
+        for leg, _, ankle, foot_rotation, toe_rotation in plans:
             rotations[:, leg.thigh], rotations[:, leg.shin] = two_bone_ik(
                 positions[:, leg.thigh], positions[:, leg.shin], positions[:, leg.foot], ankle,
                 rotations[:, leg.thigh], rotations[:, leg.shin])
             rotations[:, leg.foot] = foot_rotation
             if toe_rotation is not None:
                 rotations[:, leg.toes] = toe_rotation
-        return self._carry_unmapped(rotations)
+        return self._carry_unmapped(rotations), hips
+
+    def _dip(self, leg: Legs, ankle, foot_rotation, toe_rotation) -> np.ndarray:
+        """(F,) how far to lift the ankle so that no foot joint is under its standing height and no point of the
+        foot's skin under the floor."""
+        toe_point = ankle + quat.rotate(foot_rotation, leg.toe_offset)
+        dips = [leg.ankle_height - ankle[:, 1], self._toe_height(leg) - toe_point[:, 1]]
+        if leg.tip_offset is not None and toe_rotation is not None:
+            dips.append(self._tip_height(leg) - (toe_point + quat.rotate(toe_rotation, leg.tip_offset))[:, 1])
+        if len(leg.skin):
+            dips.append(-(ankle[:, None, 1] + quat.rotate(foot_rotation[:, None], leg.skin)[..., 1]).min(axis=1))
+        if len(leg.toe_skin) and toe_rotation is not None:
+            skin = toe_point[:, None] + quat.rotate(toe_rotation[:, None], leg.toe_skin)
+            dips.append(-skin[..., 1].min(axis=1))
+        return np.maximum(0.0, np.max(dips, axis=0))
+
+    def _overreach(self, leg: Legs, positions, ankle) -> np.ndarray:
+        """(F,) how far the hips must come down for the leg to reach `ankle` (with a little bend to spare)."""
+        reach = OVERREACH_SLACK * leg.length
+        hip = positions[:, leg.thigh]
+        across = np.hypot(*(hip - ankle)[:, [0, 2]].T)
+        highest = ankle[:, 1] + np.sqrt(np.maximum(reach ** 2 - across ** 2, 0.0))
+        return np.maximum(0.0, hip[:, 1] - highest - OVERREACH_ALLOWANCE_M)
 
     def _toe_height(self, leg: Legs) -> float:
         """The toe point's standing height above the floor, scaled."""
@@ -491,6 +533,17 @@ def placement_parents(target: TargetSkeleton) -> np.ndarray:
     return placement
 
 
+def parents_first(parents: np.ndarray) -> np.ndarray:
+    """(J,) the joints ordered so that every parent comes before its children (roots first)."""
+    depth = np.zeros(len(parents), dtype=int)
+    for j in range(len(parents)):
+        k = j
+        while parents[k] >= 0:
+            depth[j] += 1
+            k = parents[k]
+    return np.argsort(depth, kind="stable")
+
+
 def _below(parents: np.ndarray, joint: int, ancestor: int) -> bool:
     """Whether `ancestor` is `joint` or one of its ancestors."""
     while joint >= 0:
@@ -500,17 +553,42 @@ def _below(parents: np.ndarray, joint: int, ancestor: int) -> bool:
     return False
 
 
+def leaf_reach(bone_length: float, reference_length: float, share: float) -> float:
+    """The fraction of a leaf bone, head to tail, that LEAF_REACH lets stand for the body part beyond it."""
+    return float(min(1.0, share * reference_length / bone_length)) if bone_length > 1e-9 else 0.0
+
+
+def leaf_end(target: TargetSkeleton, side: str, joint: str) -> np.ndarray:
+    """(3,) where `side`'s `joint` bone ends at standing: along its tail, as far as LEAF_REACH allows."""
+    tm = target.mapping
+    heads = target.standing_pose()[1]
+    j = tm[f"{side}_{joint}"]
+    (start, stop), share = LEAF_REACH[joint]
+    reference = length(heads[tm[f"{side}_{stop}"]] - heads[tm[f"{side}_{start}"]])
+    along = (target.tails[j] if target.tails is not None else heads[j]) - heads[j]
+    return heads[j] + leaf_reach(length(along), reference, share) * along
+
+
 def _legs(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, scale: float, ankle_height: float) -> Legs:
     tm = target.mapping
     axes, heads = target.standing_pose()
     foot, toes = tm[f"{side}_foot"], tm.joints.get(f"{side}_toes")
-    toe_point = heads[toes] if toes is not None else (target.tails[foot] if target.tails is not None else heads[foot])
+    toe_point = heads[toes] if toes is not None else leaf_end(target, side, "foot")
     tip = None
     if toes is not None and target.tails is not None:
-        tip = scale * quat.inverse_rotate(axes[toes], target.tails[toes] - heads[toes])
-    return Legs(tm[f"{side}_thigh"], tm[f"{side}_shin"], foot, toes, scale * ankle_height,
-                scale * quat.inverse_rotate(axes[foot], toe_point - heads[foot]), tip,
-                source_mapping[f"{side}_toes"], source_mapping[f"{side}_foot"])
+        tip = scale * quat.inverse_rotate(axes[toes], leaf_end(target, side, "toes") - heads[toes])
+    def skin(bone: int | None) -> np.ndarray:
+        """The skin points bound to `bone`, from its head in its axes, scaled."""
+        if bone is None or target.skin is None:
+            return np.zeros((0, 3))
+        points = target.skin[1][target.skin[0] == bone]
+        return scale * quat.inverse_rotate(axes[bone], points - heads[bone])
+
+    thigh, shin = tm[f"{side}_thigh"], tm[f"{side}_shin"]
+    leg_length = scale * float(length(heads[shin] - heads[thigh]) + length(heads[foot] - heads[shin]))
+    return Legs(thigh, shin, foot, toes, scale * ankle_height,
+                scale * quat.inverse_rotate(axes[foot], toe_point - heads[foot]), tip, skin(foot), skin(toes),
+                leg_length, source_mapping[f"{side}_toes"], source_mapping[f"{side}_foot"])
 
 
 def _heading_turn(rotations: np.ndarray, rest: np.ndarray) -> np.ndarray:

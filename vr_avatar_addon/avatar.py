@@ -60,6 +60,36 @@ def rest_floor(obj) -> float | None:
     return lowest
 
 
+SKIN_POINTS_PER_BONE = 512
+"""At most this many skin points per foot or toe bone go to core (an even subsample)."""
+
+
+def foot_skin(obj, names, bone_map: dict[str, str]):
+    """(bone index (P,), rest positions (P, 3), core's frame) of the skinned meshes' vertices that the mapped foot
+    and toe bones carry most; None without such vertices."""
+    feet = {bone_map.get(f"{s}_{j}", "") for s in "lr" for j in ("foot", "toes")} - {""}
+    bones, points = [], []
+    for mesh in skinned_meshes(obj):
+        groups = {group.index: group.name for group in mesh.vertex_groups if group.name in feet}
+        if not groups:
+            continue
+        world = np.array(mesh.matrix_world, dtype=float)
+        for vertex in mesh.data.vertices:
+            weights = [(g.weight, g.group) for g in vertex.groups if g.weight > 0.0]
+            if not weights:
+                continue
+            weight, group = max(weights)
+            if group in groups and weight >= 0.5:
+                bones.append(names.index(groups[group]))
+                points.append(world[:3, :3] @ np.array(vertex.co) + world[:3, 3])
+    if not points:
+        return None
+    bones, points = np.array(bones), y_up_from_z_up(np.array(points))
+    keep = np.concatenate([np.flatnonzero(bones == b)[::max(1, int(np.sum(bones == b)) // SKIN_POINTS_PER_BONE)]
+                           for b in np.unique(bones)])
+    return bones[keep], points[keep]
+
+
 def standing_pose(obj, names, rest_rotations):
     """(bone axes, heads) of an upright pose for an armature imported from BVH by the add-on (its rest is the
     file's, often not upright): the file's most upright frames; None for any other armature."""
@@ -111,6 +141,7 @@ def target_skeleton(obj, bone_map: dict[str, str]):
     names, parents, positions, rotations, tails = _skeleton_arrays(obj)
     try:
         return core.retarget.TargetSkeleton.build(names, parents, positions, rotations, bone_map, tails,
-                                                  rest_floor(obj), standing_pose(obj, names, rotations))
+                                                  rest_floor(obj), standing_pose(obj, names, rotations),
+                                                  foot_skin(obj, names, bone_map))
     except core.humanoid.HumanoidMappingError as error:
         raise MappingError(f"armature '{obj.name}': {error}") from None

@@ -69,6 +69,7 @@ from core.humanoid import find_mapping
 from core.metrics import foot_skate_cm_s, hand_cm
 from core.mocap import MocapNotFound, default_database_files, default_mocap_dir, find_bvh_files, split_by_file
 from core.pose_database import build_database
+from core.retarget import LEAF_REACH, leaf_reach
 from core.simulate import simulate_stream
 from core.stream import read_stream, write_stream
 
@@ -211,8 +212,8 @@ def run_user_path(path: Path, inputs: Inputs, mappings: Path | None) -> tuple:
     """Import, map, add the database, load the stream, solve and bake in a fresh scene; (armature, meshes, mapping)."""
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
-    scene.render.fps, scene.render.fps_base = FPS, 1.0
     armature, meshes = import_rig(path)
+    scene.render.fps, scene.render.fps_base = FPS, 1.0  # after the import: Blender's FBX importer sets the file's rate
     settings = scene.vr_avatar
     settings.target_armature = armature
     _operator("map", bpy.ops.vr_avatar.map_bones)
@@ -243,11 +244,23 @@ def rest_floor(armature, meshes) -> float:
 
 
 def _point(bone_map: dict[str, str], armature, joint: str, fallback: str):
-    """(bone name, 'head') of a mapped joint, else (the fallback joint's bone, 'tail')."""
+    """(bone name, share of the way from its head to its tail) of a mapped joint (its head), else of the
+    fallback joint's bone: its end, as far along its tail as LEAF_REACH allows (as retargeting reads it)."""
     bone = bone_map.get(joint, "")
     if bone and bone in armature.pose.bones:
-        return bone, "head"
-    return bone_map[fallback], "tail"
+        return bone, 0.0
+    side, part = fallback.split("_", 1)
+    (start, stop), share = LEAF_REACH[part]
+    bones = armature.data.bones
+    reference = (bones[bone_map[f"{side}_{stop}"]].head_local - bones[bone_map[f"{side}_{start}"]].head_local).length
+    return bone_map[fallback], leaf_reach(bones[bone_map[fallback]].length, reference, share)
+
+
+def _along(bone, share: float) -> np.ndarray:
+    """(3,) the point `share` of the way from a bone's head to its tail (a Bone at rest or a PoseBone posed)."""
+    head, tail = (np.array(getattr(bone, name)) for name in (("head", "tail") if hasattr(bone, "matrix_channel")
+                                                            else ("head_local", "tail_local")))
+    return head + share * (tail - head)
 
 
 def measure(armature, meshes, bone_map: dict[str, str], inputs: Inputs) -> tuple[dict, dict]:
@@ -255,7 +268,7 @@ def measure(armature, meshes, bone_map: dict[str, str], inputs: Inputs) -> tuple
     scene = bpy.context.scene
     start, end = (int(round(v)) for v in armature.animation_data.action.frame_range)
     frames = np.arange(start, min(end, start + len(inputs.implied) - 1) + 1)
-    points = {"hips": (bone_map["hips"], "head"), "head": (bone_map["head"], "head"),
+    points = {"hips": (bone_map["hips"], 0.0), "head": (bone_map["head"], 0.0),
               "l_toe": _point(bone_map, armature, "l_toes", "l_foot"),
               "r_toe": _point(bone_map, armature, "r_toes", "r_foot"),
               "l_hand": _point(bone_map, armature, "l_hand", "l_forearm"),
@@ -264,15 +277,15 @@ def measure(armature, meshes, bone_map: dict[str, str], inputs: Inputs) -> tuple
     world = np.array(armature.matrix_world)
     hips_scale = float(np.linalg.norm(np.array(armature.pose.bones[bone_map["hips"]].matrix)[:3, :3], axis=0).mean())
     floor = rest_floor(armature, meshes)
-    rest = {key: (float((world @ np.append(getattr(armature.data.bones[bone], f"{end_}_local"), 1.0))[2]) - floor)
-            * hips_scale for key, (bone, end_) in points.items()}
+    rest = {key: (float((world @ np.append(_along(armature.data.bones[bone], share), 1.0))[2]) - floor)
+            * hips_scale for key, (bone, share) in points.items()}
     series = {key: np.empty((len(frames), 3)) for key in points}
     lowest = np.empty(len(frames))
     for i, frame in enumerate(frames):
         scene.frame_set(int(frame))
         world = np.array(armature.matrix_world)
-        for key, (bone, end_) in points.items():
-            series[key][i] = (world @ np.append(getattr(armature.pose.bones[bone], end_), 1.0))[:3]
+        for key, (bone, share) in points.items():
+            series[key][i] = (world @ np.append(_along(armature.pose.bones[bone], share), 1.0))[:3]
         lowest[i] = lowest_vertex(meshes)
     n = len(frames)
     toes = np.stack([series["l_toe"], series["r_toe"]], axis=1)

@@ -114,8 +114,11 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
     except ValueError as error:
         raise VRAvatarError(str(error)) from None
     progress(0.8)
-    retargeted = core.retarget.retarget_solution(solution, target, scene_fps(scene), settings.solve.stride_scaled,
-                                                 settings.solve.avatar_size.lower())
+    try:
+        retargeted = core.retarget.retarget_solution(solution, target, scene_fps(scene), settings.solve.stride_scaled,
+                                                     settings.solve.avatar_size.lower())
+    except ValueError as error:
+        raise VRAvatarError(f"armature '{obj.name}': {error}") from None
     report = solution_figures(solution, retargeted)
     basis, locations, scales = pose_values(obj, target, retargeted)
     cache = solve_cache.SolveCache(obj.name, list(target.names), scene.frame_start, basis, locations, scales,
