@@ -64,13 +64,19 @@ def _joint_rest(scale: float, arm_drop_deg: float) -> dict[str, np.ndarray]:
 
 
 def build_rig(bpy, name: str, names: dict[str, str], scale: float, arm_drop_deg: float, extra_root: bool,
-              location=(0.0, 0.0, 0.0), seed: int = 0):
-    """An armature whose bones play the canonical joints under `names`, plus in-between bones a real rig has."""
+              location=(0.0, 0.0, 0.0), seed: int = 0, fbx_units: bool = False):
+    """An armature whose bones play the canonical joints under `names` (those it names), plus in-between bones a
+    real rig has. `fbx_units`: bones in centimetres with +Y up, under an object turned +90° about X and
+    scaled 0.01, as FBX files from other tools import."""
     joints = _joint_rest(scale, arm_drop_deg)
+    if fbx_units:
+        joints = {joint: np.array([p[0], p[2], -p[1]]) * 100.0 for joint, p in joints.items()}
     armature = bpy.data.armatures.new(name)
     obj = bpy.data.objects.new(name, armature)
     bpy.context.scene.collection.objects.link(obj)
     obj.location = location
+    if fbx_units:
+        obj.rotation_euler, obj.scale = (np.pi / 2.0, 0.0, 0.0), (0.01, 0.01, 0.01)
     bpy.context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode='EDIT')
     rolls = np.random.default_rng(seed).uniform(-np.pi, np.pi, 64)
@@ -80,6 +86,7 @@ def build_rig(bpy, name: str, names: dict[str, str], scale: float, arm_drop_deg:
         root = armature.edit_bones.new("root")
         root.head, root.tail = (0.0, 0.0, 0.0), (0.0, 0.3, 0.0)
     for chain in CHAINS:
+        chain = [joint for joint in chain if joint in names]
         for k, joint in enumerate(chain):
             bone = armature.edit_bones.new(names[joint])
             bone.head = joints[joint]
@@ -87,6 +94,8 @@ def build_rig(bpy, name: str, names: dict[str, str], scale: float, arm_drop_deg:
             if following is None:
                 along = joints[joint] - joints[chain[k - 1]]
                 following = joints[joint] + 0.5 * along
+                if joint.endswith("_foot"):  # a foot without toes ends at the ball of the foot
+                    following = joints[joint.replace("foot", "toes")]
             bone.tail = following
             bone.roll = rolls[len(bones)]
             parent = chain[k - 1] if k else PARENT.get(joint)
@@ -130,10 +139,13 @@ def session(bpy, installed, tmp_path_factory):
     # Two targets; one carries an action of its own that must survive.
     mixamo = build_rig(bpy, "MixamoAvatar", MIXAMO, 0.9, 45.0, False, seed=1)
     rigify = build_rig(bpy, "RigifyAvatar", RIGIFY, 0.95, 0.0, True, location=(1.5, -0.5, 0.0), seed=2)
+    toeless = {joint: bone for joint, bone in MIXAMO.items() if not joint.endswith("_toes")}
+    fbx = build_rig(bpy, "FbxAvatar", {j: b.replace("mixamorig:", "fbx:") for j, b in toeless.items()}, 1.05, 20.0,
+                    False, location=(-1.0, 0.5, 0.0), seed=3, fbx_units=True)
     wave = quat.from_axis_rotation("x", np.linspace(0.0, 1.0, 10))
     own, _ = installed.keyframes.new_action("HandMadeWave", mixamo, [(WAVE_CHANNEL, wave, "mixamorig:LeftArm")], 1)
     return {"folder": folder, "blend": blend, "csv": csv, "mixamo": mixamo.name, "rigify": rigify.name,
-            "own_action": own.name, "own_keys": wave}
+            "fbx": fbx.name, "own_action": own.name, "own_keys": wave}
 
 
 def _solve(bpy, armature_name: str):
@@ -157,7 +169,7 @@ def _cache(installed, bpy):
     return installed.solve_cache.load(bpy.context.scene)
 
 
-@pytest.mark.parametrize("rig", ["mixamo", "rigify"])
+@pytest.mark.parametrize("rig", ["mixamo", "rigify", "fbx"])
 def test_scrubbing_poses_the_avatar_as_core_solved_it(bpy, installed, session, rig):
     _solve(bpy, session[rig])
     cache = _cache(installed, bpy)
@@ -234,7 +246,7 @@ def _hands_on_controllers(bpy, session, obj, cache) -> int:
     return checked
 
 
-@pytest.mark.parametrize("rig", ["mixamo", "rigify"])
+@pytest.mark.parametrize("rig", ["mixamo", "rigify", "fbx"])
 def test_bake_writes_a_new_action_whose_hands_meet_the_controllers(bpy, installed, session, rig):
     obj, action = _bake(bpy, session, rig)
     cache = _cache(installed, bpy)
@@ -256,6 +268,19 @@ def test_bake_leaves_the_existing_action_untouched(bpy, installed, session):
     assert own.use_fake_user                 # ... and kept the old one, keys and all
     keys = installed.keyframes.fcurve_values(own, obj, WAVE_CHANNEL, 4)
     np.testing.assert_allclose(keys, session["own_keys"], atol=1e-6)
+
+
+def test_baking_twice_keeps_both_bakes_and_the_users_own_action(bpy, installed, session):
+    first_obj, first = _bake(bpy, session, "mixamo")
+    first_keys = installed.keyframes.fcurve_values(first, first_obj, 'pose.bones["mixamorig:Hips"].location', 3)
+    _, second = _bake(bpy, session, "mixamo")
+    assert first != second and first.name in bpy.data.actions and second.name in bpy.data.actions
+    assert first.use_fake_user and first_obj.animation_data.action == second
+    np.testing.assert_array_equal(
+        installed.keyframes.fcurve_values(first, first_obj, 'pose.bones["mixamorig:Hips"].location', 3), first_keys)
+    own = bpy.data.actions[session["own_action"]]
+    np.testing.assert_allclose(installed.keyframes.fcurve_values(own, first_obj, WAVE_CHANNEL, 4), session["own_keys"],
+                               atol=1e-6)
 
 
 def test_neural3points_solves_and_bakes_without_a_database(bpy, installed, session):
