@@ -77,15 +77,18 @@ def motion_cache(obj, motion: Motion, frame_start: int) -> solve_cache.SolveCach
     rest = bone_space.rest_rotations(obj)
     basis = bone_space.basis_rotations(quat.multiply(global_rotations[:, order], rest), rest, bone_space.parents(obj))
     hips = next(bone for bone in bones if bone.parent is None)
-    hips_location = bone_space.basis_root_location(global_positions[:, order[bones.find(hips.name)]], obj, hips)
+    locations = np.zeros(basis.shape[:2] + (3,))
+    locations[:, bones.find(hips.name)] = bone_space.basis_root_location(
+        global_positions[:, order[bones.find(hips.name)]], obj, hips)
     mapping = find_mapping(motion.skeleton)
     hands = global_positions[:, [mapping["l_hand"], mapping["r_hand"]]]
     series = quality_series(motion, hands, np.ones(hands.shape[:2], dtype=bool), global_positions[:, mapping["hips"]])
     figures = {"frames": len(motion), "fps": motion.fps, "source": "looped BVH motion, not a solve"}
     report = {"figures": figures, "summary": summarise(series),
               "series": {k: json_values(v) for k, v in series.items()}}
-    return solve_cache.SolveCache(obj.name, [bone.name for bone in bones], hips.name, frame_start, basis,
-                                  hips_location, global_positions[:, order], hands, report)
+    return solve_cache.SolveCache(obj.name, [bone.name for bone in bones], frame_start, basis, locations,
+                                  np.ones_like(locations), global_positions[:, order], hands,
+                                  global_positions[:, mapping["head"]], report)
 
 
 def cached_scene(path: Path):

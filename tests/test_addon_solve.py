@@ -4,6 +4,7 @@ The two target rigs are built here: a Mixamo-named one in an A-pose and a Rigify
 T-pose with a root bone above its hips, other proportions than the data, random bone rolls and a
 moved armature object.
 """
+import json
 from pathlib import Path
 
 import numpy as np
@@ -268,6 +269,23 @@ def test_bake_leaves_the_existing_action_untouched(bpy, installed, session):
     assert own.use_fake_user                 # ... and kept the old one, keys and all
     keys = installed.keyframes.fcurve_values(own, obj, WAVE_CHANNEL, 4)
     np.testing.assert_allclose(keys, session["own_keys"], atol=1e-6)
+
+
+def test_the_bake_measures_the_avatar_in_blender_and_warns_past_the_limits(bpy, installed, session):
+    obj, _ = _bake(bpy, session, "fbx")
+    quality = json.loads(bpy.context.scene[installed.avatar_quality.SCENE_KEY])
+    figures = quality["figures"]
+    assert figures["frames"] == _cache(installed, bpy).frames
+    assert figures["mesh_lowest_cm"] is None and figures["mesh_below_floor_frames"] == 0.0  # the test rig has no mesh
+    assert figures["head_cm"] < 2.0 and figures["toe_below_rest_cm"] < 2.0
+    low, high = figures["hips_height_ratio"]
+    assert 0.7 < low <= high < 1.2
+    report = json.loads(Path(bpy.context.scene.vr_avatar.solve.report_path).with_suffix(".json").read_text())
+    assert report["figures"]["avatar"] == figures
+    assert len(quality["series"]["head_cm"]) == figures["frames"]
+    warned = installed.avatar_quality.warnings({**figures, "head_cm": 4.5, "hips_height_ratio": [0.5, 1.0]})
+    assert warned == installed.avatar_quality.warnings(figures) + [
+        "the head is 4.5 cm from the headset on average", "the hips go from 0.50 to 1.00 of their rest height"]
 
 
 def test_baking_twice_keeps_both_bakes_and_the_users_own_action(bpy, installed, session):

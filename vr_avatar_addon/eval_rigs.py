@@ -14,28 +14,10 @@ tails, the skinned meshes evaluated through the depsgraph), never from the add-o
 positions compared with the stream are taken to core's frame (+Y up) first. Blender's floor (world
 z = 0) is the stream's floor (y = 0).
 
-Rest heights (`toe_below_rest_cm`, `foot_slide_cm_s`, `hips_height_ratio`): a point's height in the
-armature's rest pose above the skinned meshes' lowest vertex at rest (where the character stands),
-with the armature object as it is at the bake's first frame, times the scale the bake gives the hips
-pose bone at that frame (the scale of its armature-space matrix: 1 unless the bake keys a scale on
-the hips or a bone above them).
-
-- `mesh_below_floor_frames`: share of frames whose lowest skinned-mesh vertex is more than 2 cm
-  under the floor (`mesh_lowest_cm`: the lowest vertex over the clip).
-- `toe_below_rest_cm`: the deepest a toe goes under its rest height while planted, 0 when it never
-  does. Toe: the mapped toe bone's head, the foot bone's tail when there is no toe bone. Planted: the
-  toe no more than 2.5 cm above its rest height (anything under it counts); `planted_share` is the
-  share of toe-frames that are.
-- `foot_slide_cm_s`: SPEC §5 foot skating of the two toe points, each toe's floor its rest height
-  (horizontal speed weighted by 2 - 2^(h / 2.5 cm) under 2.5 cm); `clip_foot_slide_cm_s` the same on
-  the ground-truth clip the stream was simulated from, at the scene's rate and with SPEC's floor (1st
-  percentile of its toe heights); `foot_slide_ratio` the first over the second.
-- `hand_cm`: mean distance from each hand bone's head (the forearm's tail without a hand bone) to the
-  controller-implied wrist (core.devices.implied_joint_positions, stream at the scene's rate; frame
-  k of the bake is the stream's first time plus k / fps), untracked frames left out.
-- `head_cm`: mean distance from the head bone's head to the headset-implied head joint. That is the
-  eyes-to-headset distance when the avatar's eyes sit where DeviceOffsets.hmd_from_head puts them.
-- `hips_height_ratio`: [min, max] over frames of the hips bone head's height over its rest height.
+The figures are the bake's own avatar quality report (vr_avatar_addon.avatar_quality, which says how
+each is read), measured here on every frame, with `clip_foot_slide_cm_s` beside them: SPEC §5 foot
+skating of the ground-truth clip the stream was simulated from, at the scene's rate and with SPEC's
+floor (1st percentile of its toe heights), and `foot_slide_ratio`, the avatar's over the clip's.
 
 Each rig also gets a contact sheet `<rig stem>.contact.png`: six frames spread over the clip
 (columns) seen from the front, the figure's left and from above front-left (rows), with the headset
@@ -66,14 +48,15 @@ from core.bvh import read_bvh
 from core.config import SimulationConfig, describe
 from core.devices import hmd_forward, implied_joint_positions
 from core.humanoid import find_mapping
-from core.metrics import foot_skate_cm_s, hand_cm
+from core.metrics import foot_skate_cm_s
 from core.mocap import MocapNotFound, default_database_files, default_mocap_dir, find_bvh_files, split_by_file
 from core.pose_database import build_database
-from core.retarget import LEAF_REACH, leaf_reach
 from core.simulate import simulate_stream
 from core.stream import read_stream, write_stream
 
-from .axes import y_up_from_z_up, z_up_from_y_up
+from . import avatar_quality
+from .avatar import skinned_meshes
+from .axes import z_up_from_y_up
 
 RIG_SUFFIXES = {".glb": "gltf", ".gltf": "gltf", ".vrm": "gltf", ".fbx": "fbx"}
 DEFAULT_RIGS = Path(__file__).resolve().parents[2] / "shared" / "rigs"
@@ -83,12 +66,9 @@ CLIP = "dataset-2_walk-turn-left_active_005.bvh"
 LOOK_AROUND_DEG = 30.0
 SEED = 25
 FPS = 30
-UNDER_FLOOR_M = 0.02
-PLANTED_M = 0.025
 SHEET_FRAMES, TILE_PX = 6, 256
 VIEW_ELEVATION_DEG = 35.0
 STATURE_PER_HIPS = 1.9  # a standing human is about this many hip heights tall
-NOT_EXPORTED = "glTF_not_exported"  # the glTF importer's bone-shape collection
 # Device marker colours (RGBA) and radii (metres): headset, left controller, right controller.
 MARKERS = (((0.9, 0.1, 0.1, 1.0), 0.05), ((0.1, 0.75, 0.1, 1.0), 0.04), ((0.15, 0.3, 0.95, 1.0), 0.04))
 AVATAR_COLOUR, FLOOR_COLOUR = (0.85, 0.6, 0.4, 1.0), (0.25, 0.25, 0.28, 1.0)
@@ -173,13 +153,6 @@ def _operator(step: str, call, **kwargs) -> None:
         raise Refused(step, f"{call.idname_py()} returned {sorted(result)}")
 
 
-def skinned_meshes(armature) -> list:
-    """The mesh objects an Armature modifier binds to `armature` (the importer's bone shapes left out)."""
-    return [obj for obj in bpy.context.scene.objects if obj.type == 'MESH'
-            and not any(c.name.startswith(NOT_EXPORTED) for c in obj.users_collection)
-            and any(m.type == 'ARMATURE' and m.object == armature for m in obj.modifiers)]
-
-
 def import_rig(path: Path):
     """(armature, its skinned meshes) after Blender's own importer; the armature deforming the most vertices."""
     importer = getattr(bpy.ops.import_scene, RIG_SUFFIXES[path.suffix.lower()])
@@ -229,110 +202,18 @@ def run_user_path(path: Path, inputs: Inputs, mappings: Path | None) -> tuple:
     return armature, meshes, how
 
 
-def rest_floor(armature, meshes) -> float:
-    """World height of the skinned meshes' lowest vertex with the armature in its rest pose (0 without a mesh):
-    where the character stands at rest, which the bake puts on the floor."""
-    if not meshes:
-        return 0.0
-    armature.data.pose_position = 'REST'
-    try:
-        bpy.context.view_layer.update()
-        return float(lowest_vertex(meshes))
-    finally:
-        armature.data.pose_position = 'POSE'
-        bpy.context.view_layer.update()
-
-
-def _point(bone_map: dict[str, str], armature, joint: str, fallback: str):
-    """(bone name, share of the way from its head to its tail) of a mapped joint (its head), else of the
-    fallback joint's bone: its end, as far along its tail as LEAF_REACH allows (as retargeting reads it)."""
-    bone = bone_map.get(joint, "")
-    if bone and bone in armature.pose.bones:
-        return bone, 0.0
-    side, part = fallback.split("_", 1)
-    (start, stop), share = LEAF_REACH[part]
-    bones = armature.data.bones
-    reference = (bones[bone_map[f"{side}_{stop}"]].head_local - bones[bone_map[f"{side}_{start}"]].head_local).length
-    return bone_map[fallback], leaf_reach(bones[bone_map[fallback]].length, reference, share)
-
-
-def _along(bone, share: float) -> np.ndarray:
-    """(3,) the point `share` of the way from a bone's head to its tail (a Bone at rest or a PoseBone posed)."""
-    head, tail = (np.array(getattr(bone, name)) for name in (("head", "tail") if hasattr(bone, "matrix_channel")
-                                                            else ("head_local", "tail_local")))
-    return head + share * (tail - head)
-
-
 def measure(armature, meshes, bone_map: dict[str, str], inputs: Inputs) -> tuple[dict, dict]:
-    """(figures, per-frame series in Blender's frame) of the baked action, read frame by frame from Blender."""
-    scene = bpy.context.scene
+    """(figures, per-frame series in Blender's frame) of the baked action, read frame by frame from Blender
+    (avatar_quality, as the bake reports it), with the ground-truth clip's own foot skating beside it."""
     start, end = (int(round(v)) for v in armature.animation_data.action.frame_range)
     frames = np.arange(start, min(end, start + len(inputs.implied) - 1) + 1)
-    points = {"hips": (bone_map["hips"], 0.0), "head": (bone_map["head"], 0.0),
-              "l_toe": _point(bone_map, armature, "l_toes", "l_foot"),
-              "r_toe": _point(bone_map, armature, "r_toes", "r_foot"),
-              "l_hand": _point(bone_map, armature, "l_hand", "l_forearm"),
-              "r_hand": _point(bone_map, armature, "r_hand", "r_forearm")}
-    scene.frame_set(int(frames[0]))
-    world = np.array(armature.matrix_world)
-    hips_scale = float(np.linalg.norm(np.array(armature.pose.bones[bone_map["hips"]].matrix)[:3, :3], axis=0).mean())
-    floor = rest_floor(armature, meshes)
-    rest = {key: (float((world @ np.append(_along(armature.data.bones[bone], share), 1.0))[2]) - floor)
-            * hips_scale for key, (bone, share) in points.items()}
-    series = {key: np.empty((len(frames), 3)) for key in points}
-    lowest = np.empty(len(frames))
-    for i, frame in enumerate(frames):
-        scene.frame_set(int(frame))
-        world = np.array(armature.matrix_world)
-        for key, (bone, share) in points.items():
-            series[key][i] = (world @ np.append(_along(armature.pose.bones[bone], share), 1.0))[:3]
-        lowest[i] = lowest_vertex(meshes)
     n = len(frames)
-    toes = np.stack([series["l_toe"], series["r_toe"]], axis=1)
-    toe_rest = np.array([rest["l_toe"], rest["r_toe"]])
-    above_rest = toes[..., 2] - toe_rest
-    planted = above_rest < PLANTED_M
-    toes_core = y_up_from_z_up(toes)
-    toes_core[..., 1] -= toe_rest
-    avatar_slide = foot_skate_cm_s(toes_core, FPS, floor=0.0)
+    figures, series = avatar_quality.measure(armature, bone_map, inputs.implied[:n, 0], inputs.implied[:n, 1:],
+                                             inputs.tracked[:n], FPS, frames, meshes)
     clip_slide = foot_skate_cm_s(inputs.truth_toes[:n], FPS)
-    hands = y_up_from_z_up(np.stack([series["l_hand"], series["r_hand"]], axis=1))
-    head_tracked = inputs.tracked[:n, 0]
-    head_gap = np.linalg.norm(y_up_from_z_up(series["head"]) - inputs.implied[:n, 0], axis=-1)[head_tracked]
-    hips_ratio = series["hips"][:, 2] / rest["hips"]
-    figures = {
-        "frames": n,
-        "mesh_below_floor_frames": float(np.mean(lowest < -UNDER_FLOOR_M)),
-        "mesh_lowest_cm": float(lowest.min() * 100.0),
-        "toe_below_rest_cm": float(max(0.0, -above_rest[planted].min()) * 100.0) if planted.any() else 0.0,
-        "planted_share": float(planted.mean()),
-        "foot_slide_cm_s": avatar_slide,
-        "clip_foot_slide_cm_s": clip_slide,
-        "foot_slide_ratio": avatar_slide / clip_slide if clip_slide > 0 else float("nan"),
-        "hand_cm": hand_cm(hands, inputs.implied[:n, 1:], inputs.tracked[:n, 1:]),
-        "head_cm": float(head_gap.mean() * 100.0) if head_gap.size else float("nan"),
-        "hips_height_ratio": [float(hips_ratio.min()), float(hips_ratio.max())],
-    }
-    return figures, {"frames": frames, "hips": series["hips"], "head": series["head"], "lowest": lowest,
-                     "rest_hips": rest["hips"]}
-
-
-def lowest_vertex(meshes) -> float:
-    """World height of the lowest vertex of the evaluated (skinned) meshes at the current frame."""
-    depsgraph = bpy.context.evaluated_depsgraph_get()
-    lowest = math.inf
-    for obj in meshes:
-        evaluated = obj.evaluated_get(depsgraph)
-        mesh = evaluated.to_mesh()
-        try:
-            co = np.empty(len(mesh.vertices) * 3, dtype=np.float32)
-            mesh.vertices.foreach_get("co", co)
-            world = np.array(evaluated.matrix_world)
-            if len(co):
-                lowest = min(lowest, float((co.reshape(-1, 3) @ world[2, :3] + world[2, 3]).min()))
-        finally:
-            evaluated.to_mesh_clear()
-    return lowest
+    figures["clip_foot_slide_cm_s"] = clip_slide
+    figures["foot_slide_ratio"] = figures["foot_slide_cm_s"] / clip_slide if clip_slide > 0 else float("nan")
+    return figures, series
 
 
 def _sphere(name: str, radius: float, colour, parent) -> None:

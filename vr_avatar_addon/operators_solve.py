@@ -1,11 +1,12 @@
 """Solve operators: the avatar's bone mapping, solving a stream into the cache, baking it as a new action."""
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import bpy
 import numpy as np
 
-from . import avatar, bone_space, core, keyframes, solve_cache
+from . import avatar, avatar_quality, bone_space, core, keyframes, solve_cache
 from .handlers import pose_frame
 from .operators_library import database_paths
 
@@ -122,7 +123,7 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
     report = solution_figures(solution, retargeted)
     basis, locations, scales = pose_values(obj, target, retargeted)
     cache = solve_cache.SolveCache(obj.name, list(target.names), scene.frame_start, basis, locations, scales,
-                                   retargeted.positions, retargeted.wrist_targets, report)
+                                   retargeted.positions, retargeted.wrist_targets, retargeted.head_targets, report)
     if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
         raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
     return cache
@@ -224,8 +225,9 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
         channels = bake_channels(cache)
         action, previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
         scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
+        quality = measure_avatar(scene, obj, cache)
         try:
-            report = write_report(scene, obj, cache)
+            report = write_report(scene, obj, cache, quality)
         except (OSError, ValueError) as error:
             self.report({'WARNING'}, f"Baked {cache.frames} frames into new action '{action.name}'; the report was "
                                      f"not written: {error}")
@@ -233,6 +235,8 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
         scene.vr_avatar.solve.report_path = report
         kept = f"; '{previous.name}' is kept (fake user)" if previous else ""
         self.report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {report}")
+        for warning in quality["warnings"]:
+            self.report({'WARNING'}, f"On '{obj.name}', {warning}")
         return {'FINISHED'}
 
 
@@ -249,12 +253,40 @@ def bake_channels(cache) -> list:
     return channels
 
 
-def write_report(scene, obj, cache) -> str:
-    """The quality report's plots and JSON beside the .blend (or in Blender's temporary folder if unsaved)."""
+MEASURED_FRAMES = 300
+"""The bake's avatar quality report measures at most this many frames, evenly spread."""
+
+
+def measure_avatar(scene, obj, cache) -> dict:
+    """The baked avatar measured in Blender (avatar_quality): figures, warnings and per-frame series, kept on
+    the scene for the panel; the scene is put back on its frame."""
+    current = scene.frame_current
+    step = max(1, -(-cache.frames // MEASURED_FRAMES))
+    index = np.arange(0, cache.frames, step)
+    tracked = np.stack([np.isfinite(cache.head_targets).all(-1), *np.isfinite(cache.wrist_targets).all(-1).T], -1)
+    settings = scene.vr_avatar
+    if not settings.bone_map or settings.bone_map_armature != obj.name:
+        fill_bone_map(settings, obj)
+    try:
+        figures, series = avatar_quality.measure(obj, bone_map(settings), cache.head_targets[index], cache.wrist_targets[index],
+                                                 tracked[index], scene_fps(scene) / step, cache.frame_start + index)
+    finally:
+        scene.frame_set(current)
+    quality = {"figures": figures, "warnings": avatar_quality.warnings(figures),
+               "series": {k: core.report.json_values(v) for k, v in series["per_frame"].items()},
+               "time_s": (index / scene_fps(scene)).tolist()}
+    scene[avatar_quality.SCENE_KEY] = json.dumps(quality)
+    return quality
+
+
+def write_report(scene, obj, cache, quality: dict) -> str:
+    """The quality report's plots and JSON beside the .blend (or in Blender's temporary folder if unsaved), with
+    the baked avatar's own figures and series under "avatar"."""
     folder = Path(bpy.path.abspath("//")) if bpy.data.filepath else Path(bpy.app.tempdir)
     stem = folder / f"{Path(bpy.data.filepath).stem or 'untitled'}.{bpy.path.clean_name(obj.name)}"
     series = {k: np.array(v, dtype=float) for k, v in cache.report["series"].items()}
-    written = core.report.write_report(stem, series, cache.report["figures"], f"VR Avatar bake of '{obj.name}'")
+    figures = {**cache.report["figures"], "avatar": quality["figures"], "avatar_warnings": quality["warnings"]}
+    written = core.report.write_report(stem, series, figures, f"VR Avatar bake of '{obj.name}'")
     return written.get("plot", written["json"])
 
 

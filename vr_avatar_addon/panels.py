@@ -4,7 +4,13 @@ import json
 import bpy
 
 from .avatar import REQUIRED_JOINTS
+from .avatar_quality import SCENE_KEY as AVATAR_QUALITY
 from .operators_stream import VR_AVATAR_OT_record_stream
+
+AVATAR_FIGURES = (("mesh_below_floor_frames", "Mesh under the floor", "% of frames"),
+                  ("toe_below_rest_cm", "Planted toes under rest", " cm"), ("foot_slide_cm_s", "Foot sliding", " cm/s"),
+                  ("hand_cm", "Hands to controllers", " cm"), ("head_cm", "Head to headset", " cm"))
+"""The avatar quality figures the Solve and Bake panel lists: key, label, unit."""
 
 
 class VRAvatarPanel:
@@ -148,14 +154,21 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Live Preview"), ('OPENXR', "Live Preview (OpenXR)")):
             row.operator("vr_avatar.live_preview", text=text, icon='VIEW_CAMERA').source = source
-        figures = context.scene.get("vr_avatar_solve", {}).get("report")
-        if solve.report_path and figures:
+        quality = context.scene.get(AVATAR_QUALITY)
+        if solve.report_path and quality:
+            quality = json.loads(quality)
             box = layout.box()
-            box.label(text="Quality report", icon='GRAPH')
-            for key, value in sorted(json.loads(figures)["summary"].items()):
-                if key.endswith("_mean"):
-                    box.label(text=f"{key[:-5].replace('_', ' ')}: {value:.2f}")
+            box.label(text="Baked avatar, measured in Blender", icon='GRAPH')
+            for key, label, unit in AVATAR_FIGURES:
+                value = quality["figures"].get(key)
+                if value is not None:
+                    box.label(text=f"{label}: {value * (100.0 if unit.startswith('%') else 1.0):.1f}{unit}")
+            low, high = quality["figures"]["hips_height_ratio"]
+            box.label(text=f"Hips height: {low:.2f}–{high:.2f} of rest")
+            for warning in quality["warnings"]:
+                box.label(text=warning[0].upper() + warning[1:], icon='ERROR')
             box.label(text=bpy.path.basename(solve.report_path))
+
 
 classes = (VRAVATAR_UL_bone_map, VRAVATAR_UL_databases, VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
 

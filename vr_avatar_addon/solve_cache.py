@@ -31,6 +31,8 @@ class SolveCache:
     """(F, J, 3) bone heads in the world, core's frame (+Y up), as core computed them."""
     wrist_targets: np.ndarray
     """(F, 2, 3) the controller-implied wrists, core's frame; NaN where untracked."""
+    head_targets: np.ndarray
+    """(F, 3) the headset-implied head joint, core's frame; NaN where untracked."""
     report: dict
 
     @property
@@ -52,6 +54,7 @@ def store(scene, cache: SolveCache) -> None:
         "scales": cache.scales.astype(np.float32).ravel(),
         "positions": cache.positions.astype(np.float32).ravel(),
         "wrist_targets": cache.wrist_targets.astype(np.float32).ravel(),
+        "head_targets": cache.head_targets.astype(np.float32).ravel(),
         "report": json.dumps(cache.report),
     }
 
@@ -59,7 +62,7 @@ def store(scene, cache: SolveCache) -> None:
 def load(scene) -> SolveCache | None:
     """The scene's cached solve (a copy), or None."""
     data = scene.get(KEY)
-    if data is None or "locations" not in data:  # none, or made by a version that kept the hips' location only
+    if data is None or "head_targets" not in data:  # none, or made by a version that kept less
         return None
     frames, joints = int(data["frames"]), int(data["joints"])
     return SolveCache(
@@ -69,6 +72,7 @@ def load(scene) -> SolveCache | None:
         np.array(data["scales"]).reshape(frames, joints, 3),
         np.array(data["positions"]).reshape(frames, joints, 3),
         np.array(data["wrist_targets"]).reshape(frames, 2, 3),
+        np.array(data["head_targets"]).reshape(frames, 3),
         json.loads(data["report"]))
 
 
@@ -89,7 +93,7 @@ class CachedFrame:
 def cached_frame(scene, frame: int) -> CachedFrame | None:
     """The cached pose shown at scene frame `frame` (held at the ends), or None without a cache."""
     data = scene.get(KEY)
-    if data is None or "locations" not in data:
+    if data is None or "head_targets" not in data:
         return None
     frames, joints = int(data["frames"]), int(data["joints"])
     index = int(np.clip(frame - int(data["frame_start"]), 0, frames - 1))
