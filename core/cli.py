@@ -19,6 +19,7 @@ from .n3p_solver import load_n3p_solver
 from .openxr_source import OpenXRUnavailable, record
 from .plausibility import check_stream
 from .pose_database import DatabaseError, build_database
+from .retarget import SIZE_MODES, bvh_target, on_bvh_skeleton, retarget_solution
 from .report import write_solution_report
 from .simulate import simulate_stream
 from .solver import load_calibrated_solver, solve
@@ -191,7 +192,8 @@ def solve_stream(args) -> int:
     """Solve a three-point stream into a full-body motion (BVH, metres) on the database's or the model's skeleton."""
     stem = Path(args.output).with_suffix("")
     check_outputs([args.output, stem.with_name(stem.name + ".report.json"), stem.with_name(stem.name + ".report.png")],
-                  [args.stream, *(args.db or []), args.model, None if args.orientation == "hmd" else args.orientation,
+                  [args.stream, *(args.db or []), args.model, args.avatar,
+                   None if args.orientation == "hmd" else args.orientation,
                    None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
     stream = read_stream(args.stream, hmd_only=args.hmd_only)
     _warn(check_stream(stream, args.stream))
@@ -207,7 +209,13 @@ def solve_stream(args) -> int:
                               upper_body=ik_constants(args.ik_constants))
         solver = load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span)
     solution = solve(stream, solver)
-    write_bvh(args.output, solution.motion)
+    if args.avatar:
+        avatar = read_bvh(args.avatar)
+        retargeted = retarget_solution(solution, bvh_target(avatar, args.mapping), solution.motion.fps,
+                                       size=args.avatar_size)
+        write_bvh(args.output, on_bvh_skeleton(retargeted, avatar.skeleton, solution.motion.fps))
+    else:
+        write_bvh(args.output, solution.motion)
     report = write_solution_report(stem, solution, f"solve {Path(args.stream).name}")
     print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "
           f"{report['json']}" + (f" and {report['plot']}" if "plot" in report else ""), file=sys.stderr)
@@ -304,6 +312,12 @@ def build_parser() -> argparse.ArgumentParser:
     solve_parser.add_argument("--ik-constants", default="paper", metavar="CHOICE",
                               help="mm: the arm IK's elbow constants: 'paper' (default, Parger et al. as printed), "
                                    "'fitted' (the shipped refit to mocap) or a file from `train ik`")
+    solve_parser.add_argument("--avatar", help="BVH character to write the motion on (its skeleton, proportions and "
+                                               "rest pose) instead of the solver's skeleton")
+    solve_parser.add_argument("--avatar-size", choices=SIZE_MODES, default="fit",
+                              help="with --avatar: 'fit' (default) scales the character so its head meets the "
+                                   "headset; 'keep' keeps its size and scales the solve to it")
+    solve_parser.add_argument("--mapping", help="with --avatar: " + MAPPING_HELP)
     solve_parser.set_defaults(run=solve_stream)
 
     stitch_parser = groups.add_parser("stitch", help=stitch_clips.__doc__, description=stitch_clips.__doc__)

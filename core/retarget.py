@@ -135,11 +135,11 @@ class TargetSkeleton:
         return cls(tuple(names), parents, rest_positions, rest_rotations, mapping, tails, floor, standing, skin)
 
     def floor_height(self) -> float:
-        """Height of the floor at rest: the given one, else the lowest foot or toe joint."""
+        """Height of the floor it stands on: the given one, else its lowest foot or toe joint standing."""
         if self.floor is not None:
             return float(self.floor)
         feet = [self.mapping.joints[f"{s}_{j}"] for s in "lr" for j in ("foot", "toes") if f"{s}_{j}" in self.mapping.joints]
-        return float(self.rest_positions[feet, 1].min())
+        return float(self.standing_pose()[1][feet, 1].min())
 
     def standing_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """(bone axes (J, 4), heads (J, 3)) of the upright standing pose: the rest unless given."""
@@ -658,3 +658,26 @@ def retarget_solution(solution, target: TargetSkeleton, fps: float, stride_scale
     heads, wrists = implied[:, 0], implied[:, 1:]
     rotations, positions = retargeting.apply(motion, wrists, stride_scaled, heads, plant_feet=True)
     return RetargetedMotion(rotations, positions, wrists, heads, retargeting.wrists(rotations, positions), scale)
+
+
+def bvh_target(motion: Motion, override: dict[str, str] | str | None = None) -> TargetSkeleton:
+    """A BVH character as a target: its joints with world-aligned axes at the file's rest pose, standing as in
+    its most upright frame (a BVH rest pose need not stand)."""
+    skeleton = motion.skeleton
+    rest_rotations, rest_positions = forward_kinematics(skeleton.parents, quat.identity(len(skeleton)), skeleton.offsets)
+    mapping = find_mapping(skeleton, override)
+    rotations, positions = motion.global_transforms()
+    frame = int(standing_frames(positions, mapping, 1)[0])
+    return TargetSkeleton(skeleton.names, skeleton.parents, rest_positions, rest_rotations, mapping,
+                          standing=(rotations[frame], positions[frame]))
+
+
+def on_bvh_skeleton(retargeted: RetargetedMotion, skeleton: Skeleton, fps: float) -> Motion:
+    """A retargeted solve as a Motion on the BVH character's skeleton (its offsets scaled by the avatar's size)."""
+    rotations, positions = retargeted.rotations, retargeted.positions
+    parents = skeleton.parents
+    local_rotations = quat.normalize(np.where(parents[:, None] >= 0, quat.inverse_multiply(
+        rotations[:, np.maximum(parents, 0)], rotations), rotations))
+    local_positions = np.where(parents[:, None] >= 0, quat.inverse_rotate(
+        rotations[:, np.maximum(parents, 0)], positions - positions[:, np.maximum(parents, 0)]), positions)
+    return Motion(skeleton.scaled(retargeted.scale), local_rotations, local_positions, fps)

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bvh import read_bvh
+from core.bvh import read_bvh, write_bvh
 from core.humanoid import CANONICAL_JOINTS, find_mapping
 from core.devices import implied_joint_positions
+from core.motion import Motion
 from core.stream import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,3 +203,33 @@ def test_demo_on_a_small_folder(tmp_path):
     # The written stream (6 decimals) implies the truth's wrists to within a micrometre-scale error.
     assert reference["hand_cm_from_written_stream"] < 1e-3
     assert reference["foot_skate_cm_s"] >= 0.0 and reference["jitter"] > 0.0
+
+
+def test_solve_onto_a_bvh_character_fits_it_to_the_person_or_keeps_its_size(tmp_path):
+    """`solve --avatar`: a character 0.8 times the actor's size, standing in none of its BVH rest pose (the
+    Bandai rest lies along X), fitted so its head meets the headset, or kept at its size with the solve scaled."""
+    avatar = read_bvh(SHORT_WALK)
+    small = tmp_path / "small.bvh"
+    write_bvh(small, Motion(avatar.skeleton.scaled(0.8), avatar.rotations, avatar.positions * 0.8, avatar.fps))
+    clip = tmp_path / "walk.bvh"
+    shutil.copy(WALK, clip)
+    stream, db = tmp_path / "walk.csv", tmp_path / "walk.npz"
+    core("stream", "simulate", clip, "-o", stream)
+    core("db", "build", WALK, SHORT_WALK, "-o", db)
+    heads = {}
+    for size in ("fit", "keep"):
+        out = tmp_path / f"{size}.bvh"
+        core("solve", stream, "--db", db, "-o", out, "--avatar", small, "--avatar-size", size)
+        motion = read_bvh(out, scale=1.0)
+        mapping = find_mapping(motion.skeleton)
+        positions = motion.global_positions()
+        implied = implied_joint_positions(read_stream(stream).resampled(motion.fps))[:len(motion), 0]
+        heads[size] = (positions[:, mapping["head"]], implied, motion.skeleton.offsets)
+        hips = positions[:, mapping["hips"], 1]
+        assert 0.6 < hips.min() / hips.max() and positions[:, mapping["l_toes"], 1].min() > -1e-4
+    fitted, implied, offsets = heads["fit"]
+    assert np.linalg.norm(fitted - implied, axis=-1).mean() < 0.02
+    assert offsets[1:].max() > avatar.skeleton.offsets[1:].max() * 0.8 * 1.1  # scaled up toward the person
+    kept, _, kept_offsets = heads["keep"]
+    np.testing.assert_allclose(kept_offsets, avatar.skeleton.offsets * 0.8, atol=1e-4)
+    assert kept[:, 1].mean() < 0.9 * implied[:, 1].mean()  # its head stays at its own height
