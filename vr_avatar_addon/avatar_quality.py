@@ -1,7 +1,8 @@
 """Avatar quality: a baked avatar measured in Blender's own data (posed bones, skinned meshes), frame by frame.
 
-Not core's positions: what the user sees. Heights are taken above the skinned meshes' lowest point at
-rest (where the character stands), scaled by the pose scale the bake gives the hips. The figures
+Not core's positions: what the user sees. Rest heights are read off the avatar standing as retargeting
+reads it (its rest pose, or a BVH import's most upright frame) above the floor it stands on (its skinned
+meshes' lowest point at rest, or its lowest foot joint), scaled by the pose scale the bake gives the hips. The figures
 follow SPEC §5's baked-avatar metrics:
 - `mesh_below_floor_frames`: share of frames whose lowest skinned vertex is more than 2 cm under the floor;
 - `toe_below_rest_cm`: the deepest a toe goes under its rest height while planted (no more than 2.5 cm
@@ -17,8 +18,7 @@ import math
 import bpy
 import numpy as np
 
-from . import core
-from .avatar import skinned_meshes
+from . import avatar, core
 from .axes import y_up_from_z_up
 
 SCENE_KEY = "vr_avatar_avatar_quality"
@@ -36,21 +36,18 @@ HIPS_RATIO = (0.7, 1.2)
 """The hips' height over their rest height stays within these."""
 
 
-def rest_floor(armature, meshes, bone_map: dict[str, str]) -> float:
-    """Where the character stands at rest, which the bake puts on the floor: the world height of its skinned
-    meshes' lowest vertex in the rest pose, or without a mesh its lowest foot or toe joint (as core reads it)."""
-    if not meshes:
-        world = np.array(armature.matrix_world)
-        feet = [bone_map.get(f"{s}_{j}", "") for s in "lr" for j in ("foot", "toes")]
-        return min(float((world @ np.append(armature.data.bones[bone].head_local, 1.0))[2]) for bone in feet if bone)
-    position = armature.data.pose_position
-    armature.data.pose_position = 'REST'
-    try:
-        bpy.context.view_layer.update()
-        return float(lowest_vertex(meshes))
-    finally:
-        armature.data.pose_position = position
-        bpy.context.view_layer.update()
+def standing_heights(armature, bone_map: dict[str, str], points: dict) -> dict:
+    """Each point's height above the floor in the avatar's standing pose as retargeting reads it (its rest
+    pose, or a BVH import's most upright frame), at the armature's rest size; points as `point` gives them."""
+    target = avatar.target_skeleton(armature, bone_map)
+    axes, heads = target.standing_pose()
+    index = {name: j for j, name in enumerate(target.names)}
+    heights = {}
+    for key, (bone, share) in points.items():
+        j = index[bone]
+        along_bone = core.quat.inverse_rotate(target.rest_rotations[j], target.tails[j] - target.rest_positions[j])
+        heights[key] = float(heads[j, 1] + share * core.quat.rotate(axes[j], along_bone)[1] - target.floor_height())
+    return heights
 
 
 def lowest_vertex(meshes) -> float:
@@ -96,18 +93,15 @@ def measure(armature, bone_map: dict[str, str], head_targets, wrist_targets, tra
     """(figures, per-frame series) of the armature as posed at scene `frames` (the scene is left at the last
     one); head_targets (F, 3), wrist_targets (F, 2, 3) and tracked (F, 3) in core's frame for those frames."""
     scene = bpy.context.scene
-    meshes = skinned_meshes(armature) if meshes is None else meshes
+    meshes = avatar.skinned_meshes(armature) if meshes is None else meshes
     points = {"hips": (bone_map["hips"], 0.0), "head": (bone_map["head"], 0.0),
               "l_toe": point(bone_map, armature, "l_toes", "l_foot"),
               "r_toe": point(bone_map, armature, "r_toes", "r_foot"),
               "l_hand": point(bone_map, armature, "l_hand", "l_forearm"),
               "r_hand": point(bone_map, armature, "r_hand", "r_forearm")}
     scene.frame_set(int(frames[0]))
-    world = np.array(armature.matrix_world)
     hips_scale = float(np.linalg.norm(np.array(armature.pose.bones[bone_map["hips"]].matrix)[:3, :3], axis=0).mean())
-    floor = rest_floor(armature, meshes, bone_map)
-    rest = {key: (float((world @ np.append(along(armature.data.bones[bone], share), 1.0))[2]) - floor)
-            * hips_scale for key, (bone, share) in points.items()}
+    rest = {key: height * hips_scale for key, height in standing_heights(armature, bone_map, points).items()}
     series = {key: np.empty((len(frames), 3)) for key in points}
     lowest = np.empty(len(frames))
     for i, frame in enumerate(frames):
