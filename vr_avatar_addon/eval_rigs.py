@@ -46,7 +46,7 @@ from mathutils import Vector
 
 from core.bvh import read_bvh
 from core.config import SimulationConfig, describe
-from core.devices import hmd_forward, implied_joint_positions
+from core.devices import controller_axes, hmd_forward, implied_joint_positions
 from core.humanoid import find_mapping
 from core.metrics import foot_skate_cm_s
 from core.mocap import MocapNotFound, default_database_files, default_mocap_dir, find_bvh_files, split_by_file
@@ -56,7 +56,7 @@ from core.stream import read_stream, write_stream
 
 from . import avatar_quality
 from .avatar import skinned_meshes
-from .axes import z_up_from_y_up
+from .axes import y_up_from_z_up, z_up_from_y_up
 
 RIG_SUFFIXES = {".glb": "gltf", ".gltf": "gltf", ".vrm": "gltf", ".fbx": "fbx"}
 DEFAULT_RIGS = Path(__file__).resolve().parents[2] / "shared" / "rigs"
@@ -98,6 +98,8 @@ class Inputs:
     """(F, 3) where the headset looks, Blender's frame."""
     truth_toes: np.ndarray
     """(F, 2, 3) the ground truth's toes at the scene's rate, core's frame."""
+    thumbs: np.ndarray
+    """(F, 2, 3) each controller's thumb direction across the fist (its grip's -Z), core's frame."""
 
 
 def prepare_inputs(mocap: Path, clip_name: str, seconds: float, database_clips: int, work: Path) -> Inputs:
@@ -125,7 +127,8 @@ def prepare_inputs(mocap: Path, clip_name: str, seconds: float, database_clips: 
     mapping = find_mapping(truth.skeleton)
     toes = truth.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
     return Inputs(clip.name, stream_path, database_path, len(database), implied_joint_positions(stream),
-                  stream.tracked, z_up_from_y_up(hmd_forward(stream.rotations[:, 0])), toes)
+                  stream.tracked, z_up_from_y_up(hmd_forward(stream.rotations[:, 0])), toes,
+                  controller_axes(stream.rotations[:, 1:])[1])
 
 
 def rig_files(paths) -> list[Path]:
@@ -210,10 +213,47 @@ def measure(armature, meshes, bone_map: dict[str, str], inputs: Inputs) -> tuple
     n = len(frames)
     figures, series = avatar_quality.measure(armature, bone_map, inputs.implied[:n, 0], inputs.implied[:n, 1:],
                                              inputs.tracked[:n], FPS, frames, meshes)
+    figures.update(hand_roll(armature, bone_map, inputs.thumbs[:n], frames))
     clip_slide = foot_skate_cm_s(inputs.truth_toes[:n], FPS)
     figures["clip_foot_slide_cm_s"] = clip_slide
     figures["foot_slide_ratio"] = figures["foot_slide_cm_s"] / clip_slide if clip_slide > 0 else float("nan")
     return figures, series
+
+
+def thumb_bone(armature, hand: str) -> str | None:
+    """The first bone below the hand whose name says thumb, or None."""
+    return next((bone.name for bone in armature.data.bones[hand].children_recursive if "thumb" in bone.name.lower()),
+                None)
+
+
+def hand_roll(armature, bone_map: dict[str, str], thumbs, frames) -> dict:
+    """`hand_roll_deg`: the mean angle, about the forearm, between where each hand's thumb bone points and where
+    its controller's thumb axis does (a hand rolled thumb-outward reads 90 degrees and more), and the share of
+    hand-frames past 60 degrees (`hand_rolled_frames`); absent when the rig has no thumb bones."""
+    scene = bpy.context.scene
+    sides = [(i, bone_map.get(f"{s}_hand"), bone_map[f"{s}_forearm"]) for i, s in enumerate("lr")]
+    sides = [(i, hand, fore, thumb_bone(armature, hand)) for i, hand, fore in sides if hand]
+    sides = [side for side in sides if side[3]]
+    if not sides:
+        return {}
+    angles = []
+    for k, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        world = np.array(armature.matrix_world)[:3, :3]
+        bones = armature.pose.bones
+        for i, hand, fore, thumb in sides:
+            axis = y_up_from_z_up(world @ (np.array(bones[hand].head) - np.array(bones[fore].head)))
+            pointing = y_up_from_z_up(world @ (np.array(bones[thumb].head) - np.array(bones[hand].head)))
+            angles.append(angle_about(axis, pointing, thumbs[k, i]))
+    angles = np.degrees(np.array(angles))
+    return {"hand_roll_deg": float(angles.mean()), "hand_rolled_frames": float(np.mean(angles > 60.0))}
+
+
+def angle_about(axis, a, b) -> float:
+    """The angle in radians between a and b seen along `axis` (both projected across it)."""
+    axis = axis / np.linalg.norm(axis)
+    a, b = a - np.dot(a, axis) * axis, b - np.dot(b, axis) * axis
+    return float(np.arccos(np.clip(np.dot(a, b) / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12), -1.0, 1.0)))
 
 
 def _sphere(name: str, radius: float, colour, parent) -> None:
@@ -342,7 +382,7 @@ def evaluate_rig(path: Path, inputs: Inputs, out: Path, mappings: Path | None) -
 COLUMNS = (("mesh_below_floor_frames", "mesh under floor (frames)", "{:.0%}"), ("mesh_lowest_cm", "lowest mesh cm", "{:.1f}"),
            ("toe_below_rest_cm", "toe under rest cm", "{:.1f}"), ("foot_slide_cm_s", "foot slide cm/s", "{:.1f}"),
            ("clip_foot_slide_cm_s", "clip's cm/s", "{:.1f}"), ("foot_slide_ratio", "slide ratio", "{:.2f}"),
-           ("hand_cm", "hand cm", "{:.1f}"), ("head_cm", "head cm", "{:.1f}"),
+           ("hand_cm", "hand cm", "{:.1f}"), ("hand_roll_deg", "hand roll °", "{:.0f}"), ("head_cm", "head cm", "{:.1f}"),
            ("hips_height_ratio", "hips / rest", "{0[0]:.2f}–{0[1]:.2f}"), ("frames", "frames", "{}"),
            ("seconds", "s", "{:.1f}"))
 
@@ -355,7 +395,8 @@ def markdown_table(results: dict) -> str:
             lines.append(f"| {rig} | refused at {row['step']}: {row['refused'].replace('|', '/')} |"
                          + " |" * (len(COLUMNS) - 1))
         else:
-            lines.append(f"| {rig} | " + " | ".join(form.format(row[key]) for key, _, form in COLUMNS) + " |")
+            lines.append(f"| {rig} | " + " | ".join(form.format(row[key]) if row.get(key) is not None else "–"
+                                                    for key, _, form in COLUMNS) + " |")
     return "\n".join(lines) + "\n"
 
 
