@@ -277,6 +277,8 @@ class Retargeting:
     """(J,) the bones in an order with every placement parent before its children."""
     follows_hips: np.ndarray
     """(J,) bones placed from the hips down; the others stay where they rest."""
+    above_spine: np.ndarray
+    """Indices of the spine bone and every bone placed from it (the torso, head and arms)."""
     legs: tuple[Legs, Legs]
     forearm_axes: np.ndarray
     """(2, 3) each forearm's direction in its own bone axes."""
@@ -337,7 +339,8 @@ class Retargeting:
         uppers = [tm[f"{s}_upper_arm"] for s in "lr"]
         arm_lengths = forearm_lengths + scale * np.array([length(target_p[f] - target_p[u]) for u, f in zip(uppers, forearms)])
         return cls(target, source_joint, alignment, sm["hips"], float(scale * target_leg / source_leg), float(scale),
-                   floor, rest_local, rest_offsets, placement, parents_first(placement), follows_hips, legs,
+                   floor, rest_local, rest_offsets, placement, parents_first(placement), follows_hips,
+                   np.array([j for j in range(len(target.names)) if _below(placement, j, tm["spine"])]), legs,
                    forearm_axes, forearm_lengths, arm_lengths)
 
     def apply(self, motion: Motion, wrist_targets: np.ndarray | None = None, stride_scaled: bool = False,
@@ -366,7 +369,7 @@ class Retargeting:
             hips = hips + shift
             positions = positions + np.where(self.follows_hips[:, None], shift[:, None], 0.0)
         if plant_feet:
-            rotations, hips = self._plant(rotations, positions, hips, source_positions, motion.fps)
+            rotations, hips = self._plant(rotations, positions, hips, source_positions, motion.fps, head_targets)
             positions = self._positions(rotations, hips)
         if wrist_targets is not None:
             rotations = self._reach(rotations, positions, wrist_targets)
@@ -397,10 +400,10 @@ class Retargeting:
                 positions[:, j] = positions[:, parent] + quat.rotate(rotations[:, parent], self.rest_offsets[j])
         return positions
 
-    def _plant(self, rotations, positions, hips, source_positions, fps: float):
+    def _plant(self, rotations, positions, hips, source_positions, fps: float, head_targets=None):
         """(rotations, hips) with the legs re-solved: stance feet lie flat and still on the floor, no foot joint
         dips under its standing height nor the foot's skin under the floor, and the hips come down where a
-        stance leg could not reach its foot."""
+        stance leg could not reach its foot, the torso then leaning toward the head target."""
         rotations = rotations.copy()
         axes = self.target.standing_pose()[0]
         plans = []
@@ -425,6 +428,9 @@ class Retargeting:
         if drop.any():
             hips = hips - drop[:, None] * [0.0, 1.0, 0.0]
             positions = self._positions(rotations, hips)
+            if head_targets is not None:
+                rotations = self._lean(rotations, positions, head_targets, drop > 0.0)
+                positions = self._positions(rotations, hips)
         for leg, _, ankle, foot_rotation, toe_rotation in plans:
             rotations[:, leg.thigh], rotations[:, leg.shin] = two_bone_ik(
                 positions[:, leg.thigh], positions[:, leg.shin], positions[:, leg.foot], ankle,
@@ -433,6 +439,20 @@ class Retargeting:
             if toe_rotation is not None:
                 rotations[:, leg.toes] = toe_rotation
         return self._carry_unmapped(rotations), hips
+
+    def _lean(self, rotations, positions, head_targets, frames) -> np.ndarray:
+        """The torso above the hips turned, on `frames`, by the least rotation about the spine joint that points
+        it at the head target (the hips came down: the head follows the headset as far as the torso allows)."""
+        tm = self.target.mapping
+        spine, head = tm["spine"], tm["head"]
+        pivot = positions[:, spine]
+        turn = quat.between(positions[:, head] - pivot, np.where(np.isnan(head_targets), positions[:, head],
+                                                                  head_targets) - pivot)
+        turn = np.where(frames[:, None], turn, quat.identity(len(turn)))
+        rotations = rotations.copy()
+        torso = self.above_spine
+        rotations[:, torso] = quat.multiply(turn[:, None], rotations[:, torso])
+        return rotations
 
     def _dip(self, leg: Legs, ankle, foot_rotation, toe_rotation) -> np.ndarray:
         """(F,) how far to lift the ankle so that no foot joint is under its standing height and no point of the
