@@ -24,7 +24,8 @@ joint meets the headset-implied head (`head_targets`); stance feet are planted f
 at the avatar's own ankle and toe heights (contacts read from the source's toes) and no foot
 joint goes under its rest height, with two-bone IK on the avatar's own legs; last, the arms are
 re-solved on the avatar's own arm lengths so the wrists reach the controller-implied wrists, and
-half of the hand's twist about the forearm moves onto the forearm (no candy-wrapper wrist).
+half of the hand's twist about the forearm moves onto the forearm's twist bone, or the forearm
+itself without one (no candy-wrapper wrist).
 
 The avatar's size: `fit` (the default) scales the avatar so its head meets the person's standing
 head height; `keep` keeps its size and scales the solve (positions and devices) to it instead.
@@ -89,6 +90,8 @@ LEAF_REACH = {"foot": (("shin", "foot"), 0.4), "forearm": (("upper_arm", "forear
 ends along its tail, at most this share of the distance between the two named joints from its head:
 importers give leaf bones any length (the Godot robot's foot is 1.4 m long)."""
 TWIST_SHARE = 0.5
+TWIST_WORDS = ("twist", "roll")
+"""Words that name a forearm's twist bone (Unreal's lowerarm_twist_01_l, Rigify's forearm roll bones)."""
 """Share of the hand's twist about the forearm that the forearm takes."""
 
 
@@ -280,6 +283,8 @@ class Retargeting:
     above_spine: np.ndarray
     """Indices of the spine bone and every bone placed from it (the torso, head and arms)."""
     legs: tuple[Legs, Legs]
+    twist_bones: np.ndarray
+    """(2,) each forearm's twist bone (an unmapped child named for twist or roll), -1 where it has none."""
     forearm_axes: np.ndarray
     """(2, 3) each forearm's direction in its own bone axes."""
     forearm_lengths: np.ndarray
@@ -341,7 +346,8 @@ class Retargeting:
         return cls(target, source_joint, alignment, sm["hips"], float(scale * target_leg / source_leg), float(scale),
                    floor, rest_local, rest_offsets, placement, parents_first(placement), follows_hips,
                    np.array([j for j in range(len(target.names)) if _below(placement, j, tm["spine"])]), legs,
-                   forearm_axes, forearm_lengths, arm_lengths)
+                   np.array([twist_bone(target, tm[f"{s}_forearm"]) for s in "lr"]), forearm_axes, forearm_lengths,
+                   arm_lengths)
 
     def apply(self, motion: Motion, wrist_targets: np.ndarray | None = None, stride_scaled: bool = False,
               head_targets: np.ndarray | None = None, plant_feet: bool = False):
@@ -519,10 +525,11 @@ class Retargeting:
 
     def _reach(self, rotations: np.ndarray, positions: np.ndarray, wrist_targets: np.ndarray) -> np.ndarray:
         """Upper arms and forearms turned so each wrist reaches its target, keeping the elbow's plane; a share
-        of the hand's twist about the forearm moves onto the forearm."""
+        of the hand's twist about the forearm moves onto the forearm's twist bone, or the forearm without one."""
         tm = self.target.mapping
         rotations = rotations.copy()
         axes = self.target.standing_pose()[0]
+        twists = []
         for i, side in enumerate("lr"):
             upper, fore = tm[f"{side}_upper_arm"], tm[f"{side}_forearm"]
             hand = tm.joints.get(f"{side}_hand")
@@ -540,10 +547,23 @@ class Retargeting:
                 continue
             rigid = quat.multiply(rotations[:, fore], quat.inverse_multiply(axes[fore], axes[hand]))
             axis = quat.rotate(rotations[:, fore], along)
-            twist = twist_angle(quat.multiply_inverse(rotations[:, hand], rigid), axis)
-            rotations[:, fore] = quat.multiply(quat.from_rotation_vector(TWIST_SHARE * twist[:, None] * axis),
-                                               rotations[:, fore])
-        return self._carry_unmapped(rotations)
+            spread = quat.from_rotation_vector(TWIST_SHARE * twist_angle(
+                quat.multiply_inverse(rotations[:, hand], rigid), axis)[:, None] * axis)
+            if self.twist_bones[i] >= 0:
+                twists.append((self.twist_bones[i], spread))
+            else:
+                rotations[:, fore] = quat.multiply(spread, rotations[:, fore])
+        rotations = self._carry_unmapped(rotations)
+        for bone, spread in twists:
+            rotations[:, bone] = quat.multiply(spread, rotations[:, bone])
+        return rotations
+
+
+def twist_bone(target: TargetSkeleton, forearm: int) -> int:
+    """A twist bone of the forearm: an unmapped bone hanging from it whose name says twist or roll; -1 if none."""
+    mapped = set(target.mapping.joints.values())
+    return next((j for j, parent in enumerate(target.parents) if parent == forearm and j not in mapped
+                 and any(word in target.names[j].lower() for word in TWIST_WORDS)), -1)
 
 
 def twist_angle(q: np.ndarray, axis: np.ndarray) -> np.ndarray:

@@ -229,3 +229,30 @@ def test_fit_scales_the_avatar_to_the_persons_head_height(walk1):
     scaled = Retargeting.between(walk1.skeleton, find_mapping(walk1.skeleton), rig, walk1[:60], scale=0.5)
     plain = Retargeting.between(walk1.skeleton, find_mapping(walk1.skeleton), rig, walk1[:60])
     assert scaled.hips_scale == pytest.approx(0.5 * plain.hips_scale)
+
+
+def test_a_forearm_twist_bone_takes_the_share_of_the_hands_twist_the_forearm_would(walk1, monkeypatch):
+    clip = walk1[:90]
+    mapping = find_mapping(clip.skeleton)
+    rig = _rig(clip, arm_drop_deg=30.0, random_axes=True, seed=6)
+    fore, hand = mapping["l_forearm"], mapping["l_hand"]
+    names = rig.names + ("LowerArm_L_twist",)
+    twisted = TargetSkeleton.build(names, np.append(rig.parents, fore),
+                                   np.vstack([rig.rest_positions, (rig.rest_positions[fore] + rig.rest_positions[hand])
+                                              / 2.0]), np.vstack([rig.rest_rotations, rig.rest_rotations[fore]]),
+                                   floor=0.0)
+    retargeting = Retargeting.between(clip.skeleton, mapping, twisted, clip)
+    assert retargeting.twist_bones[0] == len(rig.names) and retargeting.twist_bones[1] == -1
+    wrists = clip.global_positions()[:, [mapping["l_hand"], mapping["r_hand"]]] - [0.0, 0.05, 0.0]
+    rotations, _ = retargeting.apply(clip, wrists)
+    monkeypatch.setattr(retarget, "TWIST_SHARE", 0.0)
+    kept, _ = retargeting.apply(clip, wrists)
+    np.testing.assert_allclose(rotations[:, fore], kept[:, fore], atol=1e-12)  # the forearm keeps its twist ...
+    np.testing.assert_allclose(rotations[:, hand], kept[:, hand], atol=1e-12)  # ... and the hand its orientation
+    axis = quat.rotate(rotations[:, fore], retargeting.forearm_axes[0])
+    bone = len(rig.names)
+    spread = twist_angle(quat.multiply_inverse(rotations[:, bone], kept[:, bone]), axis)
+    rigid = quat.multiply(kept[:, fore], quat.inverse_multiply(twisted.rest_rotations[fore], twisted.rest_rotations[hand]))
+    whole = twist_angle(quat.multiply_inverse(kept[:, hand], rigid), axis)
+    assert np.abs(whole).max() > np.radians(1.0)
+    np.testing.assert_allclose(spread, 0.5 * whole, atol=1e-9)
