@@ -145,6 +145,13 @@ class OrientationModel:
         """Raw 6D outputs (..., 6) for inputs (..., 42)."""
         return self.forward_from(self.feature_activations(x[..., :FEATURE_SIZE]), x[..., FEATURE_SIZE:])
 
+    def predict(self, positions: np.ndarray, rotations: np.ndarray, fps: float) -> np.ndarray:
+        """World 6D body orientations (T, 6) of a whole stream (predict_body_orientation, settled start)."""
+        return predict_body_orientation(self, positions, rotations, fps)
+
+    def predictor(self) -> "OrientationPredictor":
+        return OrientationPredictor(self)
+
     def save(self, path: str | Path) -> None:
         arrays = {"input_mean": self.input_mean, "input_std": self.input_std}
         for i, (w, b) in enumerate(self.layers):
