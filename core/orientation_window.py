@@ -21,7 +21,7 @@ import numpy as np
 from . import quat
 from .atomic import write_npz
 from .npz_archive import read_npz
-from .orientation import OrientationModel, OrientationModelError, heading_of_forward
+from .orientation import SHIPPED_MODEL, OrientationModel, OrientationModelError, heading_of_forward
 
 FRAME_VECTORS = ("hmd_position", "left_from_hmd", "right_from_hmd", "hmd_velocity", "left_velocity",
                  "right_velocity", "hmd_x", "hmd_y", "left_x", "left_y", "right_x", "right_y")
@@ -166,7 +166,7 @@ class WindowOrientationPredictor:
         return yaw_6d(self.model.body_yaw(window_inputs(self.ring[slots][None], heading), heading_yaw))[0]
 
 
-def load_orientation_model(path: str | Path):
+def load_orientation_model(path: str | Path = SHIPPED_MODEL):
     """An orientation model file of either kind: a window model (it has `taps`) or the paper's network."""
     with read_npz(path, "an orientation model", OrientationModelError) as archive:
         window = "taps" in archive.files

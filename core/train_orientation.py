@@ -210,8 +210,6 @@ def _progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -
 def run(args) -> int:
     """Train a body-orientation model on simulated streams (the window model, or --architecture mmvr)."""
     if args.architecture == "window":
-        from . import train_orientation_window
-
         args.epochs = args.epochs or 30
         args.hidden = args.hidden or list(train_orientation_window.HIDDEN_UNITS)
         return train_orientation_window.run(args)

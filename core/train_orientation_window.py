@@ -206,7 +206,7 @@ def train(clips, validation, epochs: int = 30, samples_per_epoch: int = 400_000,
         optimiser.load_state_dict(resume["optimiser"])
         schedule.load_state_dict(resume["schedule"])
         rng.bit_generator.state = resume["rng"]
-        curve, first_epoch = resume["curve"], resume["epoch"] + 1
+        curve, first_epoch = list(resume["curve"]), resume["epoch"] + 1
     vectors, headings = torch.from_numpy(data.vectors), torch.from_numpy(data.headings)
     targets = torch.from_numpy(data.targets)
     started = time.perf_counter()
@@ -232,7 +232,7 @@ def train(clips, validation, epochs: int = 30, samples_per_epoch: int = 400_000,
             f"({curve[-1]['seconds']:.1f} s)")
         if checkpoint:
             checkpoint({"network": body.state_dict(), "optimiser": optimiser.state_dict(),
-                        "schedule": schedule.state_dict(), "rng": rng.bit_generator.state, "curve": curve,
+                        "schedule": schedule.state_dict(), "rng": rng.bit_generator.state, "curve": list(curve),
                         "epoch": epoch, "mean": mean, "std": std})
         if minutes is not None and time.perf_counter() - started > 60.0 * minutes and epoch < epochs:
             return export(body, mean, std, taps), curve, False
