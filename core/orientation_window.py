@@ -13,6 +13,7 @@ a few matrix products and the live one keeps a ring of past frames.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,7 @@ import numpy as np
 from . import quat
 from .atomic import write_npz
 from .npz_archive import read_npz
-from .orientation import SHIPPED_MODEL, OrientationModel, OrientationModelError, heading_of_forward
+from .orientation import SHIPPED_MODEL, OrientationModel, OrientationModelError
 
 FRAME_VECTORS = ("hmd_position", "left_from_hmd", "right_from_hmd", "hmd_velocity", "left_velocity",
                  "right_velocity", "hmd_x", "hmd_y", "left_x", "left_y", "right_x", "right_y")
@@ -58,10 +59,16 @@ def window_inputs(windows: np.ndarray, heading: np.ndarray) -> np.ndarray:
     return (windows.reshape(len(windows), -1, 3) @ heading).reshape(len(windows), -1)
 
 
-def hmd_heading(rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Heading matrices (T, 3, 3) and yaws (T,) of the HMD rotations (T, 4)."""
-    forward = -quat.to_matrix(rotations)[..., :, 2]
-    return heading_of_forward(forward), quat.yaw_of_direction(forward)
+def hmd_heading(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Heading matrices (T, 3, 3) and yaws (T,) from frame vectors (T, 12, 3): the HMD looks along -Z = -(x × y)
+    of its axes, whose floor projection's yaw is atan2 of its x and z components."""
+    x, y = vectors[:, 6], vectors[:, 7]
+    yaw = np.arctan2(x[:, 2] * y[:, 1] - x[:, 1] * y[:, 2], x[:, 1] * y[:, 0] - x[:, 0] * y[:, 1])
+    cos, sin = np.cos(yaw), np.sin(yaw)
+    heading = np.zeros((len(yaw), 3, 3))
+    heading[:, 0, 0] = heading[:, 2, 2] = cos
+    heading[:, 0, 2], heading[:, 2, 0], heading[:, 1, 1] = sin, -sin, 1.0
+    return heading, yaw
 
 
 def yaw_6d(yaw: np.ndarray) -> np.ndarray:
@@ -103,7 +110,7 @@ class WindowOrientationModel:
     def predict(self, positions: np.ndarray, rotations: np.ndarray, fps: float) -> np.ndarray:
         """World 6D body orientations (T, 6) of a whole stream (offline driver)."""
         vectors = frame_vectors(positions, rotations, fps)
-        heading, heading_yaw = hmd_heading(rotations[:, 0])
+        heading, heading_yaw = hmd_heading(vectors)
         frames = np.arange(len(positions))
         yaw = np.empty(len(positions))
         for start in range(0, len(positions), CHUNK_FRAMES):
@@ -147,6 +154,7 @@ class WindowOrientationPredictor:
     def __init__(self, model: WindowOrientationModel):
         self.model = model
         self.length = int(model.taps[-1]) + 1
+        self.steady_slots = -model.taps % self.length  # plus the frame count, once the window is full
         self.reset()
 
     def reset(self, body_6d: np.ndarray | None = None) -> None:
@@ -157,13 +165,17 @@ class WindowOrientationPredictor:
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:
         """World 6D (6,) from one sample of device poses (3, 3) and (3, 4), `dt` seconds after the last."""
-        self.ring[self.count % self.length] = frame_vectors(positions[None], rotations[None], 1.0 / dt,
-                                                            self.previous_positions)[0]
+        vectors = frame_vectors(positions[None], rotations[None], 1.0 / dt, self.previous_positions)
+        self.ring[self.count % self.length] = vectors[0]
         self.previous_positions = positions
-        slots = np.maximum(self.count - self.model.taps, 0) % self.length
+        if self.count >= self.length:
+            slots = (self.steady_slots + self.count) % self.length
+        else:
+            slots = np.maximum(self.count - self.model.taps, 0)
         self.count += 1
-        heading, heading_yaw = hmd_heading(rotations[:1])
-        return yaw_6d(self.model.body_yaw(window_inputs(self.ring[slots][None], heading), heading_yaw))[0]
+        heading, heading_yaw = hmd_heading(vectors)
+        yaw = float(self.model.body_yaw(window_inputs(self.ring[slots][None], heading), heading_yaw)[0])
+        return np.array([math.cos(yaw), 0.0, -math.sin(yaw), 0.0, 1.0, 0.0])
 
 
 def load_orientation_model(path: str | Path = SHIPPED_MODEL):

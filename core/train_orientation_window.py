@@ -1,11 +1,12 @@
 """Training the window orientation model (orientation_window.py) in torch, exported for numpy inference.
 
-Data: three-point streams simulated at 60 fps from mocap with look-around, every training file twice
-(as recorded and mirrored), each copy with its own augmentation (AUGMENTATION): playback speed,
-body size, arm proportions, device attachment errors and controller latency. Each sample is one frame:
-its window of past frames is gathered, turned into the frame's heading frame as the numpy model does,
-and the loss is the chord between the unit output and the truth's (cos, sin) against the heading,
-about the angle itself, so the mean angle error is what is minimised. AdamW, cosine-decayed rate.
+Data: three-point streams simulated at 60 fps from mocap with look-around, every training file in
+several copies (Augmentation: every other one mirrored), each with its own playback speed, body size,
+arm proportions, device attachment errors, controller latency and look-around. Each sample is one
+frame, the ambiguous activities drawn more often (EMPHASISED): its window of past frames is gathered
+and turned into the frame's heading frame as the numpy model does, and the loss is the chord between
+the unit output and the truth's (cos, sin) against the heading, about the angle itself, so the mean
+angle error is what is minimised. AdamW, cosine-decayed rate, noise on the normalised inputs.
 Training is resumable: a checkpoint beside the output after every epoch, `--minutes` to stop early.
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from . import quat
 from .bvh import read_bvh
 from .character import body_yaw
 from .config import SimulationConfig
+from .mocap import activity
 from .motion import Motion
 from .orientation_window import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
     hmd_heading, window_inputs
@@ -29,11 +31,18 @@ BATCH_SIZE = 256
 LEARNING_RATE = 1e-3
 WEIGHT_DECAY = 1e-4
 TRAINING_LOOK_AROUND_DEG = 60.0
+EMPHASISED = {"walk-left": 3.0, "walk-right": 3.0, "walk-back": 3.0, "bow": 2.0, "call": 2.0}
+"""Activities whose frames are drawn this many times as often: the motions one frame does not tell apart."""
+INPUT_NOISE = 0.05
+"""Standard deviation of the noise added to the normalised inputs while training (a regulariser)."""
 
 
 @dataclass(frozen=True)
 class Augmentation:
     """Ranges of the per-copy augmentation (uniform draws; zero disables one)."""
+
+    copies: int = 4
+    """Copies of every training file, every other one mirrored, each with its own draws and look-around."""
 
     speed: tuple[float, float] = (0.8, 1.25)
     """Playback speed of the clip."""
@@ -80,26 +89,29 @@ def augmented_devices(positions, rotations, rng, augmentation: Augmentation):
 
 
 def window_clip(name, positions, rotations, truth_yaw, fps: float = 60.0) -> WindowClip:
-    heading, heading_yaw = hmd_heading(rotations[:, 0])
-    return WindowClip(name, positions, rotations, frame_vectors(positions, rotations, fps).astype(np.float32),
-                      heading.astype(np.float32), heading_yaw, truth_yaw)
+    vectors = frame_vectors(positions, rotations, fps)
+    heading, heading_yaw = hmd_heading(vectors)
+    return WindowClip(name, positions, rotations, vectors.astype(np.float32), heading.astype(np.float32), heading_yaw,
+                      truth_yaw)
 
 
 def prepare_window_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DEG, seed: int = 0,
                          augmentation: Augmentation | None = None, fps: float = 60.0, progress=None):
-    """Simulated streams of BVH files: as recorded only, or (with `augmentation`) recorded and mirrored copies,
-    each with its own random speed, size, arm scale, attachment errors and latency."""
+    """Simulated streams of BVH files: as recorded only, or (with `augmentation`) its copies, every other one
+    mirrored, each with its own random speed, size, arm scale, attachment errors, latency and look-around."""
     clips = []
     for i, path in enumerate(files):
         motion = read_bvh(path)
-        variants = [motion, motion.mirrored()] if augmentation else [motion]
+        mirrored = motion.mirrored() if augmentation else None
+        variants = [mirrored if v % 2 else motion for v in range(augmentation.copies)] if augmentation else [motion]
         for v, variant in enumerate(variants):
             rng = np.random.default_rng([seed, i, v])
             if augmentation:
                 speed = rng.uniform(*augmentation.speed)
                 variant = Motion(variant.skeleton, variant.rotations, variant.positions, variant.fps * speed,
                                  variant.name).scaled(rng.uniform(*augmentation.size))
-            config = SimulationConfig(fps=fps, look_around_deg=look_around_deg, seed=seed * 100003 + 2 * i + v)
+            config = SimulationConfig(fps=fps, look_around_deg=look_around_deg,
+                                      seed=seed * 100003 + 2 * i + v if v < 2 else int(rng.integers(2 ** 31)))
             simulated = simulate_stream(variant, config)
             positions, rotations = simulated.stream.positions, simulated.stream.rotations
             if augmentation:
@@ -129,6 +141,13 @@ class _Stacked:
         self.targets = np.stack([np.cos(relative), np.sin(relative)], axis=1).astype(np.float32)
         self.starts = np.concatenate([np.full(len(c.vectors), s) for c, s in
                                       zip(clips, np.cumsum([0] + [len(c.vectors) for c in clips[:-1]]))])
+        weights = np.concatenate([np.full(len(c.vectors), EMPHASISED.get(activity(c.name.removesuffix("_mirror")), 1.0))
+                                  for c in clips])
+        self.cumulative = np.cumsum(weights) / weights.sum()
+
+    def draw(self, rng, count: int) -> np.ndarray:
+        """Random frames, those of EMPHASISED activities as often as their weight says."""
+        return np.minimum(np.searchsorted(self.cumulative, rng.random(count), side="right"), len(self.cumulative) - 1)
 
     def window_index(self, frames: np.ndarray, taps: np.ndarray) -> np.ndarray:
         """(B, K) frame indices of each frame's taps, the clip's first frame standing in before it."""
@@ -214,9 +233,9 @@ def train(clips, validation, epochs: int = 30, samples_per_epoch: int = 400_000,
         epoch_started = time.perf_counter()
         total = 0.0
         for b in range(batches):
-            frames = rng.integers(0, len(data.vectors), BATCH_SIZE)
-            index = torch.from_numpy(data.window_index(frames, taps))
-            output = body((torch_window_inputs(vectors, headings, index) - mean_t) / std_t)
+            index = torch.from_numpy(data.window_index(data.draw(rng, BATCH_SIZE), taps))
+            inputs = (torch_window_inputs(vectors, headings, index) - mean_t) / std_t
+            output = body(inputs + INPUT_NOISE * torch.randn_like(inputs))
             loss = chord_loss(output, targets[index[:, 0]])
             optimiser.zero_grad()
             loss.backward()
@@ -292,12 +311,13 @@ def run(args) -> int:
         write_bytes(checkpoint_path, buffer.getvalue())
 
     model, curve, finished = train(clips, validation, args.epochs, args.samples_per_epoch, args.seed,
-                                   tuple(args.hidden), TAPS, save_checkpoint, resume, args.minutes,
+                                   tuple(args.hidden), args.taps, save_checkpoint, resume, args.minutes,
                                    log=lambda line: print(line, file=sys.stderr))
     errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
     model.info = {
-        "architecture": "window MLP: 16 taps over 2 s of 12 device vectors each, ReLU hidden layers",
-        "hidden_units": list(args.hidden), "taps": list(TAPS),
+        "architecture": f"window MLP: {len(args.taps)} taps over {args.taps[-1] / 60:g} s of 12 device vectors each, "
+                        "ReLU hidden layers",
+        "hidden_units": list(args.hidden), "taps": list(args.taps),
         "data": [str(p) for p in args.data], "training_files": len(training_files),
         "validation_files": len(validation_files),
         "augmentation": None if augmentation is None else {k: v for k, v in augmentation.__dict__.items()},
@@ -306,6 +326,7 @@ def run(args) -> int:
         "samples_per_epoch": args.samples_per_epoch, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "schedule": "cosine to 1/30", "optimiser": "AdamW", "weight_decay": WEIGHT_DECAY,
         "loss": "chord between unit output and truth (cos, sin)", "seed": args.seed,
+        "emphasised_activities": EMPHASISED, "input_noise": INPUT_NOISE,
         "validation_mean_deg": float(errors.mean()), "validation_std_deg": float(errors.std()),
         "training_seconds": round((resume or {}).get("seconds", 0.0) + time.perf_counter() - started, 1),
         "preparing_seconds_this_run": round(preparing_s, 1), "torch": torch.__version__, "curve": curve,
@@ -327,4 +348,6 @@ def add_arguments(parser) -> None:
                         help="window model: go on from the checkpoint beside the output (FILE.checkpoint.pt)")
     parser.add_argument("--no-augment", action="store_true",
                         help="window model: no mirrored copies, speed, size, arm, attachment or latency draws")
+    parser.add_argument("--taps", type=int, nargs="+", default=list(TAPS), metavar="FRAMES",
+                        help="window model: frames back that a window reads, from 0 up (default: orientation_window.TAPS)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (1 or 2; default 2)")

@@ -10,7 +10,9 @@ from core import quat
 from core.config import SimulationConfig
 from core.metrics import angle_deg
 from core.mocap import is_validation
-from core.orientation import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw
+from core.devices import hmd_forward
+from core.orientation import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
+    heading_of_forward
 from core.orientation_window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_heading, \
     load_orientation_model
 from core.simulate import simulate_stream
@@ -43,7 +45,10 @@ def test_numpy_equals_torch_over_a_sequence(stream):
         inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.headings), index)
         output = network((inputs - torch.from_numpy(mean.astype(np.float32))) /
                          torch.from_numpy(std.astype(np.float32))).numpy()
-    _, heading_yaw = hmd_heading(stream.rotations[:, 0])
+    heading, heading_yaw = hmd_heading(frame_vectors(stream.positions, stream.rotations, 60.0))
+    forward = hmd_forward(stream.rotations[:, 0])
+    assert np.abs(heading - heading_of_forward(forward)).max() < 1e-12
+    assert np.abs(heading_yaw - quat.yaw_of_direction(forward)).max() < 1e-12
     torch_yaw = heading_yaw + np.arctan2(output[:, 1], output[:, 0])
     predicted = model.predict(stream.positions, stream.rotations, 60.0)
     assert predicted.shape == (len(stream), 6)
@@ -121,8 +126,9 @@ def test_augmentation_scales_the_arms_and_delays_the_controllers(stream):
 
 
 def test_training_lowers_the_loss_and_resumes_from_its_checkpoint():
-    clips = prepare_window_clips([DATASET_2 / "dataset-2_walk_normal_001.bvh"], seed=1, augmentation=Augmentation())
-    assert len(clips) == 2 and clips[1].name.endswith("_mirror")
+    clips = prepare_window_clips([DATASET_2 / "dataset-2_walk_normal_001.bvh"], seed=1,
+                                 augmentation=Augmentation(copies=3))
+    assert [c.name.endswith("_mirror") for c in clips] == [False, True, False]
     states = []
     model, curve, finished = train(clips, [], epochs=3, samples_per_epoch=2048, hidden=(16,),
                                    checkpoint=states.append, log=lambda line: None)
