@@ -164,3 +164,27 @@ def test_shipped_model_beats_the_papers_network_on_held_back_sideways_walking():
         errors["hmd"].append(angle_deg(clip.heading_yaw, clip.truth_yaw).mean())
     window_deg, mmvr_deg, hmd_deg = (np.mean(errors[k]) for k in ("window", "mmvr", "hmd"))
     assert window_deg < 0.7 * mmvr_deg and window_deg < 0.5 * hmd_deg, errors
+
+
+def test_train_resume_and_eval_from_the_command_line(tmp_path):
+    from test_cli import core
+
+    files = [DATA / "Bandai-Namco-Research-Motiondataset-1" / name
+             for name in ("dataset-1_walk_normal_001.bvh", "dataset-1_walk-left_childish_001.bvh")]
+    model = tmp_path / "window.npz"
+    common = ["train", "orientation", "--data", *files, "-o", model, "--samples-per-epoch", 1024, "--threads", 1]
+    core(*common, "--epochs", 2, "--minutes", 0.0001)
+    record = json.loads(model.with_suffix(".json").read_text())
+    assert record["epochs_done"] == 1 and record["finished"] is False
+    assert record["training_files"] == 1 and record["validation_files"] == 1
+    core(*common, "--epochs", 2, "--resume")
+    record = json.loads(model.with_suffix(".json").read_text())
+    assert record["finished"] is True and [c["epoch"] for c in record["curve"]] == [1, 2]
+    assert isinstance(load_orientation_model(model), WindowOrientationModel)
+    done = core("eval", "orientation", "--data", *files, "--model", model, "--plot", tmp_path / "error.png", "--json")
+    result = json.loads(done.stdout)
+    assert {"network", "mmvr", "hmd_forward", "r1"} <= set(result)
+    assert set(result["activities"]) == {"walk-left"} and result["activities"]["walk-left"]["frames"] == result["frames"]
+    assert (tmp_path / "error.png").stat().st_size > 0
+    refused = core("train", "orientation", "--data", *files, "-o", tmp_path / "none.npz", "--resume", check=False)
+    assert "no checkpoint to resume from" in refused.stderr
