@@ -32,8 +32,8 @@ TAPS = (0, 2, 4, 7, 10, 14, 18, 23, 28, 34, 40, 50, 60, 75, 90, 120)
 """Frames back (at 60 fps) that a window reads: dense over the last step, sparser to two seconds.
 Before a stream has that much history the oldest frame stands in for the missing ones."""
 HIDDEN_UNITS = (96, 64)
-CHUNK_FRAMES = 4096
-"""Frames per batch in the offline driver (bounds its memory on long streams)."""
+CHUNK_FRAMES = 512
+"""Frames per batch in the offline driver: its windows (2.4 MB) stay in cache, and memory stays bounded."""
 
 
 def frame_vectors(positions: np.ndarray, rotations: np.ndarray, fps: float,
@@ -53,8 +53,8 @@ def frame_vectors(positions: np.ndarray, rotations: np.ndarray, fps: float,
 def window_inputs(windows: np.ndarray, heading: np.ndarray) -> np.ndarray:
     """Network inputs (T, TAPS * 36) from windows of frame vectors (T, K, 12, 3), tap 0 the current frame,
     and the current frames' heading matrices (T, 3, 3): the HMD's past positions taken from its current one,
-    every vector turned into the heading frame (a row vector times H is H^T v)."""
-    windows = windows.copy()
+    every vector turned into the heading frame (a row vector times H is H^T v). `windows` is scratch: both
+    drivers gather it afresh, and its HMD positions are changed in place."""
     windows[:, :, 0] -= windows[:, :1, 0]
     return (windows.reshape(len(windows), -1, 3) @ heading).reshape(len(windows), -1)
 

@@ -210,7 +210,7 @@ def _progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -
 def run(args) -> int:
     """Train a body-orientation model on simulated streams (the window model, or --architecture mmvr)."""
     if args.architecture == "window":
-        args.epochs = args.epochs or 30
+        args.epochs = args.epochs or 20
         args.hidden = args.hidden or list(train_orientation_window.HIDDEN_UNITS)
         return train_orientation_window.run(args)
     args.epochs = args.epochs or 40
@@ -272,7 +272,7 @@ def add_command(train_group) -> None:
     parser.add_argument("--architecture", choices=("window", "mmvr"), default="window",
                         help="window: the MLP over two seconds of device history (default, orientation_window.py); "
                              "mmvr: the paper's network (orientation.py)")
-    parser.add_argument("--epochs", type=int, default=None, help="default 30 (window) or 40 (mmvr)")
+    parser.add_argument("--epochs", type=int, default=None, help="default 20 (window) or 40 (mmvr)")
     parser.add_argument("--rollout", type=int, default=ROLLOUT, help="mmvr: r of Algorithm 1 (paper: 50)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--windows-per-epoch", type=int, default=25600,

@@ -131,7 +131,7 @@ def angle_errors_deg(model, clip, fps: float = 60.0) -> np.ndarray:
     return np.degrees(np.abs((predicted - clip.truth_yaw + np.pi) % (2 * np.pi) - np.pi))
 
 
-class _Stacked:
+class StackedFrames:
     """All clips end to end: vectors, headings, targets (cos, sin of the truth against the heading), clip starts."""
 
     def __init__(self, clips: list[WindowClip]):
@@ -183,7 +183,7 @@ def chord_loss(output, target):
     return torch.mean(torch.sqrt(torch.sum((unit - target) ** 2, dim=1) + 1e-8))
 
 
-def normalisation(data: _Stacked, taps: np.ndarray, rng, samples: int = 60000):
+def normalisation(data: StackedFrames, taps: np.ndarray, rng, samples: int = 60000):
     """Per-input mean and standard deviation over random training frames (tiny spreads left unscaled)."""
     frames = rng.choice(len(data.vectors), min(samples, len(data.vectors)), replace=False)
     index = data.window_index(frames, taps)
@@ -199,7 +199,7 @@ def export(body, mean: np.ndarray, std: np.ndarray, taps) -> WindowOrientationMo
     return WindowOrientationModel(layers, mean.astype(np.float64), std.astype(np.float64), np.array(taps))
 
 
-def train(clips, validation, epochs: int = 30, samples_per_epoch: int = 400_000, seed: int = 0,
+def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000, seed: int = 0,
           hidden=HIDDEN_UNITS, taps=TAPS, checkpoint=None, resume: dict | None = None, minutes: float | None = None,
           log=print):
     """Train; returns (numpy model, per-epoch curve, finished). `checkpoint(state)` is called after every
@@ -208,7 +208,7 @@ def train(clips, validation, epochs: int = 30, samples_per_epoch: int = 400_000,
 
     torch.manual_seed(seed)
     taps = np.asarray(taps)
-    data = _Stacked(clips)
+    data = StackedFrames(clips)
     if resume:
         mean, std = resume["mean"], resume["std"]
     else:

@@ -14,10 +14,10 @@ from core.devices import hmd_forward
 from core.orientation import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
     heading_of_forward
 from core.orientation_window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_heading, \
-    load_orientation_model
+    load_orientation_model, window_inputs
 from core.simulate import simulate_stream
-from core.train_orientation_window import Augmentation, _Stacked, augmented_devices, build_network, chord_loss, \
-    export, prepare_window_clips, torch_window_inputs, train, window_clip
+from core.train_orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
+    chord_loss, export, prepare_window_clips, torch_window_inputs, train, window_clip
 from conftest import DATA, DATASET_2
 
 INPUTS = len(TAPS) * VECTOR_COUNT * 3
@@ -39,7 +39,7 @@ def random_model(seed=0):
 def test_numpy_equals_torch_over_a_sequence(stream):
     network, mean, std, model = random_model(1)
     clip = window_clip("walk", stream.positions, stream.rotations, np.zeros(len(stream)))
-    data = _Stacked([clip])
+    data = StackedFrames([clip])
     index = torch.from_numpy(data.window_index(np.arange(len(stream)), np.array(TAPS)))
     with torch.no_grad():
         inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.headings), index)
@@ -54,7 +54,6 @@ def test_numpy_equals_torch_over_a_sequence(stream):
     assert predicted.shape == (len(stream), 6)
     assert np.abs(angle_deg(facing_yaw(predicted), torch_yaw)).max() < np.degrees(1e-5)
     windows = data.vectors[data.window_index(np.arange(len(stream)), np.array(TAPS))].astype(np.float64)
-    from core.orientation_window import window_inputs
     numpy_output = model.forward(window_inputs(windows, data.headings.astype(np.float64)))
     assert np.abs(numpy_output - output).max() < 1e-5
 
