@@ -13,7 +13,8 @@ import numpy as np
 from .bvh import read_bvh
 from .devices import implied_joint_positions
 from .mocap import default_database_files, default_mocap_dir, find_bvh_files
-from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, predict_body_orientation
+from .orientation import MMVR_MODEL
+from .orientation_window import load_orientation_model
 from .pose_database import build_database
 from .search import FeatureIndex
 from .simulate import simulate_stream
@@ -54,15 +55,9 @@ def measure(mocap: Path) -> dict:
         read_s = time.perf_counter() - start
         csv_mb = csv.stat().st_size / 1e6
     stream = simulated.stream
-    model = OrientationModel.load(SHIPPED_MODEL)
-    start = time.perf_counter()
-    predict_body_orientation(model, stream.positions, stream.rotations, stream.rate)
-    offline_s = time.perf_counter() - start
-    live = OrientationPredictor(model)
-    start = time.perf_counter()
-    for t in range(len(stream)):
-        live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0)
-    live_s = time.perf_counter() - start
+    model = load_orientation_model()
+    offline_s, live_s = time_orientation(model, stream)
+    mmvr_offline_s, mmvr_live_s = time_orientation(load_orientation_model(MMVR_MODEL), stream)
     ik_s, ik_one_s = time_upper_body_ik(stream)
     matching = time_matching(files, simulated.stream, model)
     return {
@@ -77,11 +72,25 @@ def measure(mocap: Path) -> dict:
         "stream_read_mb_s": round(csv_mb / read_s, 2),
         "orientation_us_per_frame": round(offline_s / len(stream) * 1e6, 2),
         "orientation_live_step_us": round(live_s / len(stream) * 1e6, 2),
+        "orientation_mmvr_us_per_frame": round(mmvr_offline_s / len(stream) * 1e6, 2),
+        "orientation_mmvr_live_step_us": round(mmvr_live_s / len(stream) * 1e6, 2),
         "ik_frames_per_s": round(IK_FRAMES / ik_s),
         "ik_live_frame_us": round(ik_one_s * 1e6, 1),
         **matching,
         "clip": clip.name,
     }
+
+
+def time_orientation(model, stream) -> tuple[float, float]:
+    """Seconds for an orientation model over the stream offline (`predict`) and stepped live, frame by frame."""
+    start = time.perf_counter()
+    model.predict(stream.positions, stream.rotations, stream.rate)
+    offline_s = time.perf_counter() - start
+    live = model.predictor()
+    start = time.perf_counter()
+    for t in range(len(stream)):
+        live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0)
+    return offline_s, time.perf_counter() - start
 
 
 def time_upper_body_ik(stream) -> tuple[float, float]:

@@ -193,7 +193,7 @@ def solve_stream(args) -> int:
     stem = Path(args.output).with_suffix("")
     check_outputs([args.output, stem.with_name(stem.name + ".report.json"), stem.with_name(stem.name + ".report.png")],
                   [args.stream, *(args.db or []), args.model, args.avatar,
-                   None if args.orientation == "hmd" else args.orientation,
+                   None if args.orientation in ("hmd", "mmvr") else args.orientation,
                    None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
     stream = read_stream(args.stream, hmd_only=args.hmd_only)
     _warn(check_stream(stream, args.stream))
@@ -304,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
                               help="n3p: ignore the controllers (the stream may lack their columns)")
     solve_parser.add_argument("--alpha", type=float, default=SolverConfig.alpha_m,
                               help="position accuracy in metres (default 0.3; 0.1 for self-avatars)")
-    solve_parser.add_argument("--orientation", help="orientation model file, or 'hmd' (default: the shipped network)")
+    solve_parser.add_argument("--orientation", help="orientation model file, 'mmvr' (the paper's network) or 'hmd' "
+                                                           "(default: the shipped window model)")
     solve_parser.add_argument("--height", type=float, help="standing HMD height in metres (default: measured over "
                                                            "the first half second)")
     solve_parser.add_argument("--arm-span", type=float, help="T-pose wrist-to-wrist span in metres (default: the avatar's arms)")

@@ -212,7 +212,8 @@ class SolverConfig:
     head_centre_from_hmd: tuple[float, float, float] = (0.0, 0.0, 0.09)
     """Centre of the head in the HMD's frame (the HMD is at the eyes, -Z forward): its floor projection is the target."""
     orientation: str = "network"
-    """'network' (MMVR §4, the shipped model) or 'hmd' (the HMD's forward direction)."""
+    """'network' (the orientation model the solver is given: the shipped window model, or MMVR §4's) or 'hmd'
+    (the HMD's forward direction)."""
     foot_lock: bool = True
     """§6.2: hold a foot in contact where it touched down."""
     arm_ik: bool = True

@@ -18,7 +18,7 @@ from .metrics import score_motion
 from .mocap import default_database_files, default_mocap_dir, find_bvh_files, split_by_file
 from .devices import implied_joint_positions
 from .simulate import simulate_stream
-from .orientation import SHIPPED_MODEL, OrientationModel
+from .orientation_window import load_orientation_model
 from .pose_database import build_database
 from .report import quality_series, write_report
 from .solver import Solver, solve
@@ -76,7 +76,7 @@ def solve_demo(files, clip: Path, stream, truth, out: Path) -> dict:
     database_path = out / "default.db.npz"
     database.save(database_path)
     print(f"demo: solving {len(stream)} samples over {len(database)} poses ...", file=sys.stderr)
-    solution = solve(stream, Solver([database], orientation_model=OrientationModel.load(SHIPPED_MODEL)))
+    solution = solve(stream, Solver([database], orientation_model=load_orientation_model()))
     solved_path = out / f"{clip.stem}.solved.bvh"
     write_bvh(solved_path, solution.motion)
     implied = implied_joint_positions(solution.stream)[:, 1:]

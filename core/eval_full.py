@@ -24,7 +24,7 @@ from .mocap import add_data_arguments, add_selection_arguments, default_database
     print_progress, selected_files
 from .n3p_model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from .n3p_solver import N3PSolver
-from .orientation import SHIPPED_MODEL as ORIENTATION_MODEL, OrientationModel
+from .orientation_window import load_orientation_model
 from .pose_database import PoseDatabase, build_database
 from .solver import Solver
 
@@ -37,7 +37,7 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
     made = {}
     for method in methods:
         if method == "mm":
-            made[method] = Solver([database], SolverConfig(), OrientationModel.load(ORIENTATION_MODEL))
+            made[method] = Solver([database], SolverConfig(), load_orientation_model())
         elif method == "n3p":
             made[method] = N3PSolver(model)
         elif method == "n3p_hmd_only":

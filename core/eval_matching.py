@@ -20,7 +20,7 @@ from .config import SimulationConfig, SolverConfig
 from .devices import implied_joint_positions
 from .metrics import score_motion
 from .mocap import activity, add_data_arguments, add_selection_arguments, print_progress, selected_files
-from .orientation import SHIPPED_MODEL, OrientationModel
+from .orientation_window import load_orientation_model
 from .pose_database import PoseDatabase
 from .simulate import simulate_stream
 from .solver import MatchingDatabase, Solver, solve
@@ -34,7 +34,7 @@ METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower
            "jitter")
 
 
-def solvers(database: PoseDatabase, config: SolverConfig, model: OrientationModel, methods) -> dict[str, Solver]:
+def solvers(database: PoseDatabase, config: SolverConfig, model, methods) -> dict[str, Solver]:
     """One solver per method; those over the whole database share its features and index."""
     made = {}
     whole = MatchingDatabase.prepare(database, config)
@@ -56,7 +56,7 @@ def evaluate(files, database: PoseDatabase, config: SolverConfig = SolverConfig(
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), model=None,
              progress=None) -> dict:
     """Figures per method (frame-weighted means over the clips), per activity and per file."""
-    model = model or OrientationModel.load(SHIPPED_MODEL)
+    model = model or load_orientation_model()
     made = solvers(database, config, model, methods)
     result = score_solvers(files, made, simulation, progress)
     for method, solver in made.items():
@@ -120,7 +120,7 @@ def run(args) -> int:
     config = SolverConfig(alpha_m=args.alpha)
     print(f"eval matching: {len(files)} clips, database {args.db} ({len(database)} poses)", file=sys.stderr)
 
-    model = OrientationModel.load(args.orientation) if args.orientation else None
+    model = load_orientation_model(args.orientation) if args.orientation else None
     result = evaluate(files, database, config, args.methods, SimulationConfig(look_around_deg=args.look_around),
                       model, print_progress)
     for method in args.methods:

@@ -181,14 +181,14 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
     from .devices import implied_joint_positions
     from .eval_matching import LOOK_AROUND_DEG
     from .metrics import score_motion
-    from .orientation import SHIPPED_MODEL as ORIENTATION_MODEL, OrientationModel
+    from .orientation_window import load_orientation_model
     from .pose_database import build_database
     from .simulate import simulate_stream
     from .solver import MatchingDatabase, Solver, solve
 
     config = SolverConfig()
     database = build_database([read_bvh(f) for f in database_files], DatabaseConfig())
-    solver = Solver([MatchingDatabase.prepare(database, config)], config, OrientationModel.load(ORIENTATION_MODEL))
+    solver = Solver([MatchingDatabase.prepare(database, config)], config, load_orientation_model())
     simulation = SimulationConfig(look_around_deg=LOOK_AROUND_DEG)
     rows = {"mm": [], "mm_rmr": []}
     for i, path in enumerate(files):

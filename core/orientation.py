@@ -27,7 +27,10 @@ INPUT_SIZE = FEATURE_SIZE + 6
 HIDDEN_UNITS = (32, 32)
 """MMVR §4.2: two hidden layers of 32 units, ReLU."""
 SHIPPED_MODEL = Path(__file__).resolve().parents[1] / "assets" / "orientation.npz"
-"""The network trained by the project (assets/orientation.json records how)."""
+"""The default orientation model: the window model (orientation_window.py; load it with
+orientation_window.load_orientation_model), trained by the project (assets/orientation.json records how)."""
+MMVR_MODEL = SHIPPED_MODEL.with_name("orientation_mmvr.npz")
+"""This module's network as the paper has it, trained by the project (assets/orientation_mmvr.json records how)."""
 # 6D of the identity: the body facing exactly where the heading frame faces.
 IDENTITY_6D = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
 IDENTITY_ROWS = IDENTITY_6D.reshape(2, 3)
@@ -144,6 +147,13 @@ class OrientationModel:
     def forward(self, x: np.ndarray) -> np.ndarray:
         """Raw 6D outputs (..., 6) for inputs (..., 42)."""
         return self.forward_from(self.feature_activations(x[..., :FEATURE_SIZE]), x[..., FEATURE_SIZE:])
+
+    def predict(self, positions: np.ndarray, rotations: np.ndarray, fps: float) -> np.ndarray:
+        """World 6D body orientations (T, 6) of a whole stream (predict_body_orientation, settled start)."""
+        return predict_body_orientation(self, positions, rotations, fps)
+
+    def predictor(self) -> "OrientationPredictor":
+        return OrientationPredictor(self)
 
     def save(self, path: str | Path) -> None:
         arrays = {"input_mean": self.input_mean, "input_std": self.input_std}

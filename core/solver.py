@@ -30,7 +30,8 @@ from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_f
 from .foot_lock import FootLock, Legs
 from .inertialize import Inertializer
 from .motion import Motion, forward_kinematics
-from .orientation import SHIPPED_MODEL, OrientationModel, OrientationPredictor, facing_yaw, heading_rotations
+from .orientation import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, facing_yaw, heading_rotations
+from .orientation_window import WindowOrientationModel, load_orientation_model
 from .plausibility import step_seconds, usable_samples, without_unusable_samples
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
@@ -149,7 +150,8 @@ class Solver:
     """Motion matching over one or more databases, then foot lock and upper-body IK (live driver: `step`)."""
 
     def __init__(self, databases: list[PoseDatabase | MatchingDatabase], config: SolverConfig = SolverConfig(),
-                 orientation_model: OrientationModel | None = None, standing_hmd_height_m: float | None = None,
+                 orientation_model: WindowOrientationModel | OrientationModel | None = None,
+                 standing_hmd_height_m: float | None = None,
                  devices: DeviceOffsets = DeviceOffsets()):
         """`databases` may come prepared (MatchingDatabase.prepare with the same feature weights and margins),
         so that solvers differing in other settings share one feature database and index."""
@@ -162,7 +164,8 @@ class Solver:
                 raise DatabaseError("all databases must share one skeleton and frame rate "
                                     f"({len(first.skeleton)} joints at {first.fps:g} fps first)")
         if config.orientation == "network" and orientation_model is None:
-            raise ValueError("orientation 'network' needs a model (orientation.SHIPPED_MODEL), or use 'hmd'")
+            raise ValueError("orientation 'network' needs a model (orientation_window.load_orientation_model()), "
+                             "or use 'hmd'")
         if config.orientation not in ("network", "hmd"):
             raise ValueError(f"orientation must be 'network' or 'hmd', not {config.orientation!r}")
         self.config = config
@@ -197,7 +200,7 @@ class Solver:
         self.state = SolverState(standing_height_m=standing_hmd_height_m or self.fixed_height)
         self.inertializer = Inertializer.at_rest(len(self.skeleton))
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
-        self.predictor = OrientationPredictor(self.model) if self.model is not None else None
+        self.predictor = self.model.predictor() if self.model is not None else None
         self.root_speed = 0.0
 
     # -- calibration ------------------------------------------------------------------------------------------
@@ -505,9 +508,10 @@ def load_calibrated_solver(database_paths, config: SolverConfig = SolverConfig()
 
 def load_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
                 standing_hmd_height_m: float | None = None) -> Solver:
-    """A solver over database files; `orientation` is a model file, 'hmd', or None for the shipped network."""
+    """A solver over database files; `orientation` is a model file, 'mmvr' (the paper's network), 'hmd', or None
+    for the shipped default (the window model)."""
     databases = [PoseDatabase.load(path) for path in database_paths]
     if orientation == "hmd":
         return Solver(databases, replace(config, orientation="hmd"), None, standing_hmd_height_m)
-    model = OrientationModel.load(orientation or SHIPPED_MODEL)
+    model = load_orientation_model(MMVR_MODEL if orientation == "mmvr" else orientation or SHIPPED_MODEL)
     return Solver(databases, replace(config, orientation="network"), model, standing_hmd_height_m)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import quat
+from . import quat, train_orientation_window
 from .atomic import check_outputs, write_text
 from .bvh import read_bvh
 from .character import body_yaw
@@ -208,7 +208,18 @@ def _progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -
 
 
 def run(args) -> int:
-    """Train the body-orientation network on simulated streams; write the model and its record."""
+    """Train a body-orientation model on simulated streams (the window model, or --architecture mmvr)."""
+    if args.architecture == "window":
+        args.epochs = args.epochs or 20
+        args.hidden = args.hidden or list(train_orientation_window.HIDDEN_UNITS)
+        return train_orientation_window.run(args)
+    args.epochs = args.epochs or 40
+    args.hidden = args.hidden or list(HIDDEN_UNITS)
+    return run_mmvr(args)
+
+
+def run_mmvr(args) -> int:
+    """Train the paper's network (MMVR §4) on simulated streams; write the model and its record."""
     import json
     from pathlib import Path
 
@@ -258,16 +269,21 @@ def add_command(train_group) -> None:
     parser = train_group.add_parser("orientation", help=run.__doc__, description=__doc__)
     parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders (split by file)")
     parser.add_argument("-o", "--output", required=True, help="model file to write (.npz; a .json record beside it)")
-    parser.add_argument("--epochs", type=int, default=40)
-    parser.add_argument("--rollout", type=int, default=ROLLOUT, help="r of Algorithm 1 (paper: 50)")
+    parser.add_argument("--architecture", choices=("window", "mmvr"), default="window",
+                        help="window: the MLP over two seconds of device history (default, orientation_window.py); "
+                             "mmvr: the paper's network (orientation.py)")
+    parser.add_argument("--epochs", type=int, default=None, help="default 20 (window) or 40 (mmvr)")
+    parser.add_argument("--rollout", type=int, default=ROLLOUT, help="mmvr: r of Algorithm 1 (paper: 50)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--windows-per-epoch", type=int, default=25600,
-                        help="training windows drawn at random per epoch (default 25600 = 400 batches)")
+                        help="mmvr: training windows drawn at random per epoch (default 25600 = 400 batches)")
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",
                         help="look-around augmentation of the simulated streams (default 60)")
-    parser.add_argument("--no-mirror", action="store_true", help="do not add mirrored copies of the clips")
-    parser.add_argument("--hidden", type=int, nargs="+", default=list(HIDDEN_UNITS), metavar="UNITS",
-                        help="hidden layer widths (paper: 32 32); wider ones need --clip-grad-norm (README)")
+    parser.add_argument("--no-mirror", action="store_true", help="mmvr: do not add mirrored copies of the clips")
+    parser.add_argument("--hidden", type=int, nargs="+", default=None, metavar="UNITS",
+                        help="hidden layer widths (window: 96 64; mmvr, the paper: 32 32, wider ones need "
+                             "--clip-grad-norm)")
     parser.add_argument("--clip-grad-norm", type=float, default=None, metavar="NORM",
-                        help="clip the gradient's norm before each step (the paper does not; default off)")
+                        help="mmvr: clip the gradient's norm before each step (the paper does not; default off)")
+    train_orientation_window.add_arguments(parser)
     parser.set_defaults(run=run)

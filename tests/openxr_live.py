@@ -103,11 +103,11 @@ def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = F
     from core.bvh import read_bvh
     from core.devices import joints_from_devices
     from core.live import run_live
-    from core.orientation import SHIPPED_MODEL, OrientationModel
+    from core.orientation_window import load_orientation_model
     from core.pose_database import build_database
     from core.solver import Solver
 
-    solver = Solver([build_database([read_bvh(WALK_1)])], orientation_model=OrientationModel.load(SHIPPED_MODEL))
+    solver = Solver([build_database([read_bvh(WALK_1)])], orientation_model=load_orientation_model())
     first, last = (int(v) for v in lose_hands.split(":")) if lose_hands else (-1, -1)
     count, hand_errors = [0], []
 

@@ -213,6 +213,21 @@ def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_el
         settings.solve.elbow_constants = 'PAPER'
 
 
+def test_the_body_orientation_setting_picks_the_window_model_the_papers_network_or_the_hmd(bpy, installed, session):
+    settings = _solve(bpy, session["mixamo"])
+    models = {}
+    try:
+        for item in ('NETWORK', 'MMVR', 'HMD'):
+            settings.solve.orientation = item
+            assert settings.solve.cache_stale
+            solver = installed.operators_solve.load_solver(bpy.context)
+            models[item] = (type(solver.model).__name__ if solver.model else None, solver.config.orientation)
+    finally:
+        settings.solve.orientation = 'NETWORK'
+    assert models == {"NETWORK": ("WindowOrientationModel", "network"), "MMVR": ("OrientationModel", "network"),
+                      "HMD": (None, "hmd")}
+
+
 def _bake(bpy, session, rig):
     _solve(bpy, session[rig])
     obj = bpy.data.objects[session[rig]]

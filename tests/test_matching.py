@@ -15,7 +15,7 @@ from core.foot_lock import FootLock, Legs
 from core.humanoid import find_mapping
 from core.inertialize import Inertializer
 from core.motion import Motion
-from core.orientation import SHIPPED_MODEL, OrientationModel
+from core.orientation_window import load_orientation_model
 from core.pose_database import DatabaseError, PoseDatabase, build_database
 from core.simulate import simulate_stream
 from core.solver import Solver, solve
@@ -37,7 +37,7 @@ def database():
 
 @pytest.fixture(scope="module")
 def model():
-    return OrientationModel.load(SHIPPED_MODEL)
+    return load_orientation_model()
 
 
 @pytest.fixture(scope="module")

@@ -149,7 +149,7 @@ def test_training_builds_the_hidden_layers_asked_for():
 
 
 def test_shipped_model_beats_hmd_forward_on_a_held_back_clip():
-    model = OrientationModel.load(ASSETS / "orientation.npz")
+    model = OrientationModel.load(ASSETS / "orientation_mmvr.npz")
     assert model.info["rollout"] == 50 and model.info["validation_mean_deg"] < 20.0
     clip = prepare_clips([held_back_clip()], look_around_deg=60.0, seed=123)[0]
     predicted = predict_body_orientation(model, clip.positions, clip.rotations, 60.0)
@@ -159,7 +159,7 @@ def test_shipped_model_beats_hmd_forward_on_a_held_back_clip():
 
 
 def test_a_fresh_predictor_settles_on_its_first_frame_instead_of_starting_from_hmd_forward():
-    model = OrientationModel.load(ASSETS / "orientation.npz")
+    model = OrientationModel.load(ASSETS / "orientation_mmvr.npz")
     settled, started, hmd = [], [], []
     for seed in range(5):  # look-around draws: the head starts turned from the body by up to 66 degrees
         clip = prepare_clips([held_back_clip()], look_around_deg=60.0, seed=seed)[0]

@@ -97,7 +97,7 @@ def load_solver(context):
         raise VRAvatarError(f"motion database not found: {missing[0]}")
     try:
         return core.solver.load_calibrated_solver(
-            paths, solver_config(solve), "hmd" if solve.orientation == 'HMD' else None,
+            paths, solver_config(solve), None if solve.orientation == 'NETWORK' else solve.orientation.lower(),
             solve.user_height if explicit else None, solve.arm_span if explicit else None)
     except (core.pose_database.DatabaseError, ValueError) as error:
         raise VRAvatarError(str(error)) from None

@@ -126,7 +126,8 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
         default='PAPER', update=_mark_stale)
     orientation: EnumProperty(
         name="Body Orientation", description="How the body's facing is found",
-        items=[('NETWORK', "Network", "The orientation network (MMVR §4)"),
+        items=[('NETWORK', "Network", "The shipped orientation model: two seconds of device history"),
+               ('MMVR', "MMVR Network", "The paper's network (MMVR §4): one frame and its previous answer"),
                ('HMD', "HMD Forward", "The body faces where the headset faces")],
         default='NETWORK', update=_mark_stale)
     calibration: EnumProperty(
