@@ -43,11 +43,16 @@ def frame_vectors(positions: np.ndarray, rotations: np.ndarray, fps: float,
     Velocities are backward differences; the first frame's predecessor is `previous_positions` when given
     (live stepping), else the frame itself (zero velocity), so that both drivers see the same numbers.
     """
-    before = positions[:1] if previous_positions is None else previous_positions[None]
-    velocity = (positions - np.concatenate([before, positions[:-1]])) * fps
-    axes = quat.to_matrix(rotations)[..., :2]  # (T, 3, 3, 2): each device's x and y columns
-    return np.concatenate([positions[:, :1], positions[:, 1:] - positions[:, :1], velocity,
-                           np.swapaxes(axes, -1, -2).reshape(len(positions), 6, 3)], axis=1)
+    vectors = np.empty((len(positions), VECTOR_COUNT, 3))
+    vectors[:, 0] = positions[:, 0]
+    vectors[:, 1:3] = positions[:, 1:] - positions[:, :1]
+    vectors[:, 3:6] = positions
+    vectors[1:, 3:6] -= positions[:-1]
+    vectors[0, 3:6] -= positions[0] if previous_positions is None else previous_positions
+    vectors[:, 3:6] *= fps
+    # Each device's x and y columns, as rows.
+    vectors[:, 6:] = np.swapaxes(quat.to_matrix(rotations)[..., :2], -1, -2).reshape(len(positions), 6, 3)
+    return vectors
 
 
 def window_inputs(windows: np.ndarray, heading: np.ndarray) -> np.ndarray:
@@ -92,14 +97,14 @@ class WindowOrientationModel:
     def __post_init__(self):
         # Normalisation folded into the first layer: ((x - mean) / std) W + b = x (W / std) + (b - (mean / std) W).
         w, b = self.layers[0]
-        self._first = (w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w)
+        self._pass = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w), *self.layers[1:]]
         self.taps = np.asarray(self.taps, dtype=int)
 
     def forward(self, inputs: np.ndarray) -> np.ndarray:
         """Raw outputs (T, 2) for inputs (T, taps * 36)."""
-        h = inputs @ self._first[0] + self._first[1]
-        for w, b in self.layers[1:]:
-            h = np.maximum(h, 0.0) @ w + b
+        h = inputs @ self._pass[0][0] + self._pass[0][1]
+        for w, b in self._pass[1:]:
+            h = np.maximum(h, 0.0, out=h) @ w + b
         return h
 
     def body_yaw(self, inputs: np.ndarray, heading_yaw: np.ndarray) -> np.ndarray:
