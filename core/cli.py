@@ -309,9 +309,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "the first half second)")
     solve_parser.add_argument("--arm-span", type=float, help="T-pose wrist-to-wrist span in metres (default: the avatar's arms)")
     solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as the solver returns them")
-    solve_parser.add_argument("--ik-constants", default="paper", metavar="CHOICE",
-                              help="mm: the arm IK's elbow constants: 'paper' (default, Parger et al. as printed), "
-                                   "'fitted' (the shipped refit to mocap) or a file from `train ik`")
+    solve_parser.add_argument("--ik-constants", default="fitted", metavar="CHOICE",
+                              help="mm: the arm IK's elbow constants: 'fitted' (default, Parger et al.'s heuristics "
+                                   "refitted to mocap), 'paper' (as printed) or a file from `train ik`")
     solve_parser.add_argument("--avatar", help="BVH character to write the motion on (its skeleton, proportions and "
                                                "rest pose) instead of the solver's skeleton")
     solve_parser.add_argument("--avatar-size", choices=SIZE_MODES, default="fit",

@@ -194,23 +194,25 @@ def test_changing_a_setting_marks_the_solve_stale(bpy, installed, session):
 
 def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_elbows(bpy, installed, session):
     settings = _solve(bpy, session["mixamo"])
+    assert settings.solve.elbow_constants == 'FITTED'
+    config = installed.operators_solve.solver_config(settings.solve)
+    assert config.upper_body == installed.core.upper_body_ik.ik_constants("fitted")
     cache = _cache(installed, bpy)
-    paper = cache.positions.copy()
-    settings.solve.elbow_constants = 'FITTED'
+    fitted = cache.positions.copy()
+    settings.solve.elbow_constants = 'PAPER'
     try:
         assert settings.solve.cache_stale
         config = installed.operators_solve.solver_config(settings.solve)
-        assert config.upper_body == installed.core.upper_body_ik.ik_constants("fitted")
-        assert config.upper_body != installed.core.config.UpperBodyIKConfig()
+        assert config.upper_body == installed.core.config.UpperBodyIKConfig()
         _solve(bpy, session["mixamo"])
-        fitted = _cache(installed, bpy).positions
+        paper = _cache(installed, bpy).positions
         bones = list(cache.bones)
         elbows = [bones.index(MIXAMO[f"{s}_forearm"]) for s in "lr"]
         hands = [bones.index(MIXAMO[f"{s}_hand"]) for s in "lr"]
         assert np.linalg.norm(fitted[:, elbows] - paper[:, elbows], axis=-1).mean() > 0.01
         np.testing.assert_allclose(fitted[:, hands], paper[:, hands], atol=1e-3)
     finally:
-        settings.solve.elbow_constants = 'PAPER'
+        settings.solve.elbow_constants = 'FITTED'
 
 
 def _bake(bpy, session, rig):
