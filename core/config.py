@@ -41,10 +41,31 @@ class SimulationConfig:
     """Range of seconds between look-around targets; the head eases from one target to the next."""
     seed: int = 0
     devices: DeviceOffsets = DeviceOffsets()
+    attachment_noise_m: float = 0.0
+    """Each controller held off the assumed grip by a random offset up to this long, per clip (issue 28: 0.03)."""
+    attachment_noise_deg: float = 0.0
+    """... and turned in the fist (about its grip centre) by a random rotation up to this angle (issue 28: 15)."""
+    calibration_pose_s: float = 0.0
+    """The person first holds a T-pose this long, circling the wrists (calibration.py's gesture), then eases
+    into the clip; 0: the stream is the clip alone."""
 
     def __post_init__(self):
         require_positive(self, "fps")
         require_positive(self, "look_around_deg", zero=True)
+        for name in ("attachment_noise_m", "attachment_noise_deg", "calibration_pose_s"):
+            require_positive(self, name, zero=True)
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    """Calibration from the stream's first seconds (calibration.py): a T-pose with the wrists circling."""
+
+    search_s: float = 6.0
+    """Look for the calibration gesture within the stream's first seconds."""
+    min_pose_s: float = 0.5
+    """The T-pose must be held at least this long."""
+    min_wrist_turn_deg: float = 15.0
+    """The grip-to-wrist offset is estimated only if the controllers turn at least this much (RMS) about the wrists."""
 
 
 def require_positive(config, name: str, zero: bool = False) -> None:
