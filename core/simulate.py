@@ -58,6 +58,8 @@ class SimulatedStream:
     unless the simulation adds attachment noise): joints_from_devices with these gives the true joints."""
     clip_start: int = 0
     """Frames of the calibration pose before the clip (truth and stream hold them too)."""
+    grip_turns: np.ndarray | None = None
+    """(2, 4) each controller's turn in the grip DeviceOffsets assumes (identity without attachment noise)."""
 
 
 def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(),
@@ -84,7 +86,7 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
 
     device_rotations = np.stack([quat.multiply(rotations[:, head], hmd_attachment)] +
                                 [quat.multiply(rotations[:, j], a) for j, a in zip(hands, grip_attachments)], axis=1)
-    offsets = device_offsets(config.devices)
+    offsets, turns = device_offsets(config.devices), quat.identity(2)
     device_positions = positions[:, [head, *hands]] + quat.rotate(device_rotations, offsets)
     if config.attachment_noise_m > 0 or config.attachment_noise_deg > 0:
         shifts, turns = attachment_noise(rng, config.attachment_noise_m, config.attachment_noise_deg)
@@ -95,7 +97,7 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
     stream = ThreePointStream(np.arange(len(motion)) / motion.fps, device_positions,
                               quat.unroll(quat.positive_hemisphere(device_rotations)),
                               np.ones((len(motion), 3), dtype=bool))
-    return SimulatedStream(stream, truth, mapping, look_around, config, offsets, clip_start)
+    return SimulatedStream(stream, truth, mapping, look_around, config, offsets, clip_start, turns)
 
 
 def random_rotations(rng, count: int, max_deg: float) -> np.ndarray:
