@@ -14,6 +14,7 @@ from conftest import DATASET_1, WALK_1
 
 from core import quat
 from core.bvh import read_bvh
+from core.config import SimulationConfig
 from core.devices import implied_joint_positions
 from core.humanoid import find_mapping
 from core.retarget import standing_frames
@@ -247,6 +248,33 @@ def _hands_on_controllers(bpy, session, obj, cache) -> int:
                 assert np.linalg.norm(hand - target) < 0.01
                 checked += 1
     return checked
+
+
+def test_the_solve_calibrates_the_devices_from_the_gesture_and_keeps_what_it_found(bpy, installed, session):
+    """A stream that starts with the calibration gesture, controllers held off: the solve finds it, the scene keeps
+    the estimates for the Solve panel; without the gesture or with *Calibrate Devices* off it says so."""
+    scene = bpy.context.scene
+    key = installed.operators_solve.CALIBRATION_KEY
+    clip = read_bvh(STREAM_CLIP)[: int(SECONDS * 30)]
+    simulated = simulate_stream(clip, SimulationConfig(calibration_pose_s=2.0, attachment_noise_m=0.03,
+                                                       attachment_noise_deg=15.0))
+    csv = session["folder"] / "gesture.csv"
+    write_stream(csv, simulated.stream)
+    try:
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(csv)) == {'FINISHED'}
+        _solve(bpy, session["mixamo"])
+        found = json.loads(scene[key])
+        assert found["found"] and 1.9 < found["pose_s"][1] < 2.7
+        for c in (0, 1):
+            assert np.linalg.norm(np.array(found["grip_offsets_m"][c]) - simulated.offsets[1 + c]) < 0.01
+        scene.vr_avatar.solve.calibrate_devices = False
+        _solve(bpy, session["mixamo"])
+        assert key not in scene
+    finally:
+        scene.vr_avatar.solve.calibrate_devices = True
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
+    _solve(bpy, session["mixamo"])
+    assert json.loads(scene[key]) == {"found": False}
 
 
 @pytest.mark.parametrize("rig", ["mixamo", "rigify", "fbx"])
