@@ -34,8 +34,8 @@ ARMS_APART_OF_HEIGHT = 0.6
 """In a T-pose the controllers are at least this share of the HMD's height apart (wrist span ~0.85)."""
 LEVEL_SHARE = 0.15
 """... level with each other within this share of their distance ..."""
-BELOW_HMD_M = (0.05, 0.5)
-"""... and between these distances below the HMD (shoulder height)."""
+BELOW_HMD_M = (-0.05, 0.5)
+"""... and between these distances below the HMD (shoulder height; a hunched start brings the head down to it)."""
 
 
 def t_pose_grips(left: np.ndarray, forward: np.ndarray) -> np.ndarray:
@@ -183,6 +183,27 @@ def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, round
     return solution[:3], float(np.sqrt(np.mean(residual[kept] ** 2)))
 
 
+SEGMENT_S = 0.5
+"""The pose is cut into pieces this long, each fitted alone, to find where the wrists held still."""
+PIECE_AGREEMENT_M = 0.01
+"""Pieces whose own offset is this far from the pieces' median are left out of the fit."""
+
+
+def steady(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Which samples to fit: those of the pieces (SEGMENT_S) whose own pivot offset is within
+    PIECE_AGREEMENT_M of the median piece's. While the arms move into or out of the pose the drift terms
+    absorb the motion in a piece's own fit, but its offset goes astray."""
+    pieces = np.minimum(((times - times[0]) / SEGMENT_S).astype(int), max(int(np.ptp(times) / SEGMENT_S) - 1, 0))
+    counts = np.bincount(pieces)
+    usable = np.flatnonzero(counts >= 12)
+    if len(usable) < 2:
+        return np.ones(len(times), dtype=bool)
+    offsets = np.array([pivot(positions[pieces == k], rotations[pieces == k], times[pieces == k], rounds=1)[0]
+                        for k in usable])
+    agree = np.linalg.norm(offsets - np.median(offsets, axis=0), axis=-1) <= PIECE_AGREEMENT_M
+    return np.isin(pieces, usable[agree])
+
+
 def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig(),
                      devices: DeviceOffsets = DeviceOffsets()) -> StreamCalibration:
     """Estimates from the T-pose with circling wrists in the stream's first seconds (module docstring)."""
@@ -195,7 +216,8 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
     for c in (1, 2):
         mean = quat.mean(rotations[:, c])
         turn = float(np.degrees(np.sqrt(np.mean(quat.angle_between(rotations[:, c], mean) ** 2))))
-        offset, residual = pivot(positions[:, c], rotations[:, c], times)
+        kept = steady(positions[:, c], rotations[:, c], times)
+        offset, residual = pivot(positions[kept, c], rotations[kept, c], times[kept])
         measured = turn >= config.min_wrist_turn_deg
         offsets.append(offset if measured else None)
         turns.append(turn)

@@ -7,7 +7,7 @@ import math
 import sys
 from pathlib import Path
 
-from . import bench, demo, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, fit_upper_body_ik, \
+from . import bench, demo, eval_calibration, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, fit_upper_body_ik, \
     train_n3p, train_orientation, train_stitch
 from .atomic import check_outputs
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
@@ -400,6 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_matching.add_command(evaluate)
     eval_stitch.add_command(evaluate)
     eval_full.add_command(evaluate)
+    eval_calibration.add_command(evaluate)
 
     bench.add_parser(groups)
     demo.add_parser(groups)
