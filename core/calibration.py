@@ -34,6 +34,8 @@ ARMS_APART_OF_HEIGHT = 0.6
 """In a T-pose the controllers are at least this share of the HMD's height apart (wrist span ~0.85)."""
 LEVEL_SHARE = 0.15
 """... level with each other within this share of their distance ..."""
+MAX_OFFSET_M = 0.2
+"""A grip farther than this from the wrist is not a hand's: the pivot fit went astray."""
 BELOW_HMD_M = (-0.05, 0.5)
 """... and between these distances below the HMD (shoulder height; a hunched start brings the head down to it)."""
 
@@ -200,7 +202,8 @@ def steady(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> n
         return np.ones(len(times), dtype=bool)
     offsets = np.array([pivot(positions[pieces == k], rotations[pieces == k], times[pieces == k], rounds=1)[0]
                         for k in usable])
-    agree = np.linalg.norm(offsets - np.median(offsets, axis=0), axis=-1) <= PIECE_AGREEMENT_M
+    distance = np.linalg.norm(offsets - np.median(offsets, axis=0), axis=-1)
+    agree = (distance <= PIECE_AGREEMENT_M) | (distance == distance.min())
     return np.isin(pieces, usable[agree])
 
 
@@ -218,7 +221,8 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
         turn = float(np.degrees(np.sqrt(np.mean(quat.angle_between(rotations[:, c], mean) ** 2))))
         kept = steady(positions[:, c], rotations[:, c], times)
         offset, residual = pivot(positions[kept, c], rotations[kept, c], times[kept])
-        measured = turn >= config.min_wrist_turn_deg
+        measured = (turn >= config.min_wrist_turn_deg and residual <= config.max_pivot_residual_m
+                    and float(np.linalg.norm(offset)) <= MAX_OFFSET_M)
         offsets.append(offset if measured else None)
         turns.append(turn)
         residuals.append(residual * 1000.0)
@@ -226,6 +230,8 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
     left = reject(np.mean(wrists[0] - wrists[1], axis=0), UP)
     grips = t_pose_grips(unit(left), np.cross(left, UP))
     tilts = tuple(quat.mean(quat.inverse_multiply(grips[c], rotations[:, 1 + c])) for c in (0, 1))
+    if max(quat.angle_between(t, quat.identity()) for t in tilts) > np.radians(config.max_tilt_deg):
+        return StreamCalibration(False)
     if any(o is None for o in offsets):  # the assumed offset, turned by the tilt found
         wrists = [positions[:, 1 + c] - quat.rotate(rotations[:, 1 + c], quat.inverse_rotate(tilts[c], grip_offset(devices)))
                   if offsets[c] is None else wrists[c] for c in (0, 1)]

@@ -65,7 +65,12 @@ class CalibrationConfig:
     min_pose_s: float = 0.5
     """The T-pose must be held at least this long."""
     min_wrist_turn_deg: float = 15.0
-    """The grip-to-wrist offset is estimated only if the controllers turn at least this much (RMS) about the wrists."""
+    """The grip-to-wrist offset is estimated only if the controllers turn at least this much (RMS) about the wrists ..."""
+    max_pivot_residual_m: float = 0.01
+    """... and the wrists held still to within this (RMS of the pivot fit)."""
+    max_tilt_deg: float = 35.0
+    """A pose whose grips are turned more than this from palms down, in line with the arms, is not the gesture
+    (plain motion with the arms spread; on the Bandai clips every such false find turned them 58-85 degrees)."""
 
 
 def require_positive(config, name: str, zero: bool = False) -> None:

@@ -18,7 +18,7 @@ from core.orientation import SHIPPED_MODEL, OrientationModel
 from core.simulate import simulate_stream
 from core.solver import Solver, solve
 from core.stream import write_stream
-from conftest import DATASET_2, WALK_1, WALK_2
+from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
 from test_cli import core
 
 NOISY = SimulationConfig(look_around_deg=45.0, calibration_pose_s=2.0, attachment_noise_m=0.03,
@@ -77,6 +77,14 @@ def test_without_the_gesture_nothing_is_found_and_the_stream_is_unchanged(walk2)
     stream = simulate_stream(walk2[:150], SimulationConfig(look_around_deg=45.0)).stream
     calibration = calibrate_stream(stream)
     assert not calibration.found and calibration.apply(stream) is stream
+
+
+def test_arms_spread_in_plain_motion_are_not_taken_for_the_gesture():
+    """A musical run and walk spread their arms level at shoulder height long enough to pass for a T-pose; the
+    grips are then turned 30-85 degrees from palms down, which the gesture's hold never is."""
+    for name in ("dataset-1_run_musical_001", "dataset-1_walk_musical_001"):
+        stream = simulate_stream(read_bvh(DATASET_1 / f"{name}.bvh"), replace(NOISY, calibration_pose_s=0.0)).stream
+        assert not calibrate_stream(stream).found, name
 
 
 def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_cm(noisy):
