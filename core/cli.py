@@ -7,11 +7,13 @@ import math
 import sys
 from pathlib import Path
 
-from . import bench, demo, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, fit_upper_body_ik, \
+from . import bench, demo, eval_calibration, eval_full, eval_ik, eval_matching, eval_orientation, eval_stitch, fit_upper_body_ik, \
     train_n3p, train_orientation, train_stitch
 from .atomic import check_outputs
 from .bvh import BVHError, guess_units, read_bvh, write_bvh
-from .config import DatabaseConfig, DeviceOffsets, N3PConfig, SimulationConfig, SolverConfig, StitchConfig, describe
+from .calibration import calibrate_stream, stored_calibration
+from .config import CalibrationConfig, DatabaseConfig, DeviceOffsets, N3PConfig, SimulationConfig, SolverConfig, \
+    StitchConfig, describe
 from .humanoid import HumanoidMappingError, find_mapping
 from .mapping_preset import builtin_presets, mapping_override
 from .mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
@@ -24,7 +26,7 @@ from .report import write_solution_report
 from .simulate import simulate_stream
 from .solver import load_calibrated_solver, solve
 from .stitch_model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
-from .stream import DEVICES, StreamFormatError, read_stream, write_stream
+from .stream import DEVICES, StreamFormatError, read_comments, read_stream, write_stream
 from .upper_body_ik import ik_constants
 
 MAPPING_HELP = ("humanoid joint mapping overriding name and structure matching: a JSON preset {canonical joint: "
@@ -33,7 +35,7 @@ USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound,
 POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "seconds", "rate", "window", "shift", "minutes",
                     "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
-NON_NEGATIVE_OPTIONS = ("look_around", "limit", "solved")
+NON_NEGATIVE_OPTIONS = ("look_around", "limit", "solved", "calibration_pose")
 
 
 def option_problem(args) -> str | None:
@@ -108,7 +110,9 @@ def stream_simulate(args) -> int:
     """Simulate a three-point stream (CSV v1) from a BVH clip; optionally write its ground truth."""
     check_outputs([args.output, args.truth], [args.bvh, args.mapping])
     motion = read_bvh(args.bvh, scale=args.scale)
-    config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets())
+    config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets(),
+                              attachment_noise_m=args.attachment_noise[0], attachment_noise_deg=args.attachment_noise[1],
+                              calibration_pose_s=args.calibration_pose)
     simulated = simulate_stream(motion, config,
                                 find_mapping(motion.skeleton, mapping_override(args.mapping, motion.skeleton.names)))
     comments = [f"simulated from {Path(args.bvh).name} by python -m core stream simulate",
@@ -136,6 +140,33 @@ def stream_info(args) -> int:
         f"  gaps longer than 1.5 steps: {len(gaps)}" + "".join(f"\n    at {t:.3f} s: {g * 1000:.1f} ms" for t, g in gaps[:10]),
         "  untracked samples: " + ", ".join(f"{d} {n}" for d, n in untracked.items()),
     ])
+    return 0
+
+
+def stream_calibrate(args) -> int:
+    """Estimate height, arm span and each controller's grip-to-wrist offset and tilt from the calibration gesture
+    (a T-pose with the wrists circling) in the stream's first seconds; -o stores them with the stream."""
+    check_outputs([args.output], [args.csv])
+    stream = read_stream(args.csv)
+    calibration = calibrate_stream(stream, CalibrationConfig(search_s=args.seconds))
+    result = {"file": str(args.csv), **calibration.describe()}
+    if calibration.found:
+        d = result
+        lines = [f"{args.csv}: T-pose {d['pose_s'][0]:.2f}-{d['pose_s'][1]:.2f} s; standing HMD height "
+                 f"{d['standing_hmd_height_m']:.3f} m, arm span (wrists) {d['arm_span_m']:.3f} m"]
+        for side, offset, tilt, turn in zip(("left", "right"), d["grip_offsets_m"], d["grip_tilt_deg"], d["wrist_turn_deg"]):
+            where = "not measured (the wrist hardly turned)" if offset is None else \
+                "(" + ", ".join(f"{100 * v:.1f}" for v in offset) + ") cm"
+            lines.append(f"  {side}: grip from wrist {where}, tilted {tilt:.1f} deg from the assumed grip; "
+                         f"wrist turned {turn:.0f} deg RMS")
+    else:
+        lines = [f"{args.csv}: no calibration gesture (T-pose, wrists circling) in the first {args.seconds:g} s; "
+                 "the solver assumes the default grip"]
+    if args.output:
+        comments = [text for _, text in read_comments(args.csv) if not text.startswith("calibration ")]
+        write_stream(args.output, stream, comments + [calibration.comment()])
+        lines.append(f"wrote {args.output} with the calibration as a comment line")
+    _print(result, args.json, lines)
     return 0
 
 
@@ -197,6 +228,7 @@ def solve_stream(args) -> int:
                    None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
     stream = read_stream(args.stream, hmd_only=args.hmd_only)
     _warn(check_stream(stream, args.stream))
+    calibration = None if args.no_calibrate else (stored_calibration(args.stream) or CalibrationConfig())
     if args.method == "n3p":
         config = N3PConfig(hmd_only=args.hmd_only, foot_lock=not args.no_foot_lock)
         solver = load_n3p_solver(args.model, config, args.height)
@@ -208,7 +240,12 @@ def solve_stream(args) -> int:
         config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock,
                               upper_body=ik_constants(args.ik_constants))
         solver = load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span)
-    solution = solve(stream, solver)
+    solution = solve(stream, solver, calibration)
+    if solution.calibration is not None and solution.calibration.found:
+        found = solution.calibration.describe()
+        print(f"calibrated from the T-pose at {found['pose_s'][0]:.2f}-{found['pose_s'][1]:.2f} s: grips tilted "
+              f"{found['grip_tilt_deg'][0]:.1f} / {found['grip_tilt_deg'][1]:.1f} deg, arm span {found['arm_span_m']:.3f} m",
+              file=sys.stderr)
     if args.avatar:
         avatar = read_bvh(args.avatar)
         retargeted = retarget_solution(solution, bvh_target(avatar, args.mapping), solution.motion.fps,
@@ -260,6 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
                           help="largest added head yaw about the neck, degrees (default 0: none)")
     simulate.add_argument("--fps", type=float, default=SimulationConfig.fps, help="stream rate (default 60)")
     simulate.add_argument("--seed", type=int, default=0, help="look-around random seed")
+    simulate.add_argument("--attachment-noise", type=float, nargs=2, default=(0.0, 0.0), metavar=("M", "DEG"),
+                          help="hold each controller off the assumed grip by a random offset up to M metres and a "
+                               "turn up to DEG degrees (default 0 0)")
+    simulate.add_argument("--calibration-pose", type=float, default=0.0, metavar="SECONDS",
+                          help="start with the calibration gesture held this long (T-pose, wrists circling; default 0)")
     simulate.add_argument("--truth", help="also write the ground-truth motion (look-around applied) as BVH")
     simulate.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
     simulate.add_argument("--mapping", help=MAPPING_HELP)
@@ -271,6 +313,13 @@ def build_parser() -> argparse.ArgumentParser:
     record_parser.add_argument("--rate", type=float, metavar="HZ",
                                help="keep at most this many samples per second (default: every runtime frame)")
     record_parser.set_defaults(run=stream_record)
+    calibrate = stream.add_parser("calibrate", help=stream_calibrate.__doc__, description=stream_calibrate.__doc__)
+    calibrate.add_argument("csv")
+    calibrate.add_argument("-o", "--output", help="write the stream with its calibration as a comment line")
+    calibrate.add_argument("--seconds", type=float, default=CalibrationConfig.search_s,
+                           help=f"look for the gesture in the first SECONDS (default {CalibrationConfig.search_s:g})")
+    calibrate.add_argument("--json", action="store_true", help="print one JSON object")
+    calibrate.set_defaults(run=stream_calibrate)
     info = stream.add_parser("info", help=stream_info.__doc__, description=stream_info.__doc__)
     info.add_argument("csv")
     info.add_argument("--json", action="store_true", help="print one JSON object")
@@ -310,9 +359,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "the first half second)")
     solve_parser.add_argument("--arm-span", type=float, help="T-pose wrist-to-wrist span in metres (default: the avatar's arms)")
     solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as the solver returns them")
-    solve_parser.add_argument("--ik-constants", default="paper", metavar="CHOICE",
-                              help="mm: the arm IK's elbow constants: 'paper' (default, Parger et al. as printed), "
-                                   "'fitted' (the shipped refit to mocap) or a file from `train ik`")
+    solve_parser.add_argument("--no-calibrate", action="store_true",
+                              help="take the controllers as held the default way (default: a calibration stored with "
+                                   "the stream, else one from the gesture in its first seconds, `stream calibrate`)")
+    solve_parser.add_argument("--ik-constants", default="fitted", metavar="CHOICE",
+                              help="mm: the arm IK's elbow constants: 'fitted' (default, Parger et al.'s heuristics "
+                                   "refitted to mocap), 'paper' (as printed) or a file from `train ik`")
     solve_parser.add_argument("--avatar", help="BVH character to write the motion on (its skeleton, proportions and "
                                                "rest pose) instead of the solver's skeleton")
     solve_parser.add_argument("--avatar-size", choices=SIZE_MODES, default="fit",
@@ -349,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_matching.add_command(evaluate)
     eval_stitch.add_command(evaluate)
     eval_full.add_command(evaluate)
+    eval_calibration.add_command(evaluate)
 
     bench.add_parser(groups)
     demo.add_parser(groups)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .atomic import write_text
@@ -40,10 +41,36 @@ class SimulationConfig:
     """Range of seconds between look-around targets; the head eases from one target to the next."""
     seed: int = 0
     devices: DeviceOffsets = DeviceOffsets()
+    attachment_noise_m: float = 0.0
+    """Each controller held off the assumed grip by a random offset up to this long, per clip (issue 28: 0.03)."""
+    attachment_noise_deg: float = 0.0
+    """... and turned in the fist (about its grip centre) by a random rotation up to this angle (issue 28: 15)."""
+    calibration_pose_s: float = 0.0
+    """The person first holds a T-pose this long, circling the wrists (calibration.py's gesture), then eases
+    into the clip; 0: the stream is the clip alone."""
 
     def __post_init__(self):
         require_positive(self, "fps")
         require_positive(self, "look_around_deg", zero=True)
+        for name in ("attachment_noise_m", "attachment_noise_deg", "calibration_pose_s"):
+            require_positive(self, name, zero=True)
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    """Calibration from the stream's first seconds (calibration.py): a T-pose with the wrists circling."""
+
+    search_s: float = 6.0
+    """Look for the calibration gesture within the stream's first seconds."""
+    min_pose_s: float = 0.5
+    """The T-pose must be held at least this long."""
+    min_wrist_turn_deg: float = 15.0
+    """The grip-to-wrist offset is estimated only if the controllers turn at least this much (RMS) about the wrists ..."""
+    max_pivot_residual_m: float = 0.01
+    """... and the wrists held still to within this (RMS of the pivot fit)."""
+    max_tilt_deg: float = 35.0
+    """A pose whose grips are turned more than this from palms down, in line with the arms, is not the gesture
+    (plain motion with the arms spread; on the Bandai clips every such false find turned them 58-85 degrees)."""
 
 
 def require_positive(config, name: str, zero: bool = False) -> None:
@@ -153,6 +180,16 @@ class UpperBodyIKConfig:
         return dataclasses.replace(defaults, **values)
 
 
+FITTED_IK_CONSTANTS = Path(__file__).resolve().parents[1] / "assets" / "upper_body_ik_fitted.json"
+"""Parger's elbow constants refitted to the Bandai training split by §3.3's own procedure (`train ik`)."""
+
+
+@functools.lru_cache(maxsize=1)
+def fitted_ik_constants() -> UpperBodyIKConfig:
+    """The shipped refit of the arm IK's constants (FITTED_IK_CONSTANTS), read once: the solver's default."""
+    return UpperBodyIKConfig.load(FITTED_IK_CONSTANTS)
+
+
 @dataclass(frozen=True)
 class DatabaseConfig:
     """Pose and feature databases (MMVR §5.1-5.2, §5.5; SPEC §4 `db build`)."""
@@ -218,8 +255,9 @@ class SolverConfig:
     """§6.2: hold a foot in contact where it touched down."""
     arm_ik: bool = True
     """§6.1: pose neck, shoulders and arms from the devices (Parger IK); off keeps the matched upper body."""
-    upper_body: UpperBodyIKConfig = UpperBodyIKConfig()
-    """The arm IK's constants: Parger et al.'s as printed, or a refit (`upper_body_ik.ik_constants`)."""
+    upper_body: UpperBodyIKConfig = field(default_factory=fitted_ik_constants)
+    """The arm IK's constants: by default the refit to mocap (elbows 3.4 cm against the printed constants'
+    5.9 cm on walking and waving, README); `upper_body_ik.ik_constants('paper')` gives Parger et al.'s as printed."""
     foot_unlock_distance_m: float = 0.3
     """Release a lock when the matched pose's foot is this far from it (§6.2's maximum distance; tuned)."""
     foot_unlock_halflife_s: float = 0.1

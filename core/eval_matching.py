@@ -16,8 +16,8 @@ from dataclasses import replace
 import numpy as np
 
 from .bvh import read_bvh
-from .config import SimulationConfig, SolverConfig
-from .devices import implied_joint_positions
+from .config import CalibrationConfig, SimulationConfig, SolverConfig
+from .devices import joints_from_devices
 from .metrics import score_motion
 from .mocap import activity, add_data_arguments, add_selection_arguments, print_progress, selected_files
 from .orientation_window import load_orientation_model
@@ -65,22 +65,28 @@ def evaluate(files, database: PoseDatabase, config: SolverConfig = SolverConfig(
     return result
 
 
-def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None) -> dict:
+def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None,
+                  calibration: CalibrationConfig | None = CalibrationConfig()) -> dict:
     """Every solver on every clip's simulated stream, scored against the clip (SPEC §5).
 
     Per method: frame-weighted figures, then per activity and per file; the time is the solve's alone.
+    `calibration` as `solve` takes it. The hands are scored against the wrists the controllers imply as really
+    held (SimulatedStream.offsets); frames of a calibration gesture before the clip are solved, not scored.
     """
     rows = {m: [] for m in made}
     for i, path in enumerate(files):
         simulated = simulate_stream(read_bvh(path), simulation)
-        implied = implied_joint_positions(simulated.stream, simulation.devices)[:, 1:]
+        stream, clip = simulated.stream, slice(simulated.clip_start, None)
+        implied = joints_from_devices(stream.positions, stream.rotations, simulated.offsets)[clip, 1:]
+        truth = simulated.truth[clip]
         for method, solver in made.items():
             start = time.perf_counter()
-            solution = solve(simulated.stream, solver)
+            solution = solve(stream, solver, calibration)
             seconds = time.perf_counter() - start
-            scores = score_motion(solution.motion, simulated.truth, implied, simulated.stream.tracked[:, 1:])
+            solved = solution.motion.resampled(truth.fps)[clip] if simulated.clip_start else solution.motion
+            scores = score_motion(solved, truth, implied, stream.tracked[clip, 1:])
             scores["foot_skate_gt_cm_s"] = scores.pop("foot_skate_cm_s_truth")
-            scores["frames"] = len(solution.motion)
+            scores["frames"] = len(solution.motion) - round(simulated.clip_start * solution.motion.fps / truth.fps)
             scores["seconds"] = seconds
             if solution.method == "mm":
                 scores["poses"] = set(zip(solution.databases.tolist(), solution.frames.tolist()))

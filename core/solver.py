@@ -24,7 +24,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from . import quat
-from .config import DeviceOffsets, SimulationConfig, SolverConfig
+from .calibration import StreamCalibration, calibrate_stream
+from .config import CalibrationConfig, DeviceOffsets, SimulationConfig, SolverConfig
 from .devices import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .foot_lock import FootLock, Legs
@@ -439,6 +440,8 @@ class Solution:
     standing_height_m: float
     method: str = "mm"
     """'mm' (motion matching: databases, frames and searches say what it played) or 'n3p' (they are zero)."""
+    calibration: StreamCalibration | None = None
+    """What calibration.py found in the stream's first seconds (and applied), or None if not asked."""
 
 
 def hands_in_heading(positions: np.ndarray, rotations: np.ndarray, heading: np.ndarray):
@@ -457,13 +460,24 @@ def standing_height(stream: ThreePointStream, seconds: float) -> float:
     return float(stream.positions[first, 0, 1].mean())
 
 
-def solve(stream: ThreePointStream, solver: Solver) -> Solution:
-    """The offline driver: resample to the solver's rate, calibrate on the first half second, step every frame.
+def solve(stream: ThreePointStream, solver: Solver,
+          calibration: CalibrationConfig | StreamCalibration | None = CalibrationConfig()) -> Solution:
+    """The offline driver: calibrate the devices (calibration.py: a calibration found in the stream's first
+    seconds, or the one given, re-expresses the controllers as held the way the solver assumes; None: as they
+    are), resample to the solver's rate, calibrate the standing height on the first half second, step every frame.
 
     Other solvers (n3p_solver.N3PSolver) bring their own offline driver, `solver.solve(stream)`.
     """
-    if not isinstance(solver, Solver):
-        return solver.solve(stream)
+    if isinstance(calibration, CalibrationConfig):
+        calibration = calibrate_stream(without_unusable_samples(stream)[0], calibration, solver.devices)
+    if calibration is not None:
+        stream = calibration.apply(stream, solver.devices)
+    solution = solver.solve(stream) if not isinstance(solver, Solver) else _solve(stream, solver)
+    solution.calibration = calibration
+    return solution
+
+
+def _solve(stream: ThreePointStream, solver: Solver) -> Solution:
     stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one

@@ -193,6 +193,23 @@ def _number(path, line: int, column: str, text: str, allow_missing: bool = True)
     return value
 
 
+def read_comments(path: str | Path) -> list[tuple[int, str]]:
+    """(line number, text after '#' and a space) of each comment line before the header (SPEC §3)."""
+    comments = []
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as file:
+            for number, line in enumerate(file, start=1):
+                stripped = line.strip()
+                if stripped and not stripped.startswith("#"):
+                    break
+                if stripped:
+                    comments.append((number, stripped[1:].strip()))
+    except (OSError, UnicodeDecodeError) as error:
+        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
+        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+    return comments
+
+
 def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str] = ()) -> None:
     """Write CSV v1 with the optional validity columns; untracked poses are written as empty fields."""
     values = np.concatenate([stream.positions, stream.rotations], axis=-1).reshape(len(stream), -1)

@@ -16,12 +16,10 @@ axis, 90 outward, 180 down. Controllers report OpenXR grip poses (devices.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 
 from . import quat
-from .config import UpperBodyIKConfig
+from .config import UpperBodyIKConfig, fitted_ik_constants
 from .devices import controller_axes, hmd_forward
 from .vector import dot, length, reject, unit, unit_across, unit_or
 
@@ -30,15 +28,11 @@ MIRROR = np.stack([SIDE, np.ones(2), np.ones(2)], axis=-1)
 """(2, 3): multiplies a left-arm vector in the body frame into each arm's own (x mirrored for the right)."""
 UP = np.array([0.0, 1.0, 0.0])
 _X, _Y, _Z = np.eye(3)
-FITTED_CONSTANTS = Path(__file__).resolve().parents[1] / "assets" / "upper_body_ik_fitted.json"
-"""The elbow constants refitted to the Bandai training split (`train ik`; README: Upper-body IK)."""
-
-
 def ik_constants(choice: str) -> UpperBodyIKConfig:
     """'paper' (the printed constants), 'fitted' (the shipped refit) or the path of a `train ik` file."""
     if choice == "paper":
         return UpperBodyIKConfig()
-    return UpperBodyIKConfig.load(FITTED_CONSTANTS if choice == "fitted" else choice)
+    return fitted_ik_constants() if choice == "fitted" else UpperBodyIKConfig.load(choice)
 
 
 def arm_length_from_span(span_m: float, shoulder_half_width_m: float) -> float:

@@ -14,6 +14,7 @@ from conftest import DATASET_1, WALK_1
 
 from core import quat
 from core.bvh import read_bvh
+from core.config import SimulationConfig
 from core.devices import implied_joint_positions
 from core.humanoid import find_mapping
 from core.retarget import standing_frames
@@ -194,23 +195,25 @@ def test_changing_a_setting_marks_the_solve_stale(bpy, installed, session):
 
 def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_elbows(bpy, installed, session):
     settings = _solve(bpy, session["mixamo"])
+    assert settings.solve.elbow_constants == 'FITTED'
+    config = installed.operators_solve.solver_config(settings.solve)
+    assert config.upper_body == installed.core.upper_body_ik.ik_constants("fitted")
     cache = _cache(installed, bpy)
-    paper = cache.positions.copy()
-    settings.solve.elbow_constants = 'FITTED'
+    fitted = cache.positions.copy()
+    settings.solve.elbow_constants = 'PAPER'
     try:
         assert settings.solve.cache_stale
         config = installed.operators_solve.solver_config(settings.solve)
-        assert config.upper_body == installed.core.upper_body_ik.ik_constants("fitted")
-        assert config.upper_body != installed.core.config.UpperBodyIKConfig()
+        assert config.upper_body == installed.core.config.UpperBodyIKConfig()
         _solve(bpy, session["mixamo"])
-        fitted = _cache(installed, bpy).positions
+        paper = _cache(installed, bpy).positions
         bones = list(cache.bones)
         elbows = [bones.index(MIXAMO[f"{s}_forearm"]) for s in "lr"]
         hands = [bones.index(MIXAMO[f"{s}_hand"]) for s in "lr"]
         assert np.linalg.norm(fitted[:, elbows] - paper[:, elbows], axis=-1).mean() > 0.01
         np.testing.assert_allclose(fitted[:, hands], paper[:, hands], atol=1e-3)
     finally:
-        settings.solve.elbow_constants = 'PAPER'
+        settings.solve.elbow_constants = 'FITTED'
 
 
 def test_the_body_orientation_setting_picks_the_window_model_the_papers_network_or_the_hmd(bpy, installed, session):
@@ -260,6 +263,33 @@ def _hands_on_controllers(bpy, session, obj, cache) -> int:
                 assert np.linalg.norm(hand - target) < 0.01
                 checked += 1
     return checked
+
+
+def test_the_solve_calibrates_the_devices_from_the_gesture_and_keeps_what_it_found(bpy, installed, session):
+    """A stream that starts with the calibration gesture, controllers held off: the solve finds it, the scene keeps
+    the estimates for the Solve panel; without the gesture or with *Calibrate Devices* off it says so."""
+    scene = bpy.context.scene
+    key = installed.operators_solve.CALIBRATION_KEY
+    clip = read_bvh(STREAM_CLIP)[: int(SECONDS * 30)]
+    simulated = simulate_stream(clip, SimulationConfig(calibration_pose_s=2.0, attachment_noise_m=0.03,
+                                                       attachment_noise_deg=15.0))
+    csv = session["folder"] / "gesture.csv"
+    write_stream(csv, simulated.stream)
+    try:
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(csv)) == {'FINISHED'}
+        _solve(bpy, session["mixamo"])
+        found = json.loads(scene[key])
+        assert found["found"] and 1.9 < found["pose_s"][1] < 2.7
+        for c in (0, 1):
+            assert np.linalg.norm(np.array(found["grip_offsets_m"][c]) - simulated.offsets[1 + c]) < 0.01
+        scene.vr_avatar.solve.calibrate_devices = False
+        _solve(bpy, session["mixamo"])
+        assert key not in scene
+    finally:
+        scene.vr_avatar.solve.calibrate_devices = True
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
+    _solve(bpy, session["mixamo"])
+    assert json.loads(scene[key]) == {"found": False}
 
 
 @pytest.mark.parametrize("rig", ["mixamo", "rigify", "fbx"])

@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from core.config import UpperBodyIKConfig
+from core.config import FITTED_IK_CONSTANTS, SolverConfig, UpperBodyIKConfig
 from core.fit_upper_body_ik import (FITTED_FIELDS, clip_arm_poses, constants_from_vector, constants_vector,
                                     elbow_rmse_cm, fit_constants, group_by_bone_lengths)
 from core.nelder_mead import minimize
-from core.upper_body_ik import FITTED_CONSTANTS, ik_constants
+from core.upper_body_ik import ik_constants
 from conftest import DATASET_1, WALK_1, WALK_2
 from test_cli import core
 
@@ -83,12 +83,17 @@ def test_grouping_by_bone_lengths_keeps_every_frame(poses):
 
 def test_the_shipped_constants_load_and_say_how_they_were_made():
     fitted = ik_constants("fitted")
-    record = json.loads(FITTED_CONSTANTS.read_text())["record"]
+    record = json.loads(FITTED_IK_CONSTANTS.read_text())["record"]
     assert record["validation_files"] > 0 and record["fitted_fields"] == list(FITTED_FIELDS)
     assert record["validation_elbow_cm"]["fitted"] < record["validation_elbow_cm"]["paper"]
     assert fitted.elbow_max_deg != UpperBodyIKConfig().elbow_max_deg
     assert fitted.wrist_yaw_gain_deg == UpperBodyIKConfig().wrist_yaw_gain_deg
     assert ik_constants("paper") == UpperBodyIKConfig()
+
+
+def test_the_solver_uses_the_fitted_constants_unless_told_the_papers():
+    assert SolverConfig().upper_body == ik_constants("fitted") != ik_constants("paper")
+    assert SolverConfig(upper_body=ik_constants("paper")).upper_body == UpperBodyIKConfig()
 
 
 @pytest.mark.parametrize("content, message", [

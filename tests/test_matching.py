@@ -258,8 +258,8 @@ def test_the_arm_ik_takes_its_constants_from_the_solver_config(database, model, 
     """SolverConfig.upper_body reaches the IK: other elbow constants move the elbows, never the hands."""
     stream = ThreePointStream(walk_stream.times[:60], walk_stream.positions[:60], walk_stream.rotations[:60],
                               walk_stream.tracked[:60])
-    paper = solve(stream, Solver([database], SolverConfig(), model)).motion.global_positions()
-    fitted = solve(stream, Solver([database], SolverConfig(upper_body=ik_constants("fitted")), model))
+    paper = solve(stream, Solver([database], SolverConfig(upper_body=ik_constants("paper")), model)).motion.global_positions()
+    fitted = solve(stream, Solver([database], SolverConfig(), model))
     positions = fitted.motion.global_positions()
     elbows = [database.mapping[f"{s}_forearm"] for s in "lr"]
     hands = [database.mapping[f"{s}_hand"] for s in "lr"]

@@ -235,4 +235,17 @@ def test_eval_full_prints_the_spec_metrics_per_method_and_plots(tmp_path, capsys
             assert np.isfinite(figures[key]), (method, key)
         assert list(figures["activities"]) == ["walk"]
     assert result["n3p"]["hand_cm"] < result["n3p_hmd_only"]["hand_cm"]
-    assert plot.stat().st_size > 1000
+    assert result["n3p"]["foot_skate_ratio"] == pytest.approx(
+        result["n3p"]["foot_skate_cm_s"] / result["n3p"]["foot_skate_gt_cm_s"], abs=2e-3)
+    assert plot.stat().st_size > 1000 and (tmp_path / "skate_mpjpe.png").stat().st_size > 1000
+
+
+def test_eval_full_with_attachment_noise_reports_calibrated_and_uncalibrated_rows(tmp_path, capsys):
+    """Devices held off (3 cm, 15 degrees) after the calibration gesture: calibrated, the hands stay on the true
+    wrists; uncalibrated they land centimetres away."""
+    assert main(["eval", "full", "--data", str(DATA), "--activities", "walk", "--limit", "1", "--methods", "n3p",
+                 "--attachment-noise", "--plot", "", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"n3p", "n3p+noise", "n3p+noise_uncalibrated"}
+    assert result["n3p+noise"]["frames"] == result["n3p"]["frames"]  # the gesture is solved, not scored
+    assert result["n3p+noise"]["hand_cm"] < 1.0 < result["n3p+noise_uncalibrated"]["hand_cm"]

@@ -8,7 +8,7 @@ import importlib.util
 # which returns the module bound below. The submodules the add-on uses are imported here too,
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
-for _submodule in ("bvh", "config", "devices", "humanoid", "mapping_preset", "mocap", "motion", "n3p_solver",
+for _submodule in ("bvh", "calibration", "config", "devices", "humanoid", "mapping_preset", "mocap", "motion", "n3p_solver",
                    "openxr_source", "plausibility", "pose_database", "quat", "report", "retarget", "skeleton", "solver",
                    "stitch", "stitch_model", "stream", "upper_body_ik"):
     importlib.import_module(f"{core.__name__}.{_submodule}")

@@ -54,6 +54,22 @@ def solver_config(solve) -> "core.config.SolverConfig":
                    upper_body=core.upper_body_ik.ik_constants(solve.elbow_constants.lower()))
 
 
+CALIBRATION_KEY = "vr_avatar_calibration"
+"""The scene's custom property holding the last solve's device calibration (JSON), shown by the Solve panel."""
+
+
+def device_calibration(settings):
+    """What the solve calibrates the devices with: the stream file's stored calibration, else the gesture
+    searched in its first seconds, or None when *Calibrate Devices* is off."""
+    if not settings.solve.calibrate_devices:
+        return None
+    try:
+        stored = core.calibration.stored_calibration(bpy.path.abspath(settings.stream.stream_path))
+    except (OSError, ValueError) as error:
+        raise VRAvatarError(str(error)) from None
+    return stored or core.config.CalibrationConfig()
+
+
 def read_stream(settings):
     path = bpy.path.abspath(settings.stream.stream_path)
     if not settings.stream.stream_path:
@@ -111,9 +127,13 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
     stream = read_stream(settings)
     progress(0.1)
     try:
-        solution = core.solver.solve(stream, solver)
+        solution = core.solver.solve(stream, solver, device_calibration(settings))
     except ValueError as error:
         raise VRAvatarError(str(error)) from None
+    if solution.calibration is not None:
+        scene[CALIBRATION_KEY] = json.dumps(solution.calibration.describe())
+    elif CALIBRATION_KEY in scene:
+        del scene[CALIBRATION_KEY]
     progress(0.8)
     try:
         retargeted = core.retarget.retarget_solution(solution, target, scene_fps(scene), settings.solve.stride_scaled,

@@ -5,6 +5,7 @@ import bpy
 
 from .avatar import REQUIRED_JOINTS
 from .avatar_quality import SCENE_KEY as AVATAR_QUALITY
+from .operators_solve import CALIBRATION_KEY
 from .operators_stream import VR_AVATAR_OT_record_stream
 
 AVATAR_FIGURES = (("mesh_below_floor_frames", "Mesh under the floor", "% of frames"),
@@ -138,6 +139,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         else:
             settings = ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "elbow_constants",
                         "orientation", "avatar_size", "stride_scaled")
+        settings += ("calibrate_devices",)
         for name in settings:
             if name == "elbow_constants" and not solve.arm_ik:
                 continue
@@ -150,6 +152,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
             if solve.cache_stale:
                 layout.label(text="Settings changed: solve again", icon='ERROR')
             layout.prop(solve, "preview")
+            draw_calibration(layout, context.scene.get(CALIBRATION_KEY))
             layout.operator("vr_avatar.bake_action", icon='ACTION')
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Live Preview"), ('OPENXR', "Live Preview (OpenXR)")):
@@ -168,6 +171,22 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
             for warning in quality["warnings"]:
                 box.label(text=warning[0].upper() + warning[1:], icon='ERROR')
             box.label(text=bpy.path.basename(solve.report_path))
+
+
+def draw_calibration(layout, stored) -> None:
+    """The last solve's device calibration (operators_solve.CALIBRATION_KEY): height, span, each grip's offset and tilt."""
+    if not stored:
+        return
+    found = json.loads(stored)
+    box = layout.box()
+    if not found.get("found"):
+        box.label(text="No calibration gesture found: default grip assumed", icon='INFO')
+        return
+    box.label(text=f"Calibrated from the T-pose at {found['pose_s'][0]:.1f}–{found['pose_s'][1]:.1f} s", icon='CHECKMARK')
+    box.label(text=f"Standing HMD height {found['standing_hmd_height_m']:.2f} m, arm span {found['arm_span_m']:.2f} m")
+    for side, offset, tilt in zip(("Left", "Right"), found["grip_offsets_m"], found["grip_tilt_deg"]):
+        where = "not measured" if offset is None else ", ".join(f"{100 * v:.1f}" for v in offset) + " cm"
+        box.label(text=f"{side} grip from wrist: {where}; tilted {tilt:.0f}°")
 
 
 classes = (VRAVATAR_UL_bone_map, VRAVATAR_UL_databases, VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)

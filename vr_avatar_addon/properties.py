@@ -120,10 +120,10 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
                          update=_mark_stale)
     elbow_constants: EnumProperty(
         name="Elbow Constants", description="Where the arm IK's elbow heuristics take their constants from",
-        items=[('PAPER', "Paper", "Parger et al.'s constants as printed"),
-               ('FITTED', "Fitted to Mocap", "The same heuristics refitted to the Bandai training mocap: "
-                "elbows 3.4 cm off instead of 5.9 cm on walking and waving")],
-        default='PAPER', update=_mark_stale)
+        items=[('FITTED', "Fitted to Mocap", "Parger et al.'s heuristics refitted to the Bandai training mocap "
+                "by the paper's own procedure: elbows 3.4 cm off instead of 5.9 cm on walking and waving"),
+               ('PAPER', "Paper", "Parger et al.'s constants as printed")],
+        default='FITTED', update=_mark_stale)
     orientation: EnumProperty(
         name="Body Orientation", description="How the body's facing is found",
         items=[('NETWORK', "Network", "The shipped orientation model: two seconds of device history"),
@@ -135,6 +135,10 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
         items=[('STREAM', "From Stream", "Standing pose in the stream's first half second"),
                ('EXPLICIT', "Explicit", "The height and arm span below")],
         default='STREAM', update=_mark_stale)
+    calibrate_devices: BoolProperty(
+        name="Calibrate Devices", description="Read how the controllers are held (grip to wrist, tilt) from the "
+        "calibration gesture in the stream's first seconds: a T-pose with the wrists circling (or the calibration "
+        "stored with the stream); off assumes the default grip", default=True, update=_mark_stale)
     user_height: FloatProperty(name="Standing HMD Height", description="The headset's height when the user stands",
                                default=1.6, min=0.5, max=2.5, unit='LENGTH', update=_mark_stale)
     arm_span: FloatProperty(name="Arm Span", description="Controller to controller distance in a T-pose",
