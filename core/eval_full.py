@@ -56,7 +56,7 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
             made[method] = N3PSolver(model, N3PConfig(hmd_only=True))
         elif method == "n3p_mm_legs":
             made[method] = MatchedLegsSolver(N3PSolver(model), Solver([database], SolverConfig(),
-                                                                      OrientationModel.load(ORIENTATION_MODEL)))
+                                                                      load_orientation_model()))
         else:
             raise ValueError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")
     return made

@@ -8,7 +8,7 @@ from core.hybrid_solver import STANDING_M_S, TRAVELLING_M_S, MatchedLegsSolver, 
 from core.metrics import score_motion
 from core.n3p_model import N3PModel
 from core.n3p_solver import N3PSolver
-from core.orientation import SHIPPED_MODEL, OrientationModel
+from core.orientation_window import load_orientation_model
 from core.pose_database import build_database
 from core.simulate import simulate_stream
 from core.solver import Solver, solve
@@ -34,7 +34,7 @@ def test_on_a_held_out_walk_the_legs_step_and_the_upper_body_stays_the_predictor
     database = build_database([read_bvh(WALK_1)] + [read_bvh(DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh")
                                                      for i in (2, 3)])
     predictor = N3PSolver(N3PModel.load())
-    hybrid = MatchedLegsSolver(predictor, Solver([database], orientation_model=OrientationModel.load(SHIPPED_MODEL)))
+    hybrid = MatchedLegsSolver(predictor, Solver([database], orientation_model=load_orientation_model()))
     simulated = simulate_stream(read_bvh(HELD_OUT_WALK), SimulationConfig(look_around_deg=60.0))
     implied = implied_joint_positions(simulated.stream)[:, 1:]
     scores = {name: score_motion(solve(simulated.stream, solver).motion, simulated.truth, implied)
