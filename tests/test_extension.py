@@ -32,6 +32,24 @@ def test_zip_holds_manifest_addon_and_core_at_its_root(extension_zip):
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.endswith(".gitkeep")]
 
 
+def test_zip_ships_the_runtime_only_and_every_module_it_ships_imports_from_the_zip(extension_zip, tmp_path):
+    """No command line, training, evaluation or benchmark code and no plots in the zip; the add-on's core works
+    without them (each shipped core module imported from the unpacked zip alone, in a fresh interpreter)."""
+    names = zipfile.ZipFile(extension_zip).namelist()
+    tools = [n for n in names if n.startswith("core/") and (
+        Path(n).name.startswith(("train_", "eval_")) or Path(n).name in (
+            "cli.py", "__main__.py", "bench.py", "demo.py", "fit_upper_body_ik.py", "hybrid_solver.py"))]
+    assert not tools and not [n for n in names if n.endswith(".png")]
+    assert "core/retarget.py" in names and "core/orientation_window.py" in names and "assets/orientation.npz" in names
+    zipfile.ZipFile(extension_zip).extractall(tmp_path / "unpacked")
+    modules = sorted(Path(n).stem for n in names if n.startswith("core/") and n.endswith(".py") and "/" not in n[5:])
+    script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module('core.' + name)\n"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", script, *modules], cwd=tmp_path / "unpacked", env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def _broken_copy(tmp_path: Path, old: str, new: str) -> Path:
     """The parts of the repository the build reads, with one manifest line replaced."""
     root = tmp_path / "repo"

@@ -2,7 +2,8 @@
 
 Run as `python build.py extension`, outside Blender: this module imports neither bpy nor the
 add-on, and is left out of the zip. The zip holds at its root the manifest, the add-on's modules,
-`core/` (the library, so the extension needs nothing else) and `assets/` when it has content.
+`core/`'s runtime modules (the library without its command line, training, evaluation and benchmark
+code, so the extension needs nothing else) and `assets/`' models and records (not its plots).
 """
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ OPTIONAL = {"tags": list, "permissions": dict, "blender_version_max": str, "webs
 SKIPPED = {"__pycache__", ".gitkeep", ".DS_Store"}
 # Modules of the add-on folder that run outside Blender's add-on system (build and demo tooling).
 NOT_SHIPPED = {"packaging.py", "demo_scene.py", "eval_rigs.py"}
+# Core's tools, which Blender never runs: the command line, training, evaluation, benchmarks, the demo, and
+# the offline experiments only those use. The zip carries the runtime alone; a test imports every module it ships.
+CORE_TOOLS = ("__main__.py", "cli.py", "bench.py", "demo.py", "train_*.py", "eval_*.py", "fit_upper_body_ik.py",
+              "nelder_mead.py", "hybrid_solver.py")
+ASSETS_NOT_SHIPPED = ("*.png",)
+"""Training curves and evaluation plots: documentation, not what the add-on loads."""
 
 
 def _version(value: str, key: str) -> tuple[int, ...]:
@@ -102,10 +109,12 @@ def extension_contents(root: Path) -> dict[str, Path]:
         if path.relative_to(addon).as_posix() not in NOT_SHIPPED:
             contents[path.relative_to(addon).as_posix()] = path
     for path in _files(root / "core", "*.py"):
-        contents["core/" + path.relative_to(root / "core").as_posix()] = path
+        if not any(path.match(pattern) for pattern in CORE_TOOLS):
+            contents["core/" + path.relative_to(root / "core").as_posix()] = path
     if (root / "assets").is_dir():
         for path in _files(root / "assets", "*"):
-            contents["assets/" + path.relative_to(root / "assets").as_posix()] = path
+            if not any(path.match(pattern) for pattern in ASSETS_NOT_SHIPPED):
+                contents["assets/" + path.relative_to(root / "assets").as_posix()] = path
     return contents
 
 
