@@ -237,11 +237,11 @@ class SolverConfig:
     end_margin: int = 20
     """Frames this close to a clip's end are never returned by a search (Holden et al.'s 20)."""
     inertialization_halflife_s: float = 0.05
-    """Half-life of the offsets that hide each transition (Bollo's inertialization, §5.3); tuned, see README."""
+    """Half-life of the offsets that hide each transition (Bollo's inertialization, §5.3); tuned, see docs/methods/motion_matching.md."""
     velocity_halflife_s: float = 0.1
-    """Half-life of the spring-damper smoothing the HMD's floor velocity (eq. 3 with [Kir04]); tuned, see README."""
+    """Half-life of the spring-damper smoothing the HMD's floor velocity (eq. 3 with [Kir04]); tuned, see docs/methods/motion_matching.md."""
     orientation_halflife_s: float = 0.2
-    """Half-life of the spring-damper smoothing the predicted body orientation (eq. 4 with [Kir04]); tuned, see README."""
+    """Half-life of the spring-damper smoothing the predicted body orientation (eq. 4 with [Kir04]); tuned, see docs/methods/motion_matching.md."""
     alpha_m: float = 0.3
     """Position accuracy (§5.4): the root stays within this of the target; 0.1 m for self-avatars."""
     root_follow_per_m: float = 2.0
@@ -257,7 +257,8 @@ class SolverConfig:
     """§6.1: pose neck, shoulders and arms from the devices (Parger IK); off keeps the matched upper body."""
     upper_body: UpperBodyIKConfig = field(default_factory=fitted_ik_constants)
     """The arm IK's constants: by default the refit to mocap (elbows 3.4 cm against the printed constants'
-    5.9 cm on walking and waving, README); `upper_body_ik.ik_constants('paper')` gives Parger et al.'s as printed."""
+    5.9 cm on walking and waving, docs/methods/upper_body_ik.md); `upper_body_ik.ik_constants('paper')` gives
+    Parger et al.'s as printed."""
     foot_unlock_distance_m: float = 0.3
     """Release a lock when the matched pose's foot is this far from it (§6.2's maximum distance; tuned)."""
     foot_unlock_halflife_s: float = 0.1

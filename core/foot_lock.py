@@ -5,14 +5,14 @@ joint) at its current output position; it stays there until the matched pose's t
 maximum distance away or the contact ends. A released foot does not jump back: the gap between the
 lock and the pose's toe decays with a spring. A new contact (the next step) locks the foot at once,
 where its output is, gap included, unless the gap is past the unlock distance: waiting for the gap to
-close let the foot slide through the first frames of its step (see README). A foot released because
+close let the foot slide through the first frames of its step (docs/methods/motion_matching.md). A foot released because
 the pose left it behind while its contact goes on locks again only once its gap has closed. The
 answer is a target per toe; the solver moves the ankle by the same amount with the leg IK.
 
 Deviation: §6.2 also unlocks "when Motion Matching changes the pose". Transitions come every few
 frames, and feet released there spent about half of their contact time unlocked; keeping locks
 through transitions (the new pose's contacts still end them) cut foot skating by a sixth on walking
-clips (see README).
+clips (docs/methods/motion_matching.md).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ ground truth the virtual root's facing. Each sample is a window of r frames: the
 orientation starts at the truth before the window, the network is rolled forward r times
 feeding each prediction back, and the loss is the MSE between the last prediction and the truth
 at the window's last frame. Batch 64, learning rate 3e-4, weight decay 0.035 (§4.2), with
-AdamW's decoupled weight decay where the paper names Adam (see the README).
+AdamW's decoupled weight decay where the paper names Adam (docs/methods/orientation_mmvr.md).
 """
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
           clip_grad_norm: float | None = None, log=print) -> tuple[OrientationModel, list]:
     """Train per Algorithm 1; return the numpy model and the per-epoch curve (loss, validation degrees).
 
-    `hidden` and `clip_grad_norm` exist for capacity studies (README): the paper's network is HIDDEN_UNITS
+    `hidden` and `clip_grad_norm` exist for capacity studies (docs/decisions.md): the paper's network is HIDDEN_UNITS
     without clipping; wider ones diverge under the 50-step rollout at §4.2's learning rate unless the
     gradient's norm is clipped."""
     import torch
@@ -155,7 +155,7 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
         return body((x - mean_t) / std_t)
 
     # Decoupled weight decay (AdamW): as an L2 penalty inside Adam, 0.035 held the network at about
-    # the HMD-forward level (18.0 against 9.3 degrees on a subset run, README).
+    # the HMD-forward level (18.0 against 9.3 degrees on a subset run, docs/decisions.md).
     optimiser = torch.optim.AdamW(body.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
     features = torch.from_numpy(data.features)
     headings = torch.from_numpy(data.headings)

@@ -157,7 +157,7 @@ def test_the_shipped_model_beats_a_standing_pose_that_follows_the_head_on_a_vali
     held_cm = mpjpe_cm(np.repeat(standing[:1], frames_compared, axis=0), theirs[:frames_compared])
     assert ours_cm < 0.2 * held_cm, (ours_cm, held_cm)
     # A strong baseline: it follows the head. The shipped model (22 minutes of CPU training) is about
-    # 28 % closer on this clip (README: the legs barely step yet).
+    # 28 % closer on this clip (docs/methods/neural3points.md: the legs barely step yet).
     assert ours_cm < 0.8 * baseline_cm, (ours_cm, baseline_cm)
 
 
