@@ -179,7 +179,7 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
                 torch.nn.utils.clip_grad_norm_(body.parameters(), clip_grad_norm)
             optimiser.step()
             total += loss.item()
-            _progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
+            train_orientation_window.progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
         model = export(body, mean, std)
         errors = np.concatenate([angle_errors_deg(model, c) for c in validation]) if validation else np.array([np.nan])
         curve.append({"epoch": epoch, "loss": total / batches, "validation_mean_deg": float(errors.mean()),
@@ -195,16 +195,6 @@ def export(body, mean: np.ndarray, std: np.ndarray) -> OrientationModel:
     layers = [(m.weight.detach().numpy().T.astype(np.float64).copy(), m.bias.detach().numpy().astype(np.float64).copy())
               for m in linear]
     return OrientationModel(layers, mean.astype(np.float64), std.astype(np.float64))
-
-
-def _progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -> None:
-    if not sys.stderr.isatty() and done != total:
-        return
-    filled = int(30 * done / total)
-    sys.stderr.write(f"\repoch {epoch}/{epochs} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} loss {loss:.5f}")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
 
 
 def run(args) -> int:

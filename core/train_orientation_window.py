@@ -242,7 +242,7 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
             optimiser.step()
             schedule.step()
             total += loss.item()
-            _progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
+            progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
         model = export(body, mean, std, taps)
         errors = np.concatenate([angle_errors_deg(model, c) for c in validation]) if validation else np.array([np.nan])
         curve.append({"epoch": epoch, "loss": total / batches, "validation_mean_deg": float(errors.mean()),
@@ -258,7 +258,8 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
     return export(body, mean, std, taps), curve, True
 
 
-def _progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -> None:
+def progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -> None:
+    """One line of training progress on stderr, redrawn in a terminal, written once per epoch otherwise."""
     if not sys.stderr.isatty() and done != total:
         return
     filled = int(30 * done / total)
