@@ -242,8 +242,12 @@ class Legs:
     ankle_height: float
     toe_offset: np.ndarray
     """(3,) the toe point (toe joint, else the foot's tail) in the foot bone's axes."""
+    toe_height: float
+    """The toe point's standing height above the floor."""
     tip_offset: np.ndarray | None
     """(3,) the toe bone's tail in its axes, when the rig has a toe bone and tails."""
+    tip_height: float | None
+    """The toe bone's tail's standing height above the floor."""
     skin: np.ndarray
     """(K, 3) points of the skin the foot bone carries, in its axes, above the floor at standing (may be empty)."""
     toe_skin: np.ndarray
@@ -251,7 +255,6 @@ class Legs:
     length: float
     """Thigh plus shin, scaled."""
     source_toe: int
-    source_foot: int
 
 
 @dataclass(frozen=True)
@@ -333,7 +336,7 @@ class Retargeting:
         rest_local = np.where(placement[:, None] >= 0, quat.inverse_multiply(rest[parent], rest), rest)
         rest_offsets = scale * quat.inverse_rotate(rest[parent], target_p - target_p[parent])
         follows_hips = np.array([_below(placement, j, tm["hips"]) for j in range(len(target.names))])
-        legs = tuple(_legs(target, sm, side, scale, float(target_p[tm[f"{side}_foot"], 1] - floor)) for side in "lr")
+        legs = tuple(_legs(target, sm, side, scale) for side in "lr")
         directions = bone_directions(target_p, tm, target.tails)
         forearms = [tm[f"{s}_forearm"] for s in "lr"]
         forearm_axes = np.stack([quat.inverse_rotate(target_r[j], directions[f"{s}_forearm"])
@@ -464,9 +467,9 @@ class Retargeting:
         """(F,) how far to lift the ankle so that no foot joint is under its standing height and no point of the
         foot's skin under the floor."""
         toe_point = ankle + quat.rotate(foot_rotation, leg.toe_offset)
-        dips = [leg.ankle_height - ankle[:, 1], self._toe_height(leg) - toe_point[:, 1]]
+        dips = [leg.ankle_height - ankle[:, 1], leg.toe_height - toe_point[:, 1]]
         if leg.tip_offset is not None and toe_rotation is not None:
-            dips.append(self._tip_height(leg) - (toe_point + quat.rotate(toe_rotation, leg.tip_offset))[:, 1])
+            dips.append(leg.tip_height - (toe_point + quat.rotate(toe_rotation, leg.tip_offset))[:, 1])
         if len(leg.skin):
             dips.append(-(ankle[:, None, 1] + quat.rotate(foot_rotation[:, None], leg.skin)[..., 1]).min(axis=1))
         if len(leg.toe_skin) and toe_rotation is not None:
@@ -482,17 +485,6 @@ class Retargeting:
         highest = ankle[:, 1] + np.sqrt(np.maximum(reach ** 2 - across ** 2, 0.0))
         return np.maximum(0.0, hip[:, 1] - highest - OVERREACH_ALLOWANCE_M)
 
-    def _toe_height(self, leg: Legs) -> float:
-        """The toe point's standing height above the floor, scaled."""
-        axes, heads = self.target.standing_pose()
-        point = heads[leg.foot] + quat.rotate(axes[leg.foot], leg.toe_offset / self.scale)
-        return float(self.scale * (point[1] - self.target_floor))
-
-    def _tip_height(self, leg: Legs) -> float:
-        axes, heads = self.target.standing_pose()
-        point = heads[leg.toes] + quat.rotate(axes[leg.toes], leg.tip_offset / self.scale)
-        return float(self.scale * (point[1] - self.target_floor))
-
     def wrists(self, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """(F, 2, 3) the avatar's wrists: its hand joints, or where its forearms end."""
         tm = self.target.mapping
@@ -503,9 +495,9 @@ class Retargeting:
                 rotations[:, fore], self.forearm_lengths[i] * self.forearm_axes[i]))
         return np.stack(ends, axis=1)
 
-    def _shrug(self, rotations, positions, shoulder: int, upper: int, target: np.ndarray, arm: float) -> np.ndarray:
-        """The shoulder turned toward a wrist target out of the arm's reach, by as little as brings it in reach
-        and at most SHRUG_LIMIT_DEG."""
+    def _shrug(self, rotations, positions, shoulder: int, upper: int, target: np.ndarray, arm: float):
+        """(rotations, where the upper arm's head goes) with the shoulder turned toward a wrist target out of the
+        arm's reach, by as little as brings it in reach and at most SHRUG_LIMIT_DEG."""
         head, joint = positions[:, shoulder], positions[:, upper]
         toward = quat.between(joint - head, target - head)
         limit = np.radians(SHRUG_LIMIT_DEG)
@@ -521,7 +513,7 @@ class Retargeting:
         turn = quat.from_rotation_vector(np.where(out_of_reach, high, 0.0)[:, None] * axis)
         rotations = rotations.copy()
         rotations[:, shoulder] = quat.multiply(turn, rotations[:, shoulder])
-        return self._carry_unmapped(rotations)
+        return rotations, head + quat.rotate(turn, joint - head)
 
     def _reach(self, rotations: np.ndarray, positions: np.ndarray, wrist_targets: np.ndarray) -> np.ndarray:
         """Upper arms and forearms turned so each wrist reaches its target, keeping the elbow's plane; a share
@@ -537,10 +529,12 @@ class Retargeting:
             wrist = self.wrists(rotations, positions)[:, i]
             target = np.where(np.isnan(wrist_targets[:, i]), wrist, wrist_targets[:, i])
             shoulder = tm.joints.get(f"{side}_shoulder")
-            if shoulder is not None:
-                rotations = self._shrug(rotations, positions, shoulder, upper, target, self.arm_lengths[i])
-                positions = self._positions(rotations, positions[:, tm["hips"]])
-                wrist = self.wrists(rotations, positions)[:, i]
+            if shoulder is not None:  # the arm below the turned shoulder moves with it, its bones' turns unchanged
+                rotations, moved = self._shrug(rotations, positions, shoulder, upper, target, self.arm_lengths[i])
+                shift = moved - positions[:, upper]
+                positions = positions.copy()
+                positions[:, [j for j in (upper, fore, hand) if j is not None]] += shift[:, None]
+                wrist = wrist + shift
             rotations[:, upper], rotations[:, fore] = two_bone_ik(
                 positions[:, upper], positions[:, fore], wrist, target, rotations[:, upper], rotations[:, fore])
             if hand is None:
@@ -619,14 +613,15 @@ def leaf_end(target: TargetSkeleton, side: str, joint: str) -> np.ndarray:
     return heads[j] + leaf_reach(length(along), reference, share) * along
 
 
-def _legs(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, scale: float, ankle_height: float) -> Legs:
+def _legs(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, scale: float) -> Legs:
+    """One side's leg on the target at `scale`: joints, standing heights above its floor, the feet's skin."""
     tm = target.mapping
     axes, heads = target.standing_pose()
+    floor = target.floor_height()
     foot, toes = tm[f"{side}_foot"], tm.joints.get(f"{side}_toes")
     toe_point = heads[toes] if toes is not None else leaf_end(target, side, "foot")
-    tip = None
-    if toes is not None and target.tails is not None:
-        tip = scale * quat.inverse_rotate(axes[toes], leaf_end(target, side, "toes") - heads[toes])
+    tip = leaf_end(target, side, "toes") if toes is not None and target.tails is not None else None
+
     def skin(bone: int | None) -> np.ndarray:
         """The skin points bound to `bone`, from its head in its axes, scaled."""
         if bone is None or target.skin is None:
@@ -634,11 +629,11 @@ def _legs(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, sc
         points = target.skin[1][target.skin[0] == bone]
         return scale * quat.inverse_rotate(axes[bone], points - heads[bone])
 
-    thigh, shin = tm[f"{side}_thigh"], tm[f"{side}_shin"]
-    leg_length = scale * float(length(heads[shin] - heads[thigh]) + length(heads[foot] - heads[shin]))
-    return Legs(thigh, shin, foot, toes, scale * ankle_height,
-                scale * quat.inverse_rotate(axes[foot], toe_point - heads[foot]), tip, skin(foot), skin(toes),
-                leg_length, source_mapping[f"{side}_toes"], source_mapping[f"{side}_foot"])
+    return Legs(tm[f"{side}_thigh"], tm[f"{side}_shin"], foot, toes, scale * float(heads[foot, 1] - floor),
+                scale * quat.inverse_rotate(axes[foot], toe_point - heads[foot]), scale * float(toe_point[1] - floor),
+                None if tip is None else scale * quat.inverse_rotate(axes[toes], tip - heads[toes]),
+                None if tip is None else scale * float(tip[1] - floor), skin(foot), skin(toes),
+                scale * leg_length(heads, tm, side, 0.0), source_mapping[f"{side}_toes"])
 
 
 def _heading_turn(rotations: np.ndarray, rest: np.ndarray) -> np.ndarray:
