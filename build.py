@@ -23,6 +23,7 @@ import venv
 from pathlib import Path
 
 import xr_runtime
+from core.atomic import write_text
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -53,7 +54,7 @@ def ensure_environment() -> None:
     subprocess.run(pip + [TORCH], check=True)
     print(f"build.py: installing {', '.join(wanted[1:])}", file=sys.stderr)
     subprocess.run(pip + wanted, check=True)
-    stamp.write_text(fingerprint)
+    write_text(stamp, fingerprint)
 
 
 def run_in_environment(args: list[str], capture: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:

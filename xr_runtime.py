@@ -18,6 +18,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+from core.atomic import write_text
+
 ROOT = Path(__file__).resolve().parent
 SOURCE = ROOT.parent / "shared" / "openxr"
 TARBALL = "monado-c38e1082.tar.xz"
@@ -128,7 +130,7 @@ def build(log=lambda message: print(f"build.py xr-runtime: {message}", file=sys.
     _run(["ninja", "-j2", "-C", str(FOLDER / "build")], FOLDER, "ninja")
     if not MANIFEST.exists():
         raise RuntimeBuildUnavailable(f"the build finished without its runtime manifest {MANIFEST}")
-    STAMP.write_text(fingerprint())
+    write_text(STAMP, fingerprint())
     return MANIFEST
 
 
@@ -138,7 +140,7 @@ def build_or_explain(log=lambda message: print(f"build.py xr-runtime: {message}"
         manifest = build(log)
     except RuntimeBuildUnavailable as error:
         FOLDER.mkdir(parents=True, exist_ok=True)
-        UNAVAILABLE.write_text(str(error))
+        write_text(UNAVAILABLE, str(error))
         log(f"the OpenXR runtime cannot be built here, its tests will skip: {error}")
         return None
     UNAVAILABLE.unlink(missing_ok=True)

@@ -14,12 +14,11 @@ VRM files (glTF binary) name their humanoid bones themselves: `extensions.VRM.hu
 from __future__ import annotations
 
 import json
-import os
 import re
 import struct
-import tempfile
 from pathlib import Path
 
+from .atomic import write_text
 from .humanoid import CANONICAL_JOINTS, HumanoidMappingError, load_override
 
 BUILTIN = Path(__file__).resolve().parents[1] / "assets" / "mapping_presets"
@@ -58,15 +57,7 @@ def save_preset(path: str | Path, bones: dict[str, str], **metadata) -> Path:
         raise HumanoidMappingError(f"a mapping preset holds canonical joints only, not: {', '.join(unknown)}")
     data = {f"_{key}": value for key, value in metadata.items() if value not in (None, "", (), [])}
     data.update({joint: bones[joint] for joint in CANONICAL_JOINTS if joint in bones})
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w") as file:
-            json.dump(data, file, indent=2)
-            file.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_text(path, json.dumps(data, indent=2) + "\n")
     return path
 
 

@@ -44,6 +44,7 @@ import bmesh
 import numpy as np
 from mathutils import Vector
 
+from core.atomic import write_text
 from core.bvh import read_bvh
 from core.config import SimulationConfig, describe
 from core.devices import controller_axes, hmd_forward, implied_joint_positions
@@ -348,9 +349,12 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
     settings = bpy.context.scene.render.image_settings
     settings.file_format, settings.color_mode, settings.compression = 'PNG', 'RGB', 100
     temporary = path.with_name(f".{path.stem}.tmp.png")
-    image.save_render(str(temporary), scene=bpy.context.scene)
-    bpy.data.images.remove(image)
-    os.replace(temporary, path)
+    try:
+        image.save_render(str(temporary), scene=bpy.context.scene)
+        os.replace(temporary, path)
+    finally:
+        bpy.data.images.remove(image)
+        temporary.unlink(missing_ok=True)
 
 
 def solve_hand_cm(scene) -> float | None:
@@ -398,13 +402,6 @@ def markdown_table(results: dict) -> str:
             lines.append(f"| {rig} | " + " | ".join(form.format(row[key]) if row.get(key) is not None else "–"
                                                     for key, _, form in COLUMNS) + " |")
     return "\n".join(lines) + "\n"
-
-
-def write_text(path: Path, text: str) -> None:
-    """`text` written to a temporary file in the same folder, then renamed onto `path`."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(text)
-    os.replace(temporary, path)
 
 
 def run(rigs, out: Path, mappings: Path | None, mocap: Path, seconds: float, database_clips: int) -> dict:
