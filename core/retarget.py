@@ -71,7 +71,7 @@ SIZE_MODES = ("fit", "keep")
 UPRIGHT_LIMIT_DEG = 60.0
 """The most a target's standing pose may lean: torso and both legs from vertical, added up."""
 UPRIGHT_REFERENCE_DEG = 30.0
-"""Frames whose torso and legs lean at most this from vertical (added up) may serve an arm's reference."""
+"""Frames whose torso and legs lean at most this from vertical (added up) serve the standing reference."""
 STANDING_FRAMES = 8
 """How many of the source's most upright frames make its standing reference."""
 CONTACT_HEIGHT_M = (0.03, 0.06)
@@ -207,11 +207,13 @@ def standing_frames(positions: np.ndarray, mapping: HumanoidMapping, count: int 
 def reference_weights(positions: np.ndarray, mapping: HumanoidMapping, fps: float) -> dict:
     """Per canonical joint, the weight of each frame (F,) in its standing reference: a foot's planted frames
     (flat on the floor) for the feet and toes, for an arm's joints the upright frames weighted by how straight
-    down the arm hangs (a hanging arm holds its thumb forward), the most upright frames for the rest."""
-    upright = np.zeros(len(positions))
-    upright[standing_frames(positions, mapping)] = 1.0
-    weights = {joint: upright for joint in mapping.joints}
+    down the arm hangs (a hanging arm holds its thumb forward), every upright frame for the rest (the most
+    upright ones if none is): the head looks around, and only many frames average its yaw out."""
     level = uprightness(positions, mapping) < np.radians(UPRIGHT_REFERENCE_DEG)
+    upright = level.astype(float)
+    if not level.any():
+        upright[standing_frames(positions, mapping)] = 1.0
+    weights = {joint: upright for joint in mapping.joints}
     for side in "lr":
         planted = contact_weights(positions[:, mapping[f"{side}_toes"]], fps) if len(positions) > 1 else upright
         if planted.sum() > 1.0:
