@@ -21,8 +21,9 @@ relative to their parent.
 Placement, in order: the hips' height scales with the legs (leg lengths over the floor of the
 standing poses) and keeps the solve's horizontal track; the whole body is moved so the head
 joint meets the headset-implied head (`head_targets`); stance feet are planted flat on the floor
-at the avatar's own ankle and toe heights (contacts read from the source's toes) and no foot
-joint goes under its rest height, with two-bone IK on the avatar's own legs; last, the arms are
+at the avatar's own ankle and toe heights (contacts read from the source's toes), rolled heel-up
+or toes-up as in gait where the leg cannot reach them flat, and neither heel nor toes go under
+their rest heights, with two-bone IK on the avatar's own legs; last, the arms are
 re-solved on the avatar's own arm lengths so the wrists reach the controller-implied wrists, and
 half of the hand's twist about the forearm moves onto the forearm's twist bone, or the forearm
 itself without one (no candy-wrapper wrist).
@@ -79,10 +80,11 @@ CONTACT_HEIGHT_M = (0.03, 0.06)
 CONTACT_SPEED_M_S = (0.25, 0.6)
 """A source toe this fast horizontally is fully planted (first) or free (second)."""
 OVERREACH_SLACK = 0.995
-"""A stance leg reaches at most this share of its length ..."""
+"""A stance leg reaches at most this share of its length; where a flat foot is out of that reach it rolls (heel
+or toes up, see HEEL_RISE_LIMIT_DEG) ..."""
 OVERREACH_ALLOWANCE_M = 0.05
-"""... and where it falls short by more than this, the hips come down by the rest (the head then misses the
-headset by as much): a foot lifted a little is less wrong than a body left hanging."""
+"""... and where it still falls short by more than this, the hips come down by the rest (the head then misses
+the headset by as much): a foot lifted a little is less wrong than a body left hanging."""
 SHRUG_LIMIT_DEG = 25.0
 """Largest turn of a shoulder (clavicle) toward a wrist target out of the arm's reach."""
 LEAF_REACH = {"foot": (("shin", "foot"), 0.4), "forearm": (("upper_arm", "forearm"), 1.0), "toes": (("shin", "foot"), 0.2)}
@@ -90,9 +92,14 @@ LEAF_REACH = {"foot": (("shin", "foot"), 0.4), "forearm": (("upper_arm", "forear
 ends along its tail, at most this share of the distance between the two named joints from its head:
 importers give leaf bones any length (the Godot robot's foot is 1.4 m long)."""
 TWIST_SHARE = 0.5
+"""Share of the hand's twist about the forearm that the forearm takes."""
 TWIST_WORDS = ("twist", "roll")
 """Words that name a forearm's twist bone (Unreal's lowerarm_twist_01_l, Rigify's forearm roll bones)."""
-"""Share of the hand's twist about the forearm that the forearm takes."""
+HEEL_RISE_LIMIT_DEG = 50.0
+"""Largest tilt of a planted foot behind the hips about its toe point, heel up (push-off: the foot stands about
+50 degrees off the floor at toe-off in walking gait)."""
+TOE_RISE_LIMIT_DEG = 25.0
+"""Largest tilt of a planted foot ahead of the hips about its heel, toes up (heel strike: about 25 degrees)."""
 
 
 def rig_skeleton(names, parents, rest_positions) -> Skeleton:
@@ -242,6 +249,8 @@ class Legs:
     foot: int
     toes: int | None
     ankle_height: float
+    heel_offset: np.ndarray
+    """(3,) the point under the ankle on the floor at standing (the heel's underside), in the foot bone's axes."""
     toe_offset: np.ndarray
     """(3,) the toe point (toe joint, else the foot's tail) in the foot bone's axes."""
     toe_height: float
@@ -361,7 +370,7 @@ class Retargeting:
         `wrist_targets` (F, 2, 3), left then right, re-solve the arms so the wrists reach them; a NaN
         target (an untracked controller) leaves that arm as retargeted. `head_targets` (F, 3) move the
         body so its head joint meets them. `plant_feet` plants the source's stance feet (offline: it
-        reads contacts over the whole motion) and keeps every foot joint above its standing height.
+        reads contacts over the whole motion) and keeps heel and toes above their standing heights.
         """
         source_rotations, source_positions = motion.global_transforms()
         frames = len(motion)
@@ -433,6 +442,8 @@ class Retargeting:
             toe_rotation = None
             if leg.toes is not None:
                 toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(heading, axes[leg.toes]), planted)
+            ankle, foot_rotation, toe_rotation = self._roll(leg, positions[:, leg.thigh], ankle, foot_rotation,
+                                                            toe_rotation, planted > 0.0)
             ankle[:, 1] += self._dip(leg, ankle, foot_rotation, toe_rotation)
             plans.append((leg, planted, ankle, foot_rotation, toe_rotation))
         drop = np.max([planted * self._overreach(leg, positions, ankle) for leg, planted, ankle, _, _ in plans], axis=0)
@@ -465,11 +476,36 @@ class Retargeting:
         rotations[:, torso] = quat.multiply(turn[:, None], rotations[:, torso])
         return rotations
 
-    def _dip(self, leg: Legs, ankle, foot_rotation, toe_rotation) -> np.ndarray:
-        """(F,) how far to lift the ankle so that no foot joint is under its standing height and no point of the
-        foot's skin under the floor."""
+    def _roll(self, leg: Legs, hip, ankle, foot_rotation, toe_rotation, planted):
+        """(ankle, foot rotation, toe rotation) with a planted foot out of the leg's reach rolled as in gait, by
+        as little as brings its ankle within reach: behind the hips about its toe point (heel up, the toe bone
+        stays flat), ahead of them about its heel (toes up)."""
+        reach = OVERREACH_SLACK * leg.length
         toe_point = ankle + quat.rotate(foot_rotation, leg.toe_offset)
-        dips = [leg.ankle_height - ankle[:, 1], leg.toe_height - toe_point[:, 1]]
+        forward = unit_across(toe_point - ankle, UP, np.array([0.0, 0.0, 1.0]))
+        behind = dot(hip - ankle, forward) > 0.0
+        pivot = np.where(behind[:, None], toe_point, ankle + quat.rotate(foot_rotation, leg.heel_offset))
+        axis = np.cross(UP, forward) * np.where(behind, 1.0, -1.0)[:, None]
+        out_of_reach = planted & (length(hip - ankle) > reach)
+        limit = np.radians(np.where(behind, HEEL_RISE_LIMIT_DEG, TOE_RISE_LIMIT_DEG))
+        low, high = np.zeros(len(ankle)), np.where(out_of_reach, limit, 0.0)
+        for _ in range(12):  # bisection on the tilt: the smallest that brings the ankle within reach
+            middle = 0.5 * (low + high)
+            tilted = pivot + quat.rotate(quat.from_rotation_vector(middle[:, None] * axis), ankle - pivot)
+            short = length(hip - tilted) > reach
+            low, high = np.where(short, middle, low), np.where(short, high, middle)
+        tilt = quat.from_rotation_vector(high[:, None] * axis)
+        ankle = pivot + quat.rotate(tilt, ankle - pivot)
+        foot_rotation = quat.multiply(tilt, foot_rotation)
+        if toe_rotation is not None:
+            toe_rotation = np.where(behind[:, None], toe_rotation, quat.multiply(tilt, toe_rotation))
+        return ankle, foot_rotation, toe_rotation
+
+    def _dip(self, leg: Legs, ankle, foot_rotation, toe_rotation) -> np.ndarray:
+        """(F,) how far to lift the ankle so that neither the heel nor the toes are under their standing heights
+        and no point of the foot's skin is under the floor."""
+        toe_point = ankle + quat.rotate(foot_rotation, leg.toe_offset)
+        dips = [-(ankle + quat.rotate(foot_rotation, leg.heel_offset))[:, 1], leg.toe_height - toe_point[:, 1]]
         if leg.tip_offset is not None and toe_rotation is not None:
             dips.append(leg.tip_height - (toe_point + quat.rotate(toe_rotation, leg.tip_offset))[:, 1])
         if len(leg.skin):
@@ -631,7 +667,9 @@ def _legs(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, sc
         points = target.skin[1][target.skin[0] == bone]
         return scale * quat.inverse_rotate(axes[bone], points - heads[bone])
 
-    return Legs(tm[f"{side}_thigh"], tm[f"{side}_shin"], foot, toes, scale * float(heads[foot, 1] - floor),
+    ankle_height = scale * float(heads[foot, 1] - floor)
+    return Legs(tm[f"{side}_thigh"], tm[f"{side}_shin"], foot, toes, ankle_height,
+                quat.inverse_rotate(axes[foot], np.array([0.0, -ankle_height, 0.0])),
                 scale * quat.inverse_rotate(axes[foot], toe_point - heads[foot]), scale * float(toe_point[1] - floor),
                 None if tip is None else scale * quat.inverse_rotate(axes[toes], tip - heads[toes]),
                 None if tip is None else scale * float(tip[1] - floor), skin(foot), skin(toes),
