@@ -421,9 +421,10 @@ class Retargeting:
         return positions
 
     def _plant(self, rotations, positions, hips, source_positions, fps: float, head_targets=None):
-        """(rotations, hips) with the legs re-solved: stance feet lie flat and still on the floor, no foot joint
-        dips under its standing height nor the foot's skin under the floor, and the hips come down where a
-        stance leg could not reach its foot, the torso then leaning toward the head target."""
+        """(rotations, hips) with the legs re-solved: stance feet lie flat and still on the floor (rolled where the
+        leg cannot reach them flat), neither heel nor toes dip under their standing heights nor the foot's skin
+        under the floor, and the hips come down where a stance leg could not reach even a rolled foot, the
+        torso then leaning toward the head target."""
         rotations = rotations.copy()
         axes = self.target.standing_pose()[0]
         plans = []
