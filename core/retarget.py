@@ -85,6 +85,9 @@ or toes up, see HEEL_RISE_LIMIT_DEG) ..."""
 OVERREACH_ALLOWANCE_M = 0.05
 """... and where it still falls short by more than this, the hips come down by the rest (the head then misses
 the headset by as much): a foot lifted a little is less wrong than a body left hanging."""
+HIPS_RISE_LIMIT = 1.2
+"""The hips rise at most this share of their standing height: a body whose legs are too short for its head to
+meet the headset (a cartoon's) is not lifted further off the floor; its head misses by the rest."""
 SHRUG_LIMIT_DEG = 25.0
 """Largest turn of a shoulder (clavicle) toward a wrist target out of the arm's reach."""
 LEAF_REACH = {"foot": (("shin", "foot"), 0.4), "forearm": (("upper_arm", "forearm"), 1.0), "toes": (("shin", "foot"), 0.2)}
@@ -305,6 +308,8 @@ class Retargeting:
     """(2,) each forearm's length, scaled."""
     arm_lengths: np.ndarray
     """(2,) each arm's reach from the shoulder joint (upper arm plus forearm), scaled."""
+    hips_ceiling: float
+    """The highest the head targets may move the hips: HIPS_RISE_LIMIT of their standing height, scaled."""
 
     @classmethod
     def between(cls, source: Skeleton, source_mapping: HumanoidMapping, target: TargetSkeleton,
@@ -361,7 +366,7 @@ class Retargeting:
                    floor, rest_local, rest_offsets, placement, parents_first(placement), follows_hips,
                    np.array([j for j in range(len(target.names)) if _below(placement, j, tm["spine"])]), legs,
                    np.array([twist_bone(target, tm[f"{s}_forearm"]) for s in "lr"]), forearm_axes, forearm_lengths,
-                   arm_lengths)
+                   arm_lengths, HIPS_RISE_LIMIT * scale * float(target_p[tm["hips"], 1] - floor))
 
     def apply(self, motion: Motion, wrist_targets: np.ndarray | None = None, stride_scaled: bool = False,
               head_targets: np.ndarray | None = None, plant_feet: bool = False):
@@ -369,7 +374,7 @@ class Retargeting:
 
         `wrist_targets` (F, 2, 3), left then right, re-solve the arms so the wrists reach them; a NaN
         target (an untracked controller) leaves that arm as retargeted. `head_targets` (F, 3) move the
-        body so its head joint meets them. `plant_feet` plants the source's stance feet (offline: it
+        body so its head joint meets them, the hips rising no higher than `hips_ceiling`. `plant_feet` plants the source's stance feet (offline: it
         reads contacts over the whole motion) and keeps heel and toes above their standing heights.
         """
         source_rotations, source_positions = motion.global_transforms()
@@ -386,6 +391,7 @@ class Retargeting:
         if head_targets is not None:
             head = positions[:, self.target.mapping["head"]]
             shift = np.where(np.isnan(head_targets), 0.0, head_targets - head)
+            shift[:, 1] -= np.maximum(0.0, hips[:, 1] + shift[:, 1] - self.hips_ceiling)
             hips = hips + shift
             positions = positions + np.where(self.follows_hips[:, None], shift[:, None], 0.0)
         if plant_feet:

@@ -176,6 +176,17 @@ def test_a_stance_foot_out_of_reach_rolls_as_in_gait_and_the_head_still_meets_it
     assert rolled > 10
 
 
+def test_a_head_target_out_of_the_avatars_reach_lifts_the_hips_no_higher_than_the_limit(walk1):
+    clip = walk1[:120]
+    mapping = find_mapping(clip.skeleton)
+    rig = _rig(clip, random_axes=True, seed=9)
+    targets = clip.global_positions()[:, mapping["head"]] + [0.0, 0.4, 0.0]  # a person 40 cm taller
+    _, positions = _retarget(clip, rig, head_targets=targets, plant_feet=True)
+    ceiling = retarget.HIPS_RISE_LIMIT * rig.rest_positions[mapping["hips"], 1]
+    assert positions[:, mapping["hips"], 1].max() <= ceiling + 1e-9
+    assert positions[:, mapping["hips"], 1].max() > ceiling - 0.02
+
+
 def test_the_head_meets_its_target_and_the_body_moves_with_it(walk1):
     clip = walk1[:120]
     mapping = find_mapping(clip.skeleton)
