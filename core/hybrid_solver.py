@@ -52,8 +52,9 @@ class MatchedLegsSolver:
         self.matched_legs = [matching.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS]
         self.own_legs = [self.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS]
 
-    def standing_motion(self) -> None:
-        return None
+    def standing_motion(self) -> Motion:
+        """The predictor's standing reference: the body is the predictor's."""
+        return self.predictor.standing_motion()
 
     def solve(self, stream) -> Solution:
         predicted = self.predictor.solve(stream)

@@ -35,6 +35,16 @@ from .solver import Solution, require_finite, standing_height
 from .stream import ThreePointStream
 
 TICK_S = 1.0 / FPS
+STANDING_REFERENCE_S = 2.0
+STANDING_REFERENCE_HMD_M = 1.6
+"""The still headset's height for the standing reference when the user's is not given (signals are scaled to
+the model's body: any adult height serves)."""
+HANGING_CONTROLLERS_PER_HEIGHT = ((0.137, 0.535, -0.015), (-0.124, 0.522, -0.017))
+"""Left and right controller with the arms hanging, over the HMD's height, in the HMD's heading frame (x left,
+z forward, from the point under the HMD): medians over 1080 simulated frames of the training split where the
+body stands upright and the arm hangs within 32 degrees of straight down."""
+HANGING_CONTROLLER_ROTATIONS = ((0.054, -0.083, 0.987, -0.125), (0.155, -0.048, -0.979, 0.12))
+"""Their orientations (w, x, y, z) in the same frame: the mean over the same frames."""
 HEAD_CENTRE_FROM_HMD = SolverConfig.head_centre_from_hmd
 """The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
 
@@ -58,9 +68,20 @@ class N3PSolver:
         self.arms = np.array([[self.mapping[f"{s}_{j}"] for j in ("upper_arm", "forearm", "hand")] for s in "lr"])
         self.reset()
 
-    def standing_motion(self) -> None:
-        """No motion of its own to read a standing reference from: retargeting falls back to the rest pose."""
-        return None
+    def standing_motion(self) -> Motion:
+        """The predictor standing still for STANDING_REFERENCE_S under a level headset, the controllers held with
+        the arms hanging: where live retargeting reads this skeleton's standing reference (its rest pose need
+        not stand, and there is no database to read one from)."""
+        height = self.fixed_height or STANDING_REFERENCE_HMD_M
+        frames = int(STANDING_REFERENCE_S * FPS)
+        positions = np.zeros((frames, 3, 3))
+        positions[:, 0, 1] = height
+        positions[:, 1:] = height * np.array(HANGING_CONTROLLERS_PER_HEIGHT)
+        level = quat.from_yaw(np.pi)  # the HMD looking along +Z: its heading frame is the world's
+        rotations = np.broadcast_to(np.vstack([level, quat.normalize(np.array(HANGING_CONTROLLER_ROTATIONS))]),
+                                    (frames, 3, 4))
+        still = ThreePointStream(np.arange(frames) / FPS, positions, rotations, np.ones((frames, 3), bool))
+        return N3PSolver(self.model, self.config, height, self.devices).solve(still).motion
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts the avatar standing under the HMD."""

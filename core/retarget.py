@@ -369,13 +369,14 @@ class Retargeting:
                    arm_lengths, HIPS_RISE_LIMIT * scale * float(target_p[tm["hips"], 1] - floor))
 
     def apply(self, motion: Motion, wrist_targets: np.ndarray | None = None, stride_scaled: bool = False,
-              head_targets: np.ndarray | None = None, plant_feet: bool = False):
+              head_targets: np.ndarray | None = None, plant_feet: bool = False, stances: LiveStances | None = None):
         """(global rotations (F, J, 4), global positions (F, J, 3)) of the target following `motion`.
 
         `wrist_targets` (F, 2, 3), left then right, re-solve the arms so the wrists reach them; a NaN
         target (an untracked controller) leaves that arm as retargeted. `head_targets` (F, 3) move the
         body so its head joint meets them, the hips rising no higher than `hips_ceiling`. `plant_feet` plants the source's stance feet (offline: it
-        reads contacts over the whole motion) and keeps heel and toes above their standing heights.
+        reads contacts over the whole motion) and keeps heel and toes above their standing heights; `stances`
+        does the same live, one frame per call, reading contacts as they come.
         """
         source_rotations, source_positions = motion.global_transforms()
         frames = len(motion)
@@ -394,8 +395,9 @@ class Retargeting:
             shift[:, 1] -= np.maximum(0.0, hips[:, 1] + shift[:, 1] - self.hips_ceiling)
             hips = hips + shift
             positions = positions + np.where(self.follows_hips[:, None], shift[:, None], 0.0)
-        if plant_feet:
-            rotations, hips = self._plant(rotations, positions, hips, source_positions, motion.fps, head_targets)
+        if plant_feet or stances is not None:
+            rotations, hips = self._plant(rotations, positions, hips, source_positions, motion.fps, head_targets,
+                                          stances)
             positions = self._positions(rotations, hips)
         if wrist_targets is not None:
             rotations = self._reach(rotations, positions, wrist_targets)
@@ -426,24 +428,26 @@ class Retargeting:
                 positions[:, j] = positions[:, parent] + quat.rotate(rotations[:, parent], self.rest_offsets[j])
         return positions
 
-    def _plant(self, rotations, positions, hips, source_positions, fps: float, head_targets=None):
+    def _plant(self, rotations, positions, hips, source_positions, fps: float, head_targets=None,
+               stances: LiveStances | None = None):
         """(rotations, hips) with the legs re-solved: stance feet lie flat and still on the floor (rolled where the
         leg cannot reach them flat), neither heel nor toes dip under their standing heights nor the foot's skin
         under the floor, and the hips come down where a stance leg could not reach even a rolled foot, the
-        torso then leaning toward the head target."""
+        torso then leaning toward the head target. Offline, each stance holds the foot at its mean place and
+        heading; live (`stances`), where the stance began."""
         rotations = rotations.copy()
         axes = self.target.standing_pose()[0]
         plans = []
-        for leg in self.legs:
-            planted = contact_weights(source_positions[:, leg.source_toe], fps)
+        for side, leg in enumerate(self.legs):
             # Flat: the standing foot turned about the vertical by the foot's own heading change.
             heading = _heading_turn(rotations[:, leg.foot], axes[leg.foot])
             ankle = positions[:, leg.foot].copy()
-            for start, stop in contact_segments(planted):  # one place and one heading per stance
-                weights = planted[start:stop, None]
-                ankle[start:stop, [0, 2]] = (1.0 - weights) * ankle[start:stop, [0, 2]] + weights * np.average(
-                    ankle[start:stop, [0, 2]], axis=0, weights=weights[:, 0] + 1e-9)
-                heading[start:stop] = quat.mean(heading[start:stop], weights[:, 0] + 1e-9)
+            toe = source_positions[:, leg.source_toe]
+            if stances is None:
+                planted = contact_weights(toe, fps)
+                ankle, heading = held_over_stances(planted, ankle, heading)
+            else:
+                planted, ankle, heading = stances.hold(side, toe, ankle, heading, fps)
             foot_rotation = quat.slerp(rotations[:, leg.foot], quat.multiply(heading, axes[leg.foot]), planted)
             ankle[:, 1] = (1.0 - planted) * ankle[:, 1] + planted * leg.ankle_height
             toe_rotation = None
@@ -485,28 +489,33 @@ class Retargeting:
 
     def _roll(self, leg: Legs, hip, ankle, foot_rotation, toe_rotation, planted):
         """(ankle, foot rotation, toe rotation) with a planted foot out of the leg's reach rolled as in gait, by
-        as little as brings its ankle within reach: behind the hips about its toe point (heel up, the toe bone
-        stays flat), ahead of them about its heel (toes up)."""
+        as little as brings its ankle within reach: about its toe point (heel up, the toe bone stays flat) or
+        about its heel (toes up, a foot ahead of the hips), whichever reaches with the smaller share of its
+        limit, or else comes closer."""
         reach = OVERREACH_SLACK * leg.length
+        out_of_reach = planted & (length(hip - ankle) > reach)
         toe_point = ankle + quat.rotate(foot_rotation, leg.toe_offset)
         forward = unit_across(toe_point - ankle, UP, np.array([0.0, 0.0, 1.0]))
-        behind = dot(hip - ankle, forward) > 0.0
-        pivot = np.where(behind[:, None], toe_point, ankle + quat.rotate(foot_rotation, leg.heel_offset))
-        axis = np.cross(UP, forward) * np.where(behind, 1.0, -1.0)[:, None]
-        out_of_reach = planted & (length(hip - ankle) > reach)
-        limit = np.radians(np.where(behind, HEEL_RISE_LIMIT_DEG, TOE_RISE_LIMIT_DEG))
-        low, high = np.zeros(len(ankle)), np.where(out_of_reach, limit, 0.0)
-        for _ in range(12):  # bisection on the tilt: the smallest that brings the ankle within reach
-            middle = 0.5 * (low + high)
-            tilted = pivot + quat.rotate(quat.from_rotation_vector(middle[:, None] * axis), ankle - pivot)
-            short = length(hip - tilted) > reach
-            low, high = np.where(short, middle, low), np.where(short, high, middle)
-        tilt = quat.from_rotation_vector(high[:, None] * axis)
-        ankle = pivot + quat.rotate(tilt, ankle - pivot)
-        foot_rotation = quat.multiply(tilt, foot_rotation)
+        side_axis = np.cross(UP, forward)
+        rolls = []
+        for pivot, axis, limit in ((toe_point, side_axis, HEEL_RISE_LIMIT_DEG),
+                                   (ankle + quat.rotate(foot_rotation, leg.heel_offset), -side_axis, TOE_RISE_LIMIT_DEG)):
+            low, high = np.zeros(len(ankle)), np.where(out_of_reach, np.radians(limit), 0.0)
+            for _ in range(12):  # bisection on the tilt: the smallest that brings the ankle within reach
+                middle = 0.5 * (low + high)
+                tilted = pivot + quat.rotate(quat.from_rotation_vector(middle[:, None] * axis), ankle - pivot)
+                short = length(hip - tilted) > reach
+                low, high = np.where(short, middle, low), np.where(short, high, middle)
+            tilt = quat.from_rotation_vector(high[:, None] * axis)
+            rolled = pivot + quat.rotate(tilt, ankle - pivot)
+            rolls.append((tilt, rolled, high / np.radians(limit), length(hip - rolled)))
+        (heel_tilt, heel_up, heel_share, heel_miss), (toe_tilt, toes_up, toe_share, toe_miss) = rolls
+        reached = np.minimum(heel_miss, toe_miss) <= reach
+        heel = np.where(reached, heel_share <= toe_share, heel_miss <= toe_miss)[:, None]
+        tilt = np.where(heel, heel_tilt, toe_tilt)
         if toe_rotation is not None:
-            toe_rotation = np.where(behind[:, None], toe_rotation, quat.multiply(tilt, toe_rotation))
-        return ankle, foot_rotation, toe_rotation
+            toe_rotation = np.where(heel, toe_rotation, quat.multiply(tilt, toe_rotation))
+        return np.where(heel, heel_up, toes_up), quat.multiply(tilt, foot_rotation), toe_rotation
 
     def _dip(self, leg: Legs, ankle, foot_rotation, toe_rotation) -> np.ndarray:
         """(F,) how far to lift the ankle so that neither the heel nor the toes are under their standing heights
@@ -689,15 +698,64 @@ def _heading_turn(rotations: np.ndarray, rest: np.ndarray) -> np.ndarray:
     return quat.from_yaw(quat.yaw_of_direction(forward))
 
 
-def contact_weights(toe_positions: np.ndarray, fps: float) -> np.ndarray:
-    """(F,) how planted a source toe is, 0 to 1, from its height above its lowest and its horizontal speed."""
-    height = toe_positions[:, 1] - np.percentile(toe_positions[:, 1], 5)
-    velocity = np.gradient(toe_positions[:, [0, 2]], axis=0) * fps if len(toe_positions) > 1 else np.zeros((1, 2))
-    speed = length(velocity)
+def contact_weight(height, speed):
+    """How planted a source toe is, 0 to 1, from its height above its floor and its horizontal speed."""
     low_h, high_h = CONTACT_HEIGHT_M
     low_v, high_v = CONTACT_SPEED_M_S
     return np.clip((high_h - height) / (high_h - low_h), 0.0, 1.0) * np.clip((high_v - speed) / (high_v - low_v),
                                                                               0.0, 1.0)
+
+
+def contact_weights(toe_positions: np.ndarray, fps: float) -> np.ndarray:
+    """(F,) how planted a source toe is over a whole motion: its floor the 5th percentile of its heights."""
+    height = toe_positions[:, 1] - np.percentile(toe_positions[:, 1], 5)
+    velocity = np.gradient(toe_positions[:, [0, 2]], axis=0) * fps if len(toe_positions) > 1 else np.zeros((1, 2))
+    return contact_weight(height, length(velocity))
+
+
+def held_over_stances(planted: np.ndarray, ankle: np.ndarray, heading: np.ndarray) -> tuple:
+    """(ankle, heading) of one leg over a whole motion with each stance held at its mean place and heading,
+    blended in and out by the contact weights `planted` (F,)."""
+    ankle, heading = ankle.copy(), heading.copy()
+    for start, stop in contact_segments(planted):
+        weights = planted[start:stop, None]
+        ankle[start:stop, [0, 2]] = (1.0 - weights) * ankle[start:stop, [0, 2]] + weights * np.average(
+            ankle[start:stop, [0, 2]], axis=0, weights=weights[:, 0] + 1e-9)
+        heading[start:stop] = quat.mean(heading[start:stop], weights[:, 0] + 1e-9)
+    return ankle, heading
+
+
+class LiveStances:
+    """Planting a live retargeting's feet one frame at a time: contacts read from each source toe's height
+    over the source's floor and its speed since the last frame, each stance held where it began."""
+
+    def __init__(self, source_floor: float):
+        self.source_floor = source_floor
+        self.previous_toes: list[np.ndarray | None] = [None, None]
+        self.held: list[tuple | None] = [None, None]
+
+    @classmethod
+    def of(cls, standing: Motion) -> "LiveStances":
+        """Stances over the floor of `standing`, a motion on the source skeleton (its toes' 5th percentile)."""
+        mapping = find_mapping(standing.skeleton)
+        toes = standing.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]], 1]
+        return cls(float(np.percentile(toes, 5)))
+
+    def hold(self, side: int, toe: np.ndarray, ankle: np.ndarray, heading: np.ndarray, fps: float) -> tuple:
+        """(planted (1,), ankle (1, 3), heading (1, 4)) of leg `side` (0 left, 1 right) this frame."""
+        previous = self.previous_toes[side]
+        speed = 0.0 if previous is None else float(length(toe[0, [0, 2]] - previous[[0, 2]])) * fps
+        self.previous_toes[side] = toe[0].copy()
+        planted = np.atleast_1d(contact_weight(toe[0, 1] - self.source_floor, speed))
+        if planted[0] <= 0.0:
+            self.held[side] = None
+            return planted, ankle, heading
+        if self.held[side] is None:
+            self.held[side] = (ankle[0, [0, 2]].copy(), heading[0].copy())
+        place, held_heading = self.held[side]
+        ankle = ankle.copy()
+        ankle[:, [0, 2]] = (1.0 - planted[0]) * ankle[:, [0, 2]] + planted[0] * place
+        return planted, ankle, held_heading[None].copy()
 
 
 def contact_segments(weights: np.ndarray) -> list[tuple[int, int]]:

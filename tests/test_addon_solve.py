@@ -364,6 +364,29 @@ def test_neural3points_solves_and_bakes_without_a_database(bpy, installed, sessi
             item.path, item.height_min, item.height_max, item.poses = path, height_min, height_max, poses
 
 
+def test_neural3points_live_stands_the_avatar_upright_under_the_headset(bpy, installed, session):
+    """Live, the predictor's standing reference aligns the bones (the Bandai rest pose would turn them by 85°)."""
+    scene = bpy.context.scene
+    obj = bpy.data.objects[session["rigify"]]
+    scene.vr_avatar.target_armature = obj
+    scene.vr_avatar.solve.method = 'N3P'
+    try:
+        live = installed.operators_live.LiveAvatar(bpy.context)
+        stream = read_stream(session["csv"]).resampled(60.0)
+        heads = implied_joint_positions(stream)[:, 0]
+        mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
+        misses, leans = [], []
+        for t in range(120):
+            live.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0)
+            if t % 10 == 9:
+                hips, head = _world_heads(bpy, obj, [mapping["hips"], mapping["head"]])
+                misses.append(np.linalg.norm(head - heads[t]))
+                leans.append(np.degrees(np.arccos((head - hips)[1] / np.linalg.norm(head - hips))))
+        assert np.median(misses) < 0.02 and max(leans) < 30.0
+    finally:
+        scene.vr_avatar.solve.method = 'MM'
+
+
 def test_bake_without_a_solve_or_a_target_reports_what_to_do(bpy, installed, session):
     scene = bpy.context.scene
     scene.vr_avatar.target_armature = None
@@ -418,11 +441,16 @@ def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, i
     wrists = implied_joint_positions(stream)[:, 1:]
     mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
     hands = [mapping["l_hand"], mapping["r_hand"]]
-    gaps = []
+    toes = [mapping["l_toes"], mapping["r_toes"]]
+    gaps, toe_heights = [], []
     for t in range(120):
         live.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0)
         if t % 10 == 9:
             gaps.append(np.linalg.norm(_world_heads(bpy, obj, hands) - wrists[t], axis=-1))
+        toe_heights.append(_world_heads(bpy, obj, toes)[:, 1])
     assert np.median(gaps) < 0.01
+    # The stance feet are planted live too: no toe goes under its standing height (without: 0.8 and 5.8 cm).
+    standing = [leg.toe_height for leg in live.retargeting.legs]
+    assert (np.min(toe_heights, axis=0) > np.array(standing) - 1e-3).all()
     hips = _world_heads(bpy, obj, [mapping["hips"]])[0]
     assert np.hypot(*(hips - stream.positions[119, 0])[[0, 2]]) < 0.4  # under the headset, within α and a bit

@@ -249,3 +249,22 @@ def test_eval_full_with_attachment_noise_reports_calibrated_and_uncalibrated_row
     assert set(result) >= {"n3p", "n3p+noise", "n3p+noise_uncalibrated"}
     assert result["n3p+noise"]["frames"] == result["n3p"]["frames"]  # the gesture is solved, not scored
     assert result["n3p+noise"]["hand_cm"] < 1.0 < result["n3p+noise_uncalibrated"]["hand_cm"]
+
+
+def test_live_retargeting_reads_a_standing_reference_the_predictor_makes(validation_walk):
+    """Live, retargeting has no solve to read its standing reference from: the predictor stands still under a
+    level headset and hanging controllers. Without it, the Bandai rest pose (every bone along X) turned bones
+    by 85 degrees on average."""
+    from core.retarget import Retargeting, bvh_target, uprightness, UPRIGHT_REFERENCE_DEG
+    solver = N3PSolver(N3PModel.load())
+    standing = solver.standing_motion()
+    _, positions = standing.global_transforms()
+    assert np.mean(uprightness(positions, solver.mapping) < np.radians(UPRIGHT_REFERENCE_DEG)) > 0.9
+    solution = solver.solve(validation_walk.stream)
+    motion = solution.motion[:300]
+    target = bvh_target(validation_walk.truth)
+    bones = [target.mapping[j] for j in target.mapping.joints]
+    offline = Retargeting.between(motion.skeleton, solver.mapping, target, motion).apply(motion)[0][:, bones]
+    live = Retargeting.between(motion.skeleton, solver.mapping, target, standing).apply(motion)[0][:, bones]
+    apart = np.degrees(2 * np.arccos(np.clip(np.abs(quat.inverse_multiply(live, offline)[..., 0]), 0.0, 1.0)))
+    assert apart.mean() < 10.0

@@ -85,6 +85,7 @@ class LiveAvatar:
         self.target = target
         self.size = context.scene.vr_avatar.solve.avatar_size.lower()
         self.retargeting = None  # made on the first frame the headset is seen: its height sizes the avatar
+        self.stances = None  # where the avatar's stance feet are held, with the retargeting
         self.order = [self.obj.data.bones.find(name) for name in target.names]
         bones = self.obj.pose.bones
         self.saved_pose = [(b.name, b.rotation_mode, tuple(b.rotation_quaternion), tuple(b.location), tuple(b.scale))
@@ -94,8 +95,10 @@ class LiveAvatar:
         """The retargeting onto the avatar, fitted (or not, by the Avatar Size setting) to this head height."""
         if self.retargeting is None:
             scale = core.retarget.avatar_scale(self.target, head_height_m, self.size)
+            standing = self.solver.standing_motion()
             self.retargeting = core.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping,
-                                                                 self.target, self.solver.standing_motion(), scale)
+                                                                 self.target, standing, scale)
+            self.stances = core.retarget.LiveStances.of(standing)
         return self.retargeting
 
     def restore(self) -> None:
@@ -113,7 +116,8 @@ class LiveAvatar:
         joints = core.devices.joints_from_devices(positions, rotations, self.solver.offsets)
         heads = np.where(usable[0], joints[0], np.nan)
         retargeting = self.retargeting_for(float(joints[0, 1]))
-        global_rotations, global_positions = retargeting.apply(motion, joints[None, 1:], head_targets=heads[None])
+        global_rotations, global_positions = retargeting.apply(motion, joints[None, 1:], head_targets=heads[None],
+                                                               stances=self.stances)
         matrices = bone_space.armature_matrices(self.obj, global_rotations, global_positions, retargeting.scale)
         basis, locations, scales = bone_space.pose_basis(self.obj, matrices, self.order, self.target.parents)
         pose_frame(self.obj, solve_cache.CachedFrame(self.obj.name, list(self.target.names), basis[0], locations[0],
