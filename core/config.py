@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from .atomic import write_text
+from .files.atomic import write_text
 
 
 @dataclass(frozen=True)

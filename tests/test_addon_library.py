@@ -7,10 +7,10 @@ import pytest
 
 from conftest import DATASET_1, TRUNCATED_BVH, WALK_1
 
-from core.bvh import read_bvh
+from core.files.bvh import read_bvh
 from core.config import DatabaseConfig
-from core.motion import forward_kinematics
-from core.pose_database import PoseDatabase, build_database, global_transforms
+from core.anim.motion import forward_kinematics
+from core.matching.pose_database import PoseDatabase, build_database, global_transforms
 
 LOCOMOTION = [DATASET_1 / f"dataset-1_{name}_001.bvh" for name in ("walk_normal", "run_normal", "walk-back_normal")]
 

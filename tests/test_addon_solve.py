@@ -12,14 +12,14 @@ import pytest
 
 from conftest import DATASET_1, WALK_1
 
-from core import quat
-from core.bvh import read_bvh
+from core.math import quat
+from core.files.bvh import read_bvh
 from core.config import SimulationConfig
-from core.devices import implied_joint_positions
-from core.humanoid import find_mapping
-from core.retarget import standing_frames
-from core.simulate import simulate_stream
-from core.stream import read_stream, write_stream
+from core.devices.attachments import implied_joint_positions
+from core.rig.humanoid import find_mapping
+from core.rig.retarget import standing_frames
+from core.devices.simulate import simulate_stream
+from core.files.stream import read_stream, write_stream
 
 MIXAMO = {"hips": "Hips", "spine": "Spine", "chest": "Spine2", "neck": "Neck", "head": "Head",
           **{f"{s}_{j}": f"{side}{name}" for s, side in (("l", "Left"), ("r", "Right")) for j, name in (
@@ -197,7 +197,7 @@ def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_el
     settings = _solve(bpy, session["mixamo"])
     assert settings.solve.elbow_constants == 'FITTED'
     config = installed.operators_solve.solver_config(settings.solve)
-    assert config.upper_body == installed.core.upper_body_ik.ik_constants("fitted")
+    assert config.upper_body == installed.core.ik.upper_body_ik.ik_constants("fitted")
     cache = _cache(installed, bpy)
     fitted = cache.positions.copy()
     settings.solve.elbow_constants = 'PAPER'

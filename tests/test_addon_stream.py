@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from conftest import WALK_1
-from core import quat
-from core.bvh import read_bvh
-from core.simulate import simulate_stream
-from core.stream import read_stream, write_stream
+from core.math import quat
+from core.files.bvh import read_bvh
+from core.devices.simulate import simulate_stream
+from core.files.stream import read_stream, write_stream
 
 TOLERANCE = 1e-4
 # Samples (60 Hz) where a device is not tracked: the left controller lost mid-clip, the right one at the start.

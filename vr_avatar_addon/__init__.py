@@ -8,9 +8,11 @@ import importlib.util
 # which returns the module bound below. The submodules the add-on uses are imported here too,
 # because `core/__init__.py` does not import them.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
-for _submodule in ("bvh", "calibration", "config", "devices", "humanoid", "mapping_preset", "mocap", "motion", "n3p_solver",
-                   "openxr_source", "plausibility", "pose_database", "quat", "report", "retarget", "skeleton", "solver",
-                   "stitch", "stitch_model", "stream", "upper_body_ik"):
+for _submodule in ("files.bvh", "devices.calibration", "config", "devices.attachments", "rig.humanoid",
+                   "rig.mapping_preset", "files.mocap", "anim.motion", "n3p.solver", "devices.openxr_source",
+                   "devices.plausibility", "matching.pose_database", "math.quat", "quality.report", "rig.retarget",
+                   "anim.skeleton", "matching.solver", "stitch.stitching", "stitch.model", "files.stream",
+                   "ik.upper_body_ik"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
 from . import (handlers, operators_library, operators_live, operators_mapping, operators_solve,  # noqa: E402

@@ -24,14 +24,14 @@ UNBOUNDED_HEIGHT = 2.0
 # Motion capture formats read by Blender's own importers: extension -> (operator, add-on that provides it).
 BLENDER_IMPORTERS = {".fbx": ("fbx", "FBX format"), ".glb": ("gltf", "glTF 2.0 format"),
                      ".gltf": ("gltf", "glTF 2.0 format")}
-USER_ERRORS = (core.bvh.BVHError, core.pose_database.DatabaseError, core.mocap.MocapNotFound,
-               core.humanoid.HumanoidMappingError)
+USER_ERRORS = (core.files.bvh.BVHError, core.matching.pose_database.DatabaseError, core.files.mocap.MocapNotFound,
+               core.rig.humanoid.HumanoidMappingError)
 
 
 def rest_positions(skeleton) -> np.ndarray:
     """(J, 3) global joint positions of the skeleton's rest layout, Blender axes (+Z up)."""
-    identity = core.quat.identity(len(skeleton))
-    _, positions = core.motion.forward_kinematics(skeleton.parents, identity, skeleton.offsets)
+    identity = core.math.quat.identity(len(skeleton))
+    _, positions = core.anim.motion.forward_kinematics(skeleton.parents, identity, skeleton.offsets)
     return z_up_from_y_up(positions)
 
 
@@ -84,7 +84,7 @@ def motion_channels(obj, motion) -> list:
     global_rotations, _ = motion.global_transforms()
     rest = bone_space.rest_rotations(obj)
     parents = bone_space.parents(obj)
-    basis = bone_space.basis_rotations(core.quat.multiply(global_rotations[:, order], rest), rest, parents)
+    basis = bone_space.basis_rotations(core.math.quat.multiply(global_rotations[:, order], rest), rest, parents)
     displacements = motion.positions[:, order] - motion.skeleton.offsets[order]
     locations = bone_space.basis_locations(displacements, rest)
     roots = parents < 0
@@ -108,7 +108,7 @@ def fit_scene_timing(scene, fps: float, frames: int) -> None:
 def import_bvh_motion(context, path: Path):
     """A new armature with an action playing the BVH file (read by core); raises BVHError before creating anything,
     and ValueError naming the file, with everything it made removed, if building the armature fails."""
-    motion = core.bvh.read_bvh(path)
+    motion = core.files.bvh.read_bvh(path)
     before = set(bpy.data.user_map())
     try:
         obj = build_armature(context, motion.skeleton, motion.name or path.stem)
@@ -227,7 +227,7 @@ def action_motion(scene, obj):
     scene.frame_set(current)
     matrices = world @ matrices
     orientations = y_up_rotation_from_z_up(bone_space.matrix_rotations(matrices))
-    global_rotations = core.quat.multiply_inverse(orientations, bone_space.rest_rotations(obj))
+    global_rotations = core.math.quat.multiply_inverse(orientations, bone_space.rest_rotations(obj))
     heads = y_up_from_z_up(matrices[..., :3, 3])
 
     rest_heads = bone_space.rest_positions(obj)
@@ -239,26 +239,26 @@ def action_motion(scene, obj):
     tails = y_up_from_z_up(tails.reshape(-1, 3) @ world[:3, :3].T + world[:3, 3])
     leaves = sorted(set(range(len(bones))) - set(parents.tolist()))
     end_sites = tuple((j, tuple(float(v) for v in tails[j] - rest_heads[j])) for j in leaves)
-    skeleton = core.skeleton.Skeleton(tuple(bone.name for bone in bones), parents, offsets, end_sites)
+    skeleton = core.anim.skeleton.Skeleton(tuple(bone.name for bone in bones), parents, offsets, end_sites)
 
     positions = heads.copy()
-    positions[:, child] = core.quat.inverse_rotate(global_rotations[:, parents[child]],
+    positions[:, child] = core.math.quat.inverse_rotate(global_rotations[:, parents[child]],
                                                    heads[:, child] - heads[:, parents[child]])
-    rotations = core.motion.local_from_global(parents, global_rotations)
+    rotations = core.anim.motion.local_from_global(parents, global_rotations)
     fps = scene.render.fps / scene.render.fps_base
-    return core.motion.Motion(skeleton, rotations, positions, fps, action.name)
+    return core.anim.motion.Motion(skeleton, rotations, positions, fps, action.name)
 
 
 def mocap_files(library) -> list[Path]:
     """The BVH files that the library's motion capture path names (a folder honours Locomotion Only)."""
     if not library.mocap_path:
-        raise core.mocap.MocapNotFound("choose a motion capture file or folder first")
+        raise core.files.mocap.MocapNotFound("choose a motion capture file or folder first")
     path = Path(bpy.path.abspath(library.mocap_path))
-    files = core.mocap.find_bvh_files([path])
+    files = core.files.mocap.find_bvh_files([path])
     if path.is_dir() and library.locomotion_only:
-        files = core.mocap.locomotion_files(files)
+        files = core.files.mocap.locomotion_files(files)
         if not files:
-            raise core.mocap.MocapNotFound(f"no locomotion clips among the BVH files in {path}; untick "
+            raise core.files.mocap.MocapNotFound(f"no locomotion clips among the BVH files in {path}; untick "
                                            "Locomotion Only to use them all")
     return files
 
@@ -299,19 +299,19 @@ class VR_AVATAR_OT_build_database(bpy.types.Operator):
                 window_manager.progress_begin(0, len(files) + 1)
                 motions = []
                 for done, path in enumerate(files, 1):
-                    motions.append(core.bvh.read_bvh(path))
+                    motions.append(core.files.bvh.read_bvh(path))
                     window_manager.progress_update(done)
             else:
                 armatures = [obj for obj in context.selected_objects if obj.type == 'ARMATURE'
                              and obj.animation_data is not None and obj.animation_data.action is not None]
                 if not armatures:
-                    raise core.pose_database.DatabaseError("select the armatures whose actions make the database")
+                    raise core.matching.pose_database.DatabaseError("select the armatures whose actions make the database")
                 window_manager.progress_begin(0, len(armatures) + 1)
                 motions = []
                 for done, obj in enumerate(armatures, 1):
                     motions.append(action_motion(context.scene, obj))
                     window_manager.progress_update(done)
-            database = core.pose_database.build_database(motions, database_config(library))
+            database = core.matching.pose_database.build_database(motions, database_config(library))
         except (*USER_ERRORS, ValueError) as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}

@@ -50,8 +50,8 @@ class OpenXRRuntimeSource:
 
     def __init__(self, _context):
         try:
-            self.source = core.openxr_source.OpenXRSource().__enter__()
-        except core.openxr_source.OpenXRUnavailable as error:
+            self.source = core.devices.openxr_source.OpenXRSource().__enter__()
+        except core.devices.openxr_source.OpenXRUnavailable as error:
             raise VRAvatarError(str(error)) from None
 
     @property
@@ -67,7 +67,7 @@ class OpenXRRuntimeSource:
 
     def status(self, tracked):
         """What the user should know (headset asleep, controllers off...), or None."""
-        return core.openxr_source.tracking_status(self.source.lifecycle, tracked)
+        return core.devices.openxr_source.tracking_status(self.source.lifecycle, tracked)
 
     def close(self):
         self.source.close()
@@ -93,8 +93,8 @@ class LiveAvatar:
     def retargeting_for(self, head_height_m: float):
         """The retargeting onto the avatar, fitted (or not, by the Avatar Size setting) to this head height."""
         if self.retargeting is None:
-            scale = core.retarget.avatar_scale(self.target, head_height_m, self.size)
-            self.retargeting = core.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping,
+            scale = core.rig.retarget.avatar_scale(self.target, head_height_m, self.size)
+            self.retargeting = core.rig.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping,
                                                                  self.target, self.solver.standing_motion(), scale)
         return self.retargeting
 
@@ -107,10 +107,10 @@ class LiveAvatar:
                 bone.rotation_quaternion, bone.location, bone.scale, bone.rotation_mode = rotation, location, scale, mode
 
     def step(self, positions, rotations, tracked, dt: float) -> None:
-        usable = core.plausibility.usable_samples(positions, rotations, tracked)
+        usable = core.devices.plausibility.usable_samples(positions, rotations, tracked)
         positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the targets
         motion = self.solver.step(positions, rotations, usable, dt)
-        joints = core.devices.joints_from_devices(positions, rotations, self.solver.offsets)
+        joints = core.devices.attachments.joints_from_devices(positions, rotations, self.solver.offsets)
         heads = np.where(usable[0], joints[0], np.nan)
         retargeting = self.retargeting_for(float(joints[0, 1]))
         global_rotations, global_positions = retargeting.apply(motion, joints[None, 1:], head_targets=heads[None])
@@ -175,7 +175,7 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
             return {'RUNNING_MODAL'}
         now = time.perf_counter()
         positions, rotations = (np.asarray(a) for a in devices[:2])
-        if core.plausibility.usable_samples(positions[0], rotations[0], tracked[0]):  # untracked hands are held:
+        if core.devices.plausibility.usable_samples(positions[0], rotations[0], tracked[0]):  # untracked hands are held:
             self._avatar.step(positions, rotations, tracked, min(now - self._last, 0.1))  # the preview goes on
         self._last = now
         return {'RUNNING_MODAL'}

@@ -10,7 +10,7 @@ from . import core
 from .operators_solve import VRAvatarError, bone_map, fill_bone_map, report_mapping, target_armature
 
 PRESET_ITEMS = [(name, label, f"Map the bones after the built-in preset: {label}")
-                for name, label in core.mapping_preset.builtin_presets().items()]
+                for name, label in core.rig.mapping_preset.builtin_presets().items()]
 
 
 def apply_preset(operator, context, source) -> set:
@@ -18,11 +18,11 @@ def apply_preset(operator, context, source) -> set:
     settings = context.scene.vr_avatar
     try:
         obj = target_armature(context)
-        preset = core.mapping_preset.load_preset(source)
-    except (VRAvatarError, core.humanoid.HumanoidMappingError) as error:
+        preset = core.rig.mapping_preset.load_preset(source)
+    except (VRAvatarError, core.rig.humanoid.HumanoidMappingError) as error:
         operator.report({'ERROR'}, str(error))
         return {'CANCELLED'}
-    resolved, unresolved = core.mapping_preset.preset_for_rig(preset, list(obj.data.bones.keys()))
+    resolved, unresolved = core.rig.mapping_preset.preset_for_rig(preset, list(obj.data.bones.keys()))
     if not resolved:
         operator.report({'ERROR'}, f"{Path(str(source)).name}: none of its bones is in '{obj.name}'")
         return {'CANCELLED'}
@@ -48,9 +48,9 @@ class VR_AVATAR_OT_save_mapping_preset(bpy.types.Operator, ExportHelper):
             return {'CANCELLED'}
         guessed = [item.joint for item in settings.bone_map if item.guessed]
         try:
-            path = core.mapping_preset.save_preset(self.filepath, bone_map(settings), rig=settings.bone_map_armature,
+            path = core.rig.mapping_preset.save_preset(self.filepath, bone_map(settings), rig=settings.bone_map_armature,
                                                    guessed=guessed, notes=settings.bone_map_notes)
-        except (OSError, core.humanoid.HumanoidMappingError) as error:
+        except (OSError, core.rig.humanoid.HumanoidMappingError) as error:
             self.report({'ERROR'}, f"cannot save the mapping preset: {error}")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Saved the bone mapping of '{settings.bone_map_armature}' to {path}")

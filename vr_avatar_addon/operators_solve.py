@@ -51,7 +51,7 @@ def solver_config(solve) -> "core.config.SolverConfig":
     return replace(core.config.SolverConfig(), alpha_m=solve.alpha_m, search_interval=solve.search_interval,
                    inertialization_halflife_s=solve.responsiveness_s, foot_lock=solve.foot_lock,
                    arm_ik=solve.arm_ik, orientation="hmd" if solve.orientation == 'HMD' else "network",
-                   upper_body=core.upper_body_ik.ik_constants(solve.elbow_constants.lower()))
+                   upper_body=core.ik.upper_body_ik.ik_constants(solve.elbow_constants.lower()))
 
 
 CALIBRATION_KEY = "vr_avatar_calibration"
@@ -64,7 +64,7 @@ def device_calibration(settings):
     if not settings.solve.calibrate_devices:
         return None
     try:
-        stored = core.calibration.stored_calibration(bpy.path.abspath(settings.stream.stream_path))
+        stored = core.devices.calibration.stored_calibration(bpy.path.abspath(settings.stream.stream_path))
     except (OSError, ValueError) as error:
         raise VRAvatarError(str(error)) from None
     return stored or core.config.CalibrationConfig()
@@ -75,9 +75,9 @@ def read_stream(settings):
     if not settings.stream.stream_path:
         raise VRAvatarError("Load a three-point stream first (VR Avatar › Stream)")
     try:
-        stream = core.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
-        core.plausibility.check_stream(stream, path)  # units a solve cannot use; warnings were given on loading
-    except (OSError, core.stream.StreamFormatError) as error:
+        stream = core.files.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
+        core.devices.plausibility.check_stream(stream, path)  # units a solve cannot use; warnings were given on loading
+    except (OSError, core.files.stream.StreamFormatError) as error:
         raise VRAvatarError(str(error)) from None
     return stream
 
@@ -102,7 +102,7 @@ def load_solver(context):
     if solve.method == 'N3P':
         config = core.config.N3PConfig(hmd_only=solve.hmd_only, foot_lock=solve.foot_lock, hand_ik=solve.arm_ik)
         try:
-            return core.n3p_solver.load_n3p_solver(None, config, solve.user_height if explicit else None)
+            return core.n3p.solver.load_n3p_solver(None, config, solve.user_height if explicit else None)
         except ValueError as error:
             raise VRAvatarError(str(error)) from None
     paths = database_paths(settings)
@@ -112,10 +112,10 @@ def load_solver(context):
     if missing:
         raise VRAvatarError(f"motion database not found: {missing[0]}")
     try:
-        return core.solver.load_calibrated_solver(
+        return core.matching.solver.load_calibrated_solver(
             paths, solver_config(solve), None if solve.orientation == 'NETWORK' else solve.orientation.lower(),
             solve.user_height if explicit else None, solve.arm_span if explicit else None)
-    except (core.pose_database.DatabaseError, ValueError) as error:
+    except (core.matching.pose_database.DatabaseError, ValueError) as error:
         raise VRAvatarError(str(error)) from None
 
 
@@ -127,7 +127,7 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
     stream = read_stream(settings)
     progress(0.1)
     try:
-        solution = core.solver.solve(stream, solver, device_calibration(settings))
+        solution = core.matching.solver.solve(stream, solver, device_calibration(settings))
     except ValueError as error:
         raise VRAvatarError(str(error)) from None
     if solution.calibration is not None:
@@ -136,7 +136,7 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
         del scene[CALIBRATION_KEY]
     progress(0.8)
     try:
-        retargeted = core.retarget.retarget_solution(solution, target, scene_fps(scene), settings.solve.stride_scaled,
+        retargeted = core.rig.retarget.retarget_solution(solution, target, scene_fps(scene), settings.solve.stride_scaled,
                                                      settings.solve.avatar_size.lower())
     except ValueError as error:
         raise VRAvatarError(f"armature '{obj.name}': {error}") from None
@@ -158,11 +158,11 @@ def pose_values(obj, target, retargeted):
 
 def solution_figures(solution, retargeted) -> dict:
     """The quality report's figures and per-frame series, with the avatar's own wrist error added."""
-    series, figures = core.report.solution_quality(solution)
+    series, figures = core.quality.report.solution_quality(solution)
     gap = np.linalg.norm(retargeted.wrists - retargeted.wrist_targets, axis=-1)
     figures["avatar_hand_cm"] = round(float(np.nanmean(gap)) * 100.0, 3) if np.isfinite(gap).any() else None
-    return {"figures": figures, "summary": core.report.summarise(series),
-            "series": {k: core.report.json_values(v) for k, v in series.items()}}
+    return {"figures": figures, "summary": core.quality.report.summarise(series),
+            "series": {k: core.quality.report.json_values(v) for k, v in series.items()}}
 
 
 class VR_AVATAR_OT_map_bones(bpy.types.Operator):
@@ -293,7 +293,7 @@ def measure_avatar(scene, obj, cache) -> dict:
     finally:
         scene.frame_set(current)
     quality = {"figures": figures, "warnings": avatar_quality.warnings(figures),
-               "series": {k: core.report.json_values(v) for k, v in series["per_frame"].items()},
+               "series": {k: core.quality.report.json_values(v) for k, v in series["per_frame"].items()},
                "time_s": (index / scene_fps(scene)).tolist()}
     scene[avatar_quality.SCENE_KEY] = json.dumps(quality)
     return quality
@@ -306,7 +306,7 @@ def write_report(scene, obj, cache, quality: dict) -> str:
     stem = folder / f"{Path(bpy.data.filepath).stem or 'untitled'}.{bpy.path.clean_name(obj.name)}"
     series = {k: np.array(v, dtype=float) for k, v in cache.report["series"].items()}
     figures = {**cache.report["figures"], "avatar": quality["figures"], "avatar_warnings": quality["warnings"]}
-    written = core.report.write_report(stem, series, figures, f"VR Avatar bake of '{obj.name}'")
+    written = core.quality.report.write_report(stem, series, figures, f"VR Avatar bake of '{obj.name}'")
     return written.get("plot", written["json"])
 
 

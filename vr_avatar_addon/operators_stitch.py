@@ -54,10 +54,10 @@ class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
             motions = [action_motion(scene, obj) for obj in armatures]
             config = core.config.StitchConfig(self.method, self.window, self.shift, foot_lock=self.foot_lock,
                                               feet_velocity_weight=self.feet_velocity_weight)
-            model = core.stitch_model.StitchModel.load() if config.method == "rmr" else None
-            result = core.stitch.stitch(motions, config, model)
+            model = core.stitch.model.StitchModel.load() if config.method == "rmr" else None
+            result = core.stitch.stitching.stitch(motions, config, model)
             receiver = motions[armatures.index(active)].skeleton
-            motion = core.stitch.on_skeleton(result.motion, receiver).resampled(fps)
+            motion = core.stitch.stitching.on_skeleton(result.motion, receiver).resampled(fps)
         except USER_ERRORS as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}

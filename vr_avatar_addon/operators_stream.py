@@ -59,15 +59,15 @@ class VR_AVATAR_OT_load_stream(bpy.types.Operator, ImportHelper):
 
     def execute(self, context):
         try:
-            stream = core.stream.read_stream(self.filepath)
-            warnings = core.plausibility.check_stream(stream, self.filepath)
-        except core.stream.StreamFormatError as error:
+            stream = core.files.stream.read_stream(self.filepath)
+            warnings = core.devices.plausibility.check_stream(stream, self.filepath)
+        except core.files.stream.StreamFormatError as error:
             self.report({'ERROR'}, _format_error(error))
             return {'CANCELLED'}
         for warning in warnings:
             self.report({'WARNING'}, warning)
         scene = context.scene
-        stream = core.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
+        stream = core.devices.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
         remove_stream_empties(scene)
         settings = scene.vr_avatar.stream
         settings.head, settings.left, settings.right = empties_from_stream(scene, stream, scene.frame_start)
@@ -107,7 +107,7 @@ class VR_AVATAR_OT_export_stream(bpy.types.Operator, ExportHelper):
         frames = np.arange(int(round(first)), int(round(last)) + 1)
         stream = stream_from_empties(*devices, frames, scene_fps(scene), settings.head.get(TIME_START, 0.0))
         try:
-            core.stream.write_stream(self.filepath, stream, [f"exported from {bpy.data.filepath or 'an unsaved file'} "
+            core.files.stream.write_stream(self.filepath, stream, [f"exported from {bpy.data.filepath or 'an unsaved file'} "
                                                              "by the VR Avatar add-on"])
         except (OSError, ValueError) as error:
             self.report({'ERROR'}, f"Cannot write {self.filepath}: {error.strerror or error}")
@@ -159,8 +159,8 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         self.openxr, self.frames = None, []
         if self.source == 'OPENXR':
             try:
-                self.openxr = core.openxr_source.OpenXRSource()
-            except core.openxr_source.OpenXRUnavailable as error:
+                self.openxr = core.devices.openxr_source.OpenXRSource()
+            except core.devices.openxr_source.OpenXRUnavailable as error:
                 self.report({'ERROR'}, str(error))
                 return {'CANCELLED'}
         self.times, self.positions, self.rotations = [], [], []
@@ -207,17 +207,17 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
             space = self.openxr.reference_space
         if not (self.frames or self.times):
             self.report({'WARNING'}, "Nothing recorded: the " + ("VR session gave no poses" if self.openxr is None else
-                        "OpenXR runtime located nothing (" + (core.openxr_source.tracking_status(self.openxr.lifecycle)
+                        "OpenXR runtime located nothing (" + (core.devices.openxr_source.tracking_status(self.openxr.lifecycle)
                                                          or "the session never became visible") + ")"))
             return {'CANCELLED'}
         if self.openxr is not None:
-            stream = core.openxr_source.frames_to_stream(self.frames)
+            stream = core.devices.openxr_source.frames_to_stream(self.frames)
             comments = [f"recorded from an OpenXR runtime by the VR Avatar add-on, reference space {space}"]
         else:
             stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
             comments = ["recorded from Blender's VR session by the VR Avatar add-on"]
         try:
-            core.stream.write_stream(self.path, stream, comments)
+            core.files.stream.write_stream(self.path, stream, comments)
         except (OSError, ValueError) as error:
             self.report({'ERROR'}, f"Cannot write {self.path}: {error.strerror or error}")
             return {'CANCELLED'}

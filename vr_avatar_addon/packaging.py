@@ -26,10 +26,10 @@ OPTIONAL = {"tags": list, "permissions": dict, "blender_version_max": str, "webs
 SKIPPED = {"__pycache__", ".gitkeep", ".DS_Store"}
 # Modules of the add-on folder that run outside Blender's add-on system (build and demo tooling).
 NOT_SHIPPED = {"packaging.py", "demo_scene.py", "eval_rigs.py"}
-# Core's tools, which Blender never runs: the command line, training, evaluation, benchmarks, the demo, and
-# the offline experiments only those use. The zip carries the runtime alone; a test imports every module it ships.
-CORE_TOOLS = ("__main__.py", "cli.py", "bench.py", "demo.py", "train_*.py", "eval_*.py", "fit_upper_body_ik.py",
-              "nelder_mead.py", "hybrid_solver.py")
+CORE_NOT_SHIPPED = ("tools", "__main__.py")
+"""Core's tools, which Blender never runs: `core/tools/` (the command line, training, evaluation, benchmarks,
+the demo, and the offline experiments only those use) and `python -m core`'s entry point. The zip carries the
+runtime alone; a test imports every module it ships."""
 ASSETS_NOT_SHIPPED = ("*.png",)
 """Training curves and evaluation plots: documentation, not what the add-on loads."""
 
@@ -109,7 +109,7 @@ def extension_contents(root: Path) -> dict[str, Path]:
         if path.relative_to(addon).as_posix() not in NOT_SHIPPED:
             contents[path.relative_to(addon).as_posix()] = path
     for path in _files(root / "core", "*.py"):
-        if not any(path.match(pattern) for pattern in CORE_TOOLS):
+        if path.relative_to(root / "core").parts[0] not in CORE_NOT_SHIPPED:
             contents["core/" + path.relative_to(root / "core").as_posix()] = path
     if (root / "assets").is_dir():
         for path in _files(root / "assets", "*"):

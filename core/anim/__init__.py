@@ -1,0 +1,1 @@
+"""Skeletons and motion: forward kinematics, character space, inertialization."""

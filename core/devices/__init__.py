@@ -1,0 +1,1 @@
+"""The three tracked devices: where they sit on the body, simulation, calibration, live OpenXR input."""

@@ -1,0 +1,1 @@
+"""Files: BVH, three-point streams, motion-capture collections, atomic writing, npz reading."""

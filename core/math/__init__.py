@@ -1,0 +1,1 @@
+"""Numbers and geometry: quaternions, vectors, springs, heading frames, least-squares paths."""

@@ -1,0 +1,1 @@
+"""Neural3Points: the pose predictor and its solver, in numpy."""

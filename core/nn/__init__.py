@@ -1,0 +1,1 @@
+"""Small neural-network building blocks in numpy."""

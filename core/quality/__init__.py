@@ -1,0 +1,1 @@
+"""Quality: SPEC §5's metrics and a solve's report."""

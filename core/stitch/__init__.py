@@ -1,0 +1,1 @@
+"""Stitching clips with Kim et al.'s Recurrent Motion Refiner."""

@@ -1,0 +1,1 @@
+"""`python -m core eval ...`: evaluations against motion-capture ground truth."""

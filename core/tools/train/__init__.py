@@ -1,0 +1,1 @@
+"""`python -m core train ...`: the networks trained in torch and exported for numpy; the arm IK's fit."""
