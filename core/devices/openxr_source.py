@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import DeviceUnavailable
 from ..files.stream import DEVICES, ThreePointStream
 from ..math import quat
 from .plausibility import usable_samples
@@ -57,7 +58,7 @@ IDLE_SLEEP_S = 0.01  # between polls while no frame loop runs
 HEADLESS_RATE_HZ = 90.0  # a headless session has no display to pace it: the source samples at a headset's rate
 
 
-class OpenXRUnavailable(RuntimeError):
+class OpenXRUnavailable(DeviceUnavailable):
     """OpenXR cannot be used here; the message says what is missing (runtime, headset, pyopenxr, a GL window)."""
 
 

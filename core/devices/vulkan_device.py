@@ -12,12 +12,14 @@ import ctypes
 import sys
 from ctypes import POINTER, Structure, byref, c_char, c_char_p, c_float, c_uint32, c_void_p
 
+from ..errors import DeviceUnavailable
+
 VK_SUCCESS, VK_INCOMPLETE = 0, 5
 QUEUE_GRAPHICS_BIT = 0x1
 APPLICATION_INFO, INSTANCE_CREATE_INFO, DEVICE_QUEUE_CREATE_INFO, DEVICE_CREATE_INFO = 0, 1, 2, 3
 
 
-class VulkanUnavailable(RuntimeError):
+class VulkanUnavailable(DeviceUnavailable):
     """No Vulkan loader or no usable device; the message says which."""
 
 

@@ -14,9 +14,7 @@ import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-
-class OutputError(ValueError):
-    """An output that cannot or must not be written; the message names the file."""
+from ..errors import OutputError
 
 
 def same_file(a, b) -> bool:

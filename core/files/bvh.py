@@ -19,6 +19,7 @@ import numpy as np
 
 from ..anim.motion import Motion
 from ..anim.skeleton import Skeleton
+from ..errors import FileFormatError
 from ..math import quat
 from .atomic import write_text
 
@@ -42,7 +43,7 @@ MAX_HEADER_BYTES = 16 << 20
 TYPICAL_BODY_SIZE_M = 1.55
 
 
-class BVHError(ValueError):
+class BVHError(FileFormatError):
     """A BVH file that cannot be interpreted; the message names the file and line."""
 
     def __init__(self, path, line: int | None, message: str):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import FileFormatError
 from ..math import quat
 from .atomic import write_text
 
@@ -23,7 +24,7 @@ HELD_GAP_S = 5.0
 """Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
 
 
-class StreamFormatError(ValueError):
+class StreamFormatError(FileFormatError):
     """A stream file that cannot be interpreted; the message names the file and line."""
 
     def __init__(self, path, line: int | None, message: str):

@@ -21,6 +21,7 @@ from ..anim.character import character_frames
 from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..config import DatabaseConfig, describe
+from ..errors import FileFormatError
 from ..files.atomic import write_npz
 from ..files.npz_archive import read_npz
 from ..math import quat
@@ -31,7 +32,7 @@ VIRTUAL_ROOT = "root"
 FILE_VERSION = 1
 
 
-class DatabaseError(ValueError):
+class DatabaseError(FileFormatError):
     """A database that cannot be built or read; the message names the file or clip."""
 
 

@@ -15,15 +15,14 @@ o* (the signals of the next frame, in h^t) stands in for untracked controllers: 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from ..anim.skeleton import Skeleton
-from ..files.atomic import npz_path, write_npz
-from ..files.npz_archive import read_npz
+from ..assets import asset, read_model, write_model
+from ..errors import ModelFileError
 from ..math import heading
 from ..nn.gru import gru_step
 from .state import CONTACTS, HEADING_CHANGE, LO_SIZE, SIGNAL_SIZE, UP_SIZE, Z_IN_LO, Z_SIZE, OutputSkeleton, \
@@ -34,11 +33,9 @@ GRU_LAYERS = 3
 SIZES = {"sig": (SIGNAL_SIZE, Z_SIZE), "lo": (Z_SIZE + LO_SIZE, Z_SIZE + LO_SIZE),
          "up": (SIGNAL_SIZE + UP_SIZE, SIGNAL_SIZE + UP_SIZE)}
 """(inputs, outputs) of each sub-predictor."""
-SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "assets" / "n3p.npz"
-
-
-class N3PModelError(ValueError):
-    """A model file that cannot be read."""
+SHIPPED_MODEL = asset("n3p.npz")
+N3PModelError = ModelFileError
+"""A model file that cannot be read."""
 
 
 @dataclass
@@ -90,20 +87,18 @@ class N3PModel:
         return np.zeros((GRU_LAYERS, *batch, HIDDEN[name]))
 
     def save(self, path: str | Path) -> None:
-        arrays = {f"w/{k}": v.astype(np.float32) for k, v in self.weights.items()}
-        arrays.update({f"mean/{k}": v for k, v in self.norm.mean.items()})
+        arrays = {f"mean/{k}": v for k, v in self.norm.mean.items()}
         arrays.update({f"std/{k}": v for k, v in self.norm.std.items()})
         skeleton = self.output.skeleton
-        write_npz(npz_path(path), reference=self.reference, initial_up=self.initial_up, initial_lo=self.initial_lo,
-                  names=np.array(skeleton.names), parents=skeleton.parents, offsets=skeleton.offsets,
-                  standing_head_m=self.standing_head_m, info=json.dumps(self.info), **arrays)
+        write_model(path, self.weights, self.info, reference=self.reference, initial_up=self.initial_up,
+                    initial_lo=self.initial_lo, names=np.array(skeleton.names), parents=skeleton.parents,
+                    offsets=skeleton.offsets, standing_head_m=self.standing_head_m, **arrays)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "N3PModel":
         """A model file as `save` writes it; N3PModelError names the file and what is wrong in it."""
-        with read_npz(path, "a Neural3Points model", N3PModelError) as archive:
+        with read_model(path, "a Neural3Points model", np.float64) as (archive, weights):
             files = sorted(archive.files)
-            weights = {k[2:]: archive.array(k).astype(np.float64) for k in files if k.startswith("w/")}
             missing = [f"{n}.decoder.weight" for n in SIZES if f"{n}.decoder.weight" not in weights]
             if missing:
                 raise N3PModelError(f"{path}: not a Neural3Points model (no {', '.join(missing)})")

@@ -10,15 +10,14 @@ world space and re-expressed in the next frame's heading frame.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..assets import asset, read_model, write_model
 from ..devices.attachments import hmd_forward
-from ..files.atomic import write_npz
-from ..files.npz_archive import read_npz
+from ..errors import ModelFileError
 from ..math import quat
 
 DEVICE_COUNT = 3
@@ -26,10 +25,10 @@ FEATURE_SIZE = DEVICE_COUNT * 12
 INPUT_SIZE = FEATURE_SIZE + 6
 HIDDEN_UNITS = (32, 32)
 """MMVR §4.2: two hidden layers of 32 units, ReLU."""
-SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "assets" / "orientation.npz"
+SHIPPED_MODEL = asset("orientation.npz")
 """The default orientation model: the window model (orientation_window.py; load it with
 orientation_window.load_orientation_model), trained by the project (assets/orientation.json records how)."""
-MMVR_MODEL = SHIPPED_MODEL.with_name("orientation_mmvr.npz")
+MMVR_MODEL = asset("orientation_mmvr.npz")
 """This module's network as the paper has it, trained by the project (assets/orientation_mmvr.json records how)."""
 # 6D of the identity: the body facing exactly where the heading frame faces.
 IDENTITY_6D = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
@@ -109,8 +108,8 @@ def rotate_6d(matrices: np.ndarray, d: np.ndarray) -> np.ndarray:
                            np.einsum("...ij,...j->...i", matrices, d[..., 3:])], axis=-1)
 
 
-class OrientationModelError(ValueError):
-    """An orientation model file that cannot be read; the message names the file."""
+OrientationModelError = ModelFileError
+"""An orientation model file that cannot be read; the message names the file."""
 
 
 @dataclass
@@ -156,18 +155,19 @@ class OrientationModel:
         return OrientationPredictor(self)
 
     def save(self, path: str | Path) -> None:
-        arrays = {"input_mean": self.input_mean, "input_std": self.input_std}
+        parameters = {}
         for i, (w, b) in enumerate(self.layers):
-            arrays[f"w{i}"], arrays[f"b{i}"] = w, b
-        write_npz(path, compressed=False, info=np.array(json.dumps(self.info)), **arrays)
+            parameters[f"w{i}"], parameters[f"b{i}"] = w, b
+        write_model(path, parameters, self.info, input_mean=self.input_mean, input_std=self.input_std)
 
     @classmethod
     def load(cls, path: str | Path) -> "OrientationModel":
         """A model file as `save` writes it; OrientationModelError names the file and what is wrong in it."""
-        with read_npz(path, "an orientation model", OrientationModelError) as archive:
-            count = sum(1 for k in archive.files if k.startswith("w"))
-            layers = [(archive.array(f"w{i}", (f"in{i}", f"in{i + 1}")).astype(np.float64),
-                       archive.array(f"b{i}", (f"in{i + 1}",)).astype(np.float64)) for i in range(count)]
+        with read_model(path, "an orientation model", np.float64) as (archive, parameters):
+            layers = [(parameters[f"w{i}"], parameters[f"b{i}"]) for i in range(sum(k[0] == "w" for k in parameters))]
+            for i, (w, b) in enumerate(layers):
+                archive.check_shape(f"w/w{i}", w.shape, (f"in{i}", f"in{i + 1}"))
+                archive.check_shape(f"w/b{i}", b.shape, (f"in{i + 1}",))
             if not layers or layers[0][0].shape[0] != INPUT_SIZE or layers[-1][0].shape[1] != 6:
                 sizes = (layers[0][0].shape[0], layers[-1][0].shape[1]) if layers else (0, 0)
                 raise OrientationModelError(f"{path}: model maps {sizes[0]} inputs to {sizes[1]}, "

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import MappingError
 from .humanoid_structure import bone_ends, facing, is_control, is_upright, left_axis, read_structure, sides_agree
 
 CENTRE_JOINTS = ("hips", "spine", "chest", "neck", "head")
@@ -91,7 +92,7 @@ CONVENTIONS: dict[str, dict[str, tuple[str, ...]]] = {
 _PREFIXES = re.compile(r"^(mixamorig\d*_|def[-_]|j_bip_c_|j_bip_|m_avg_|f_avg_|bip0*1[ _]?|cc_base_)")
 
 
-class HumanoidMappingError(ValueError):
+class HumanoidMappingError(MappingError):
     """A skeleton cannot be mapped onto the canonical humanoid joints."""
 
 

@@ -18,10 +18,11 @@ import re
 import struct
 from pathlib import Path
 
+from ..assets import asset
 from ..files.atomic import write_text
 from .humanoid import CANONICAL_JOINTS, HumanoidMappingError, load_override
 
-BUILTIN = Path(__file__).resolve().parents[2] / "assets" / "mapping_presets"
+BUILTIN = asset("mapping_presets")
 VRM_BONES = {"hips": "hips", "spine": "spine", "chest": "chest", "neck": "neck", "head": "head",
              **{f"{side}{part}": f"{s}_{joint}" for side, s in (("left", "l"), ("right", "r")) for part, joint in (
                  ("Shoulder", "shoulder"), ("UpperArm", "upper_arm"), ("LowerArm", "forearm"), ("Hand", "hand"),

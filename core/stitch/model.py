@@ -8,25 +8,22 @@ turned into a probability here. Weights are torch's (`train_stitch` exports them
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..files.atomic import npz_path, write_npz
-from ..files.npz_archive import read_npz
+from ..assets import asset, read_model, write_model
+from ..errors import ModelFileError
 from ..nn.gru import gru_step, sigmoid
 from .pose import PoseLayout
 
 HIDDEN_SIZE = 256
 """hs of §5, for every hidden layer."""
 GRU_LAYERS = 2
-SHIPPED_MODEL = Path(__file__).resolve().parents[2] / "assets" / "stitch.npz"
-
-
-class StitchModelError(ValueError):
-    """A model file that cannot be read or does not fit the skeleton."""
+SHIPPED_MODEL = asset("stitch.npz")
+StitchModelError = ModelFileError
+"""A model file that cannot be read or does not fit the skeleton."""
 
 
 def gru_direction(x: np.ndarray, w_ih, w_hh, b_ih, b_hh, reverse: bool) -> np.ndarray:
@@ -79,15 +76,13 @@ class StitchModel:
                                    f"gives {layout.size} ({layout.joints} joints): retrain it on this skeleton")
 
     def save(self, path: str | Path) -> None:
-        arrays = {f"w/{k}": v.astype(np.float32) for k, v in self.weights.items()}
-        write_npz(npz_path(path), mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
-                  contact_dims=self.contact_dims, info=json.dumps(self.info), **arrays)
+        write_model(path, self.weights, self.info, mean=self.mean.astype(np.float32), std=self.std.astype(np.float32),
+                    contact_dims=self.contact_dims)
 
     @classmethod
     def load(cls, path: str | Path = SHIPPED_MODEL) -> "StitchModel":
         """A model file as `save` writes it; StitchModelError names the file and what is wrong in it."""
-        with read_npz(path, "a stitch model", StitchModelError) as archive:
-            weights = {k[2:]: archive.array(k).astype(np.float32) for k in sorted(archive.files) if k.startswith("w/")}
+        with read_model(path, "a stitch model", np.float32) as (archive, weights):
             missing = [k for k in ("encoder.0.weight", "decoder.2.weight", "refiner.weight_hh_l1_reverse")
                        if k not in weights]
             if missing:

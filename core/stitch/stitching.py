@@ -25,6 +25,7 @@ import numpy as np
 from ..anim.inertialize import blend_seam
 from ..anim.motion import Motion
 from ..config import StitchConfig
+from ..errors import InputError
 from ..ik.foot_lock import FootLock
 from ..ik.leg_ik import two_bone_ik
 from ..matching.pose_database import database_skeleton, rooted_motion
@@ -40,7 +41,7 @@ METHODS = ("concat", "inertialization", "rmr")
 DEFAULTS = StitchConfig()
 
 
-class StitchError(ValueError):
+class StitchError(InputError):
     """Clips that cannot be stitched; the message names the clip."""
 
 
