@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 import zlib
 from pathlib import Path
+
+from ..errors import DataNotFound
 
 ENVIRONMENT_VARIABLE = "VR_AVATAR_MOCAP"
 DEFAULT_MOCAP = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "bandai"
@@ -13,7 +14,7 @@ VALIDATION_SHARE = 5
 """One file in VALIDATION_SHARE goes to validation (20 %), chosen by a hash of its name."""
 
 
-class MocapNotFound(FileNotFoundError):
+class MocapNotFound(DataNotFound):
     """A motion-capture folder or file that is not there."""
 
 
@@ -48,42 +49,6 @@ def split_by_file(files) -> tuple[list[Path], list[Path]]:
     """(training files, validation files)."""
     files = list(files)
     return [f for f in files if not is_validation(f)], [f for f in files if is_validation(f)]
-
-
-def add_data_arguments(parser) -> None:
-    """The `--data` and `--split` options that every evaluation command takes."""
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders")
-    parser.add_argument("--split", choices=("validation", "all"), default="validation",
-                        help="evaluate the validation files of the data (default) or all of them")
-
-
-def print_progress(done: int, total: int, name: str) -> None:
-    """One overwritten line on stderr per file an evaluation has finished."""
-    print(f"\r  {done}/{total} {name[:50]:50s}", end="" if done < total else "\n", file=sys.stderr)
-
-
-def evaluation_files(args) -> list[Path]:
-    """The BVH files that `--data` and `--split` select."""
-    files = find_bvh_files(args.data)
-    return split_by_file(files)[1] if args.split == "validation" else files
-
-
-def add_selection_arguments(parser) -> None:
-    """The `--activities` and `--limit` options that `selected_files` reads."""
-    parser.add_argument("--activities", nargs="+", help="only clips of these activities (e.g. walk run)")
-    parser.add_argument("--limit", type=int, default=0, help="only the first N clips (0: all)")
-
-
-def selected_files(args) -> list[Path]:
-    """The evaluation files, narrowed by `--activities` and `--limit`; an error if none is left."""
-    files = evaluation_files(args)
-    if args.activities:
-        files = [f for f in files if activity(f.stem) in args.activities]
-    if args.limit:
-        files = files[: args.limit]
-    if not files:
-        raise ValueError("no clips to evaluate (check --data, --split and --activities)")
-    return files
 
 
 def activity(name: str) -> str:

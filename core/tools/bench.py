@@ -21,6 +21,7 @@ from ..matching.search import FeatureIndex
 from ..matching.solver import Solver, solve
 from ..orientation.mmvr import MMVR_MODEL
 from ..orientation.window import load_orientation_model
+from .arguments import add_json_argument, add_mocap_argument
 
 IK_FRAMES = 100_000
 SOLVER_RUNS = 3
@@ -188,8 +189,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(groups) -> None:
+def add_command(groups) -> None:
     parser = groups.add_parser("bench", help=run.__doc__, description=measure.__doc__)
-    parser.add_argument("--mocap", help="folder of BVH files (default: $VR_AVATAR_MOCAP or ../shared/data/bandai)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_mocap_argument(parser)
+    add_json_argument(parser)
     parser.set_defaults(run=run)

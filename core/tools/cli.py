@@ -16,9 +16,9 @@ from ..devices.simulate import simulate_stream
 from ..files.atomic import check_outputs
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
-from ..files.stream import DEVICES, StreamFormatError, read_comments, read_stream, write_stream
+from ..files.stream import DEVICES, read_comments, read_stream, write_stream
 from ..ik.upper_body_ik import ik_constants
-from ..matching.pose_database import DatabaseError, build_database
+from ..matching.pose_database import build_database
 from ..matching.solver import load_calibrated_solver, solve
 from ..n3p.solver import load_n3p_solver
 from ..quality.report import write_solution_report
@@ -34,7 +34,8 @@ from .train import n3p as train_n3p, orientation as train_orientation, stitch as
 
 MAPPING_HELP = ("humanoid joint mapping overriding name and structure matching: a JSON preset {canonical joint: "
                 "joint name}, a .vrm file's own map, or a built-in preset (" + ", ".join(builtin_presets()) + ")")
-USER_ERRORS = (BVHError, StreamFormatError, HumanoidMappingError, MocapNotFound, DatabaseError, OSError, ValueError)
+USER_ERRORS = (OSError, ValueError)
+"""Bad input, missing data, unusable options: every core.errors type is one of these, printed as one line."""
 POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "seconds", "rate", "window", "shift", "minutes",
                     "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
@@ -406,8 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     eval_full.add_command(evaluate)
     eval_calibration.add_command(evaluate)
 
-    bench.add_parser(groups)
-    demo.add_parser(groups)
+    bench.add_command(groups)
+    demo.add_command(groups)
     return parser
 
 

@@ -23,6 +23,7 @@ from ..orientation.window import load_orientation_model
 from ..quality.metrics import score_motion
 from ..quality.report import quality_series, write_report
 from ..rig.humanoid import find_mapping
+from .arguments import add_mocap_argument
 
 DEMO_CLIP = "dataset-2_walk-turn-left_active_005.bvh"
 """A validation clip with walking and turning, if present; otherwise the first validation file."""
@@ -101,8 +102,8 @@ def run(args) -> int:
     return 0
 
 
-def add_parser(groups) -> None:
+def add_command(groups) -> None:
     parser = groups.add_parser("demo", help=run.__doc__, description=__doc__)
-    parser.add_argument("--mocap", help="folder of BVH files (default: $VR_AVATAR_MOCAP or ../shared/data/bandai)")
+    add_mocap_argument(parser)
     parser.add_argument("--out", default="out", help="output folder (default: out)")
     parser.set_defaults(run=run)

@@ -20,8 +20,9 @@ from ...devices.attachments import implied_joint_positions, joints_from_devices
 from ...devices.calibration import calibrate_stream
 from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
-from ...files.mocap import activity, add_data_arguments, add_selection_arguments, print_progress, selected_files
+from ...files.mocap import activity
 from ...math import quat
+from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 from .matching import LOOK_AROUND_DEG
 from .methods import ATTACHMENT_NOISE
 
@@ -94,5 +95,5 @@ def add_command(eval_group) -> None:
     parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
     add_selection_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_argument(parser)
     parser.set_defaults(run=run)

@@ -23,7 +23,7 @@ from ...config import SimulationConfig, UpperBodyIKConfig
 from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
-from ...files.mocap import activity, add_data_arguments, evaluation_files, print_progress
+from ...files.mocap import activity
 from ...ik.fabrik import FabrikConfig, solve_chain
 from ...ik.upper_body_ik import ik_constants, solve_upper_body
 from ...ik.upper_body_pose import (ARM_JOINTS, UpperBodyJoints, calibrate_upper_body, neck_frames, pose_upper_body,
@@ -31,6 +31,7 @@ from ...ik.upper_body_pose import (ARM_JOINTS, UpperBodyJoints, calibrate_upper_
 from ...math import quat
 from ...math.vector import length, unit
 from ...rig.humanoid import HumanoidMapping
+from ..arguments import add_data_arguments, add_json_argument, evaluation_files, print_progress
 
 CALIBRATION_S = 0.5
 REST_UPPER_ARM_DIRECTION = (0.0, -1.0, -0.2)
@@ -219,5 +220,5 @@ def add_command(eval_group) -> None:
     parser.add_argument("--fitted", default="fitted", metavar="FILE",
                         help="elbow constants from `train ik` to evaluate as parger_fitted (default 'fitted': the "
                              "shipped assets/upper_body_ik_fitted.json; 'none' leaves the row out)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_argument(parser)
     parser.set_defaults(run=run)

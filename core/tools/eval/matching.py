@@ -19,11 +19,12 @@ from ...config import CalibrationConfig, SimulationConfig, SolverConfig
 from ...devices.attachments import joints_from_devices
 from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
-from ...files.mocap import activity, add_data_arguments, add_selection_arguments, print_progress, selected_files
+from ...files.mocap import activity
 from ...matching.pose_database import PoseDatabase
 from ...matching.solver import MatchingDatabase, Solver, solve
 from ...orientation.window import load_orientation_model
 from ...quality.metrics import score_motion
+from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 
 METHODS = ("mm", "hmd_forward", "db10", "db25", "alpha_0.1")
 LOOK_AROUND_DEG = 30.0
@@ -148,5 +149,5 @@ def add_command(eval_group) -> None:
     parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
     add_selection_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_argument(parser)
     parser.set_defaults(run=run)

@@ -25,13 +25,13 @@ import numpy as np
 from ...config import CalibrationConfig, N3PConfig, SimulationConfig, SolverConfig
 from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
-from ...files.mocap import add_data_arguments, add_selection_arguments, default_database_files, find_bvh_files, \
-    print_progress, selected_files
+from ...files.mocap import default_database_files, find_bvh_files
 from ...matching.pose_database import PoseDatabase, build_database
 from ...matching.solver import Solver
 from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
 from ...orientation.window import load_orientation_model
+from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 from .hybrid_solver import MatchedLegsSolver
 from .matching import LOOK_AROUND_DEG, METRICS, score_solvers
 
@@ -163,5 +163,5 @@ def add_command(eval_group) -> None:
     parser.add_argument("--plot", default="out/eval_full_foot_skate.png",
                         help="foot-skating plot per activity (PNG; '' for none); the MPJPE plot goes beside it as "
                              "NAME_mpjpe.png")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_argument(parser)
     parser.set_defaults(run=run)

@@ -14,14 +14,16 @@ from pathlib import Path
 
 import numpy as np
 
+from ...assets import asset
 from ...files.atomic import check_outputs, save_figure
-from ...files.mocap import activity, add_data_arguments, evaluation_files
+from ...files.mocap import activity
 from ...orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL
 from ...orientation.window import load_orientation_model
 from ...quality.metrics import angle_deg
+from ..arguments import add_data_arguments, add_json_argument, evaluation_files
 from ..train.orientation_window import TRAINING_LOOK_AROUND_DEG, angle_errors_deg, prepare_window_clips
 
-SHIPPED_MODEL_R1 = SHIPPED_MODEL.with_name("orientation_r1.npz")
+SHIPPED_MODEL_R1 = asset("orientation_r1.npz")
 """The r = 1 ablation, the paper's network trained with one rollout step."""
 METHODS = ("network", "mmvr", "hmd_forward", "r1")
 PLOT_BIN_S = 10.0
@@ -115,5 +117,5 @@ def add_command(eval_group) -> None:
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",
                         help="look-around of the simulated streams (default 60)")
     parser.add_argument("--plot", default="out/orientation_error.png", help="error-over-time plot (PNG)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_argument(parser)
     parser.set_defaults(run=run)

@@ -24,13 +24,14 @@ import numpy as np
 
 from ...anim.motion import Motion
 from ...config import StitchConfig
-from ...files.mocap import find_bvh_files, locomotion_files, print_progress, split_by_file
+from ...files.mocap import find_bvh_files, locomotion_files, split_by_file
 from ...quality.metrics import foot_skate_cm_s, foot_slide_m, npss
 from ...rig.humanoid import find_mapping
 from ...stitch.data import StitchPairs, generate_pairs, load_clip, reference_databases
 from ...stitch.model import SHIPPED_MODEL, StitchModel
 from ...stitch.pose import PoseLayout, contact_levels, motion_from_vectors, predicted_contacts, toe_contacts
 from ...stitch.stitching import FPS, METHODS, StitchError, place_feet, stitch, stitch_vectors
+from ..arguments import add_data_arguments, add_json_argument, print_progress
 
 LONG_SEQUENCES = 12
 LONG_CLIPS = 4
@@ -241,12 +242,12 @@ def run(args) -> int:
 
 def add_command(eval_group) -> None:
     parser = eval_group.add_parser("stitch", help=run.__doc__, description=__doc__)
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders (locomotion clips are used)")
+    add_data_arguments(parser, "locomotion clips are used", split=False)
     parser.add_argument("--model", default=str(SHIPPED_MODEL), help="stitch model (default: the shipped one)")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(CASE_SEEDS),
                         help="seeds of the stitch pairs drawn from the clips; their cases are pooled (default 1 2 3)")
     parser.add_argument("--solved", type=int, default=0, metavar="N",
                         help="also solve N validation clips' simulated streams with motion matching and report "
                              "root, hand and foot-skate figures before (mm) and after the refiner (mm_rmr)")
-    parser.add_argument("--json", action="store_true")
+    add_json_argument(parser)
     parser.set_defaults(run=run)

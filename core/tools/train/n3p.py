@@ -38,6 +38,7 @@ from ...n3p.state import CONTACTS, FPS, HEADING_CHANGE, J_LO, J_UP, PARENTS, SIG
     OutputSkeleton, body_states, canonical_transforms, reference_orientations, \
     signals_into, tracker_signals
 from ...rig.humanoid import CANONICAL_JOINTS
+from ..arguments import add_data_arguments
 
 EPISODE = 60
 """T of §4.1."""
@@ -475,7 +476,7 @@ def run(args) -> int:
 
 def add_command(train_group) -> None:
     parser = train_group.add_parser("n3p", help=run.__doc__, description=__doc__)
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders (split by file)")
+    add_data_arguments(parser, "split by file", split=False)
     parser.add_argument("-o", "--output", required=True, help="model file to write (.npz; a .json record beside it)")
     parser.add_argument("--minutes", type=float, default=30.0, help="training time over both stages (default 30)")
     parser.add_argument("--seed", type=int, default=0)

@@ -23,6 +23,7 @@ from ...files.bvh import read_bvh
 from ...math import quat
 from ...orientation.mmvr import HIDDEN_UNITS, INPUT_SIZE, OrientationModel, device_features, facing_yaw, \
     predict_body_orientation, rotate_6d
+from ..arguments import add_data_arguments
 from . import orientation_window as train_orientation_window
 
 ROLLOUT = 50
@@ -258,7 +259,7 @@ def run_mmvr(args) -> int:
 
 def add_command(train_group) -> None:
     parser = train_group.add_parser("orientation", help=run.__doc__, description=__doc__)
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders (split by file)")
+    add_data_arguments(parser, "split by file", split=False)
     parser.add_argument("-o", "--output", required=True, help="model file to write (.npz; a .json record beside it)")
     parser.add_argument("--architecture", choices=("window", "mmvr"), default="window",
                         help="window: the MLP over two seconds of device history (default, orientation_window.py); "

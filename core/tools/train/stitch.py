@@ -23,6 +23,7 @@ from ...files.atomic import check_outputs, save_figure, write_text
 from ...stitch.data import StitchPairs
 from ...stitch.model import GRU_LAYERS, HIDDEN_SIZE, StitchModel
 from ...stitch.pose import PoseLayout
+from ..arguments import add_data_arguments
 
 LAMBDA_POSE, LAMBDA_TRJ, LAMBDA_FOOT, LAMBDA_BEGIN = 1.0, 1.0, 0.5, 1.0
 T_BEGIN = 5
@@ -212,8 +213,9 @@ def run(args) -> int:
 
     import torch
 
-    from ...files.mocap import find_bvh_files, locomotion_files, print_progress, split_by_file
+    from ...files.mocap import find_bvh_files, locomotion_files, split_by_file
     from ...stitch.data import generate_pairs, load_clip, reference_databases
+    from ..arguments import print_progress
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     resume = StitchModel.load(args.resume) if args.resume else None
@@ -259,7 +261,7 @@ def run(args) -> int:
 
 def add_command(train_group) -> None:
     parser = train_group.add_parser("stitch", help=run.__doc__, description=__doc__)
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders (locomotion clips are used)")
+    add_data_arguments(parser, "locomotion clips are used", split=False)
     parser.add_argument("-o", "--output", required=True, help="model file to write (.npz; a .json record beside it)")
     parser.add_argument("--epochs", type=int, default=5000, help="paper: 5000 (4 hours on a GPU)")
     parser.add_argument("--minutes", type=float, default=None, help="stop after the epoch that passes this time")

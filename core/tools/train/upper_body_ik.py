@@ -34,10 +34,11 @@ from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs
 from ...files.bvh import read_bvh
-from ...files.mocap import find_bvh_files, print_progress, split_by_file
+from ...files.mocap import find_bvh_files, split_by_file
 from ...ik.upper_body_ik import arm_positions
 from ...ik.upper_body_pose import UpperBodyJoints, calibrate_upper_body, neck_frames
 from ...math import quat
+from ..arguments import add_data_arguments, print_progress
 from ..eval.ik import CALIBRATION_S, walking_and_waving
 from .nelder_mead import minimize
 
@@ -189,7 +190,7 @@ def run(args) -> int:
 
 def add_command(train_group) -> None:
     parser = train_group.add_parser("ik", help=run.__doc__, description=__doc__)
-    parser.add_argument("--data", nargs="+", required=True, help="BVH files or folders (split by file)")
+    add_data_arguments(parser, "split by file", split=False)
     parser.add_argument("-o", "--output", required=True, help="constants file to write (.json, read by --ik-constants)")
     parser.add_argument("--evaluations", type=int, default=3000, help="Nelder-Mead's budget of objective evaluations (default 3000)")
     parser.add_argument("--frame-step", type=int, default=4,
