@@ -170,7 +170,7 @@ def addon(folder: str, ticks: str = "90") -> dict:
     ticks, before, objects = int(ticks), pose(), len(bpy.data.objects)
     timer = SimpleNamespace(type='TIMER', value='NOTHING', timer=None)
     assert bpy.ops.vr_avatar.live_preview(source='OPENXR') == {'RUNNING_MODAL'}
-    preview = add_on.operators_live.VR_AVATAR_OT_live_preview.running()
+    preview = add_on.operators.live.VR_AVATAR_OT_live_preview.running()
     read, seen = preview._source.read, []
 
     def reading(context):
@@ -195,12 +195,12 @@ def addon(folder: str, ticks: str = "90") -> dict:
     result = {"preview_ticks": ticks, "located": sum(d is not None for d in seen), "head_gaps": gaps,
               "heads": heads, "posed_ticks": moved, "pose_restored": pose() == before,
               "objects_unchanged": len(bpy.data.objects) == objects,
-              "preview_stopped": add_on.operators_live.VR_AVATAR_OT_live_preview.running() is None}
+              "preview_stopped": add_on.operators.live.VR_AVATAR_OT_live_preview.running() is None}
 
     target = Path(folder) / "recorded.csv"
     scene.vr_avatar.stream.record_path = str(target)
     assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
-    recorder = add_on.operators_stream.VR_AVATAR_OT_record_stream._recording
+    recorder = add_on.operators.stream.VR_AVATAR_OT_record_stream._recording
     for _ in range(ticks):
         assert recorder.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)) \
             == {'PASS_THROUGH'}

@@ -202,7 +202,7 @@ def test_record_without_a_vr_session_says_how_to_start_one(bpy, installed, empty
                                                r"add-on \(View3D › Sidebar › VR\) and a connected headset"):
             call()
     assert not target.exists() and len(bpy.data.objects) == objects
-    assert not installed.operators_stream.VR_AVATAR_OT_record_stream.is_recording()
+    assert not installed.operators.stream.VR_AVATAR_OT_record_stream.is_recording()
 
 
 def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty_scene, tmp_path, monkeypatch):
@@ -269,9 +269,9 @@ def test_recording_warns_about_session_settings_that_lose_the_room(bpy, installe
     saved = settings.use_positional_tracking, settings.use_absolute_tracking
     try:
         settings.use_positional_tracking, settings.use_absolute_tracking = True, True
-        assert installed.operators_stream.recording_warnings(settings) == []
+        assert installed.operators.stream.recording_warnings(settings) == []
         settings.use_positional_tracking, settings.use_absolute_tracking = False, False
-        warnings = installed.operators_stream.recording_warnings(settings)
+        warnings = installed.operators.stream.recording_warnings(settings)
         assert [w.split(" is off")[0] for w in warnings] == ["Positional Tracking", "Absolute Tracking"]
     finally:
         settings.use_positional_tracking, settings.use_absolute_tracking = saved

@@ -25,7 +25,7 @@ def test_zip_holds_manifest_addon_and_core_at_its_root(extension_zip):
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert extension_zip.name == f"vr_avatar-{version}.zip"
     names = zipfile.ZipFile(extension_zip).namelist()
-    for required in ("blender_manifest.toml", "__init__.py", "operators_library.py", "axes.py", "core/__init__.py",
+    for required in ("blender_manifest.toml", "__init__.py", "operators/library.py", "axes.py", "core/__init__.py",
                      "core/files/bvh.py"):
         assert required in names
     assert "packaging.py" not in names and "demo_scene.py" not in names and "eval_rigs.py" not in names

@@ -15,11 +15,9 @@ for _submodule in ("files.bvh", "devices.calibration", "config", "devices.attach
                    "ik.upper_body_ik"):
     importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import (handlers, operators_library, operators_live, operators_mapping, operators_solve,  # noqa: E402
-               operators_stitch, operators_stream, panels, properties)
+from . import handlers, operators, panels, properties  # noqa: E402
 
-_modules = (properties, operators_library, operators_stitch, operators_stream, operators_solve, operators_mapping,
-            operators_live, panels, handlers)
+_modules = (properties, operators, panels, handlers)
 
 
 def register():

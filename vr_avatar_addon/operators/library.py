@@ -6,10 +6,10 @@ import numpy as np
 from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from . import bone_space, core
-from .axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up
-from .keyframes import new_action
-from .properties import mark_solve_stale
+from .. import bone_space, core
+from ..axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up
+from ..keyframes import new_action
+from ..properties import mark_solve_stale
 
 # Length of a leaf bone that has no child and no End Site to point at, in metres.
 STUB_LENGTH = 0.05

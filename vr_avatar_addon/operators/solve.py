@@ -6,9 +6,9 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from . import avatar, avatar_quality, bone_space, core, keyframes, solve_cache
-from .handlers import pose_frame
-from .operators_library import database_paths
+from .. import avatar, avatar_quality, bone_space, core, keyframes, solve_cache
+from ..handlers import pose_frame
+from .library import database_paths
 
 
 class VRAvatarError(Exception):

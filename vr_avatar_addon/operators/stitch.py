@@ -2,9 +2,9 @@
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
-from . import core
-from .keyframes import new_action
-from .operators_library import action_motion, fit_scene_timing, motion_channels
+from .. import core
+from ..keyframes import new_action
+from .library import action_motion, fit_scene_timing, motion_channels
 
 DEFAULTS = core.config.StitchConfig()
 USER_ERRORS = (ValueError, OSError)

@@ -10,10 +10,10 @@ import bpy
 import numpy as np
 from bpy.props import EnumProperty
 
-from . import bone_space, core, solve_cache
-from .handlers import pose_frame
-from .operators_solve import VRAvatarError, avatar_target, load_solver
-from .stream_objects import stream_from_xr_poses, xr_poses
+from .. import bone_space, core, solve_cache
+from ..handlers import pose_frame
+from ..stream_objects import stream_from_xr_poses, xr_poses
+from .solve import VRAvatarError, avatar_target, load_solver
 
 TICK_S = 1.0 / 90.0  # a headset's refresh, roughly
 

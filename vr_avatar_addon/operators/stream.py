@@ -8,8 +8,8 @@ import numpy as np
 from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
-from . import core
-from .stream_objects import (TIME_START, empties_from_stream, remove_stream_empties, stream_from_empties,
+from .. import core
+from ..stream_objects import (TIME_START, empties_from_stream, remove_stream_empties, stream_from_empties,
                              stream_from_xr_poses, xr_poses)
 
 # Seconds between two samples of the VR session while recording (the session itself runs at ~90 Hz).
