@@ -207,7 +207,7 @@ def test_record_without_a_vr_session_says_how_to_start_one(bpy, installed, empty
 
 def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty_scene, tmp_path, monkeypatch):
     """The recorder up to the headset: a session said to run, poses from a stand-in, events delivered by hand."""
-    operators = installed.operators_stream
+    operators = installed.operators.stream
     head = ([0.1, -0.5, 1.65], Y_UP_TO_Z_UP)
     left, right = ([0.3, -0.2, 1.0], [1.0, 0.0, 0.0, 0.0]), ([0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0])  # right unseen
     samples = iter([(np.array([head[0], left[0], right[0]]) + np.outer([1, 1, 0], [0.0, 0.01 * k, 0.0]),

@@ -11,9 +11,10 @@ import numpy as np
 from bpy.props import EnumProperty
 
 from .. import bone_space, core, solve_cache
+from ..errors import VRAvatarError
 from ..handlers import pose_frame
+from ..scene_solver import avatar_target, load_solver
 from ..stream_objects import stream_from_xr_poses, xr_poses
-from .solve import VRAvatarError, avatar_target, load_solver
 
 TICK_S = 1.0 / 90.0  # a headset's refresh, roughly
 

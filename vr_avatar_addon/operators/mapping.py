@@ -7,7 +7,9 @@ from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import core
-from .solve import VRAvatarError, bone_map, fill_bone_map, report_mapping, target_armature
+from ..armature import target_armature
+from ..bone_map import bone_map, fill_bone_map, report_mapping
+from ..errors import VRAvatarError
 
 PRESET_ITEMS = [(name, label, f"Map the bones after the built-in preset: {label}")
                 for name, label in core.rig.mapping_preset.builtin_presets().items()]

@@ -1,122 +1,17 @@
 """Solve operators: the avatar's bone mapping, solving a stream into the cache, baking it as a new action."""
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import bpy
 import numpy as np
 
-from .. import avatar, avatar_quality, bone_space, core, keyframes, solve_cache
+from .. import avatar_quality, bone_space, core, keyframes, solve_cache
+from ..armature import target_armature
+from ..bone_map import bone_map, fill_bone_map, report_mapping
+from ..errors import VRAvatarError
 from ..handlers import pose_frame
-from .library import database_paths
-
-
-class VRAvatarError(Exception):
-    """Something the user can fix; its message becomes the operator's error report."""
-
-
-def scene_fps(scene) -> float:
-    return scene.render.fps / scene.render.fps_base
-
-
-def target_armature(context):
-    obj = context.scene.vr_avatar.target_armature
-    if obj is None or obj.type != 'ARMATURE':
-        raise VRAvatarError("Select an armature as the Target Armature (VR Avatar › Avatar)")
-    if not obj.data.bones:
-        raise VRAvatarError(f"Armature '{obj.name}' has no bones: give it a humanoid skeleton or pick another")
-    return obj
-
-
-def bone_map(settings) -> dict[str, str]:
-    return {item.joint: item.bone for item in settings.bone_map}
-
-
-def fill_bone_map(settings, obj, override: dict[str, str] | None = None) -> int:
-    """Replace the mapping list with the automatic mapping of `obj` (`override` entries kept); returns how many
-    required joints are unmapped."""
-    found, guessed, notes = avatar.automatic_mapping(obj, override)
-    settings.bone_map.clear()
-    settings.bone_map_armature = obj.name
-    settings.bone_map_notes = notes
-    for joint, bone in found.items():
-        item = settings.bone_map.add()
-        item.joint, item.bone = joint, bone
-        item.guessed = joint in guessed
-    return sum(1 for joint, bone in found.items() if not bone and joint in avatar.REQUIRED_JOINTS)
-
-
-def solver_config(solve) -> "core.config.SolverConfig":
-    """The solver settings of the panel as core's SolverConfig (the command line's defaults elsewhere)."""
-    return replace(core.config.SolverConfig(), alpha_m=solve.alpha_m, search_interval=solve.search_interval,
-                   inertialization_halflife_s=solve.responsiveness_s, foot_lock=solve.foot_lock,
-                   arm_ik=solve.arm_ik, orientation="hmd" if solve.orientation == 'HMD' else "network",
-                   upper_body=core.ik.upper_body_ik.ik_constants(solve.elbow_constants.lower()))
-
-
-CALIBRATION_KEY = "vr_avatar_calibration"
-"""The scene's custom property holding the last solve's device calibration (JSON), shown by the Solve panel."""
-
-
-def device_calibration(settings):
-    """What the solve calibrates the devices with: the stream file's stored calibration, else the gesture
-    searched in its first seconds, or None when *Calibrate Devices* is off."""
-    if not settings.solve.calibrate_devices:
-        return None
-    try:
-        stored = core.devices.calibration.stored_calibration(bpy.path.abspath(settings.stream.stream_path))
-    except (OSError, ValueError) as error:
-        raise VRAvatarError(str(error)) from None
-    return stored or core.config.CalibrationConfig()
-
-
-def read_stream(settings):
-    path = bpy.path.abspath(settings.stream.stream_path)
-    if not settings.stream.stream_path:
-        raise VRAvatarError("Load a three-point stream first (VR Avatar › Stream)")
-    try:
-        stream = core.files.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
-        core.devices.plausibility.check_stream(stream, path)  # units a solve cannot use; warnings were given on loading
-    except (OSError, core.files.stream.StreamFormatError) as error:
-        raise VRAvatarError(str(error)) from None
-    return stream
-
-
-def avatar_target(context):
-    """(armature, core TargetSkeleton) of the scene's target with its bone mapping (made anew for a new target)."""
-    settings = context.scene.vr_avatar
-    obj = target_armature(context)
-    if not settings.bone_map or settings.bone_map_armature != obj.name:
-        fill_bone_map(settings, obj)
-    try:
-        return obj, avatar.target_skeleton(obj, bone_map(settings))
-    except avatar.MappingError as error:
-        raise VRAvatarError(str(error)) from None
-
-
-def load_solver(context):
-    """A core solver with the panel's method, settings and calibration (motion matching: over the scene's databases)."""
-    settings = context.scene.vr_avatar
-    solve = settings.solve
-    explicit = solve.calibration == 'EXPLICIT'
-    if solve.method == 'N3P':
-        config = core.config.N3PConfig(hmd_only=solve.hmd_only, foot_lock=solve.foot_lock, hand_ik=solve.arm_ik)
-        try:
-            return core.n3p.solver.load_n3p_solver(None, config, solve.user_height if explicit else None)
-        except ValueError as error:
-            raise VRAvatarError(str(error)) from None
-    paths = database_paths(settings)
-    if not paths:
-        raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library)")
-    missing = [p for p in paths if not Path(p).is_file()]
-    if missing:
-        raise VRAvatarError(f"motion database not found: {missing[0]}")
-    try:
-        return core.matching.solver.load_calibrated_solver(
-            paths, solver_config(solve), None if solve.orientation == 'NETWORK' else solve.orientation.lower(),
-            solve.user_height if explicit else None, solve.arm_span if explicit else None)
-    except (core.matching.pose_database.DatabaseError, ValueError) as error:
-        raise VRAvatarError(str(error)) from None
+from ..scene_solver import CALIBRATION_KEY, avatar_target, device_calibration, load_solver, read_stream
+from ..scene_timing import scene_fps
 
 
 def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
@@ -179,20 +74,6 @@ class VR_AVATAR_OT_map_bones(bpy.types.Operator):
             return {'CANCELLED'}
         report_mapping(self, context.scene.vr_avatar, obj, fill_bone_map(context.scene.vr_avatar, obj))
         return {'FINISHED'}
-
-
-def report_mapping(operator, settings, obj, missing: int) -> None:
-    """The operator's report on a freshly filled mapping: unmapped required joints, guesses, notes."""
-    guessed = sum(1 for item in settings.bone_map if item.guessed)
-    mapped = sum(1 for item in settings.bone_map if item.bone)
-    extra = (f"; {guessed} placed by structure (marked guessed)" if guessed else "") + \
-        (f"; {settings.bone_map_notes}" if settings.bone_map_notes else "")
-    if missing:
-        operator.report({'WARNING'}, f"{missing} required humanoid joint(s) found no bone in '{obj.name}': "
-                                     f"pick them in the list{extra}")
-    else:
-        operator.report({'INFO'}, f"{mapped} of {len(avatar.CANONICAL_JOINTS)} humanoid joints mapped on "
-                                  f"'{obj.name}'{extra}")
 
 
 class VR_AVATAR_OT_solve_stream(bpy.types.Operator):

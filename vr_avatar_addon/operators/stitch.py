@@ -3,8 +3,9 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import core
+from ..armature import action_motion, motion_channels
 from ..keyframes import new_action
-from .library import action_motion, fit_scene_timing, motion_channels
+from ..scene_timing import fit_scene_timing, scene_fps
 
 DEFAULTS = core.config.StitchConfig()
 USER_ERRORS = (ValueError, OSError)
@@ -48,7 +49,7 @@ class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
 
     def execute(self, context):
         scene = context.scene
-        fps = scene.render.fps / scene.render.fps_base
+        fps = scene_fps(scene)
         try:
             armatures, active = stitch_sources(context)
             motions = [action_motion(scene, obj) for obj in armatures]

@@ -9,6 +9,7 @@ from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import core
+from ..scene_timing import scene_fps
 from ..stream_objects import (TIME_START, empties_from_stream, remove_stream_empties, stream_from_empties,
                              stream_from_xr_poses, xr_poses)
 
@@ -16,10 +17,6 @@ from ..stream_objects import (TIME_START, empties_from_stream, remove_stream_emp
 RECORD_INTERVAL_S = 1.0 / 90.0
 NO_VR_SESSION = ("No VR session is running: start one with the VR Scene Inspection add-on "
                  "(View3D › Sidebar › VR) and a connected headset")
-
-
-def scene_fps(scene) -> float:
-    return scene.render.fps / scene.render.fps_base
 
 
 def _format_error(error) -> str:
