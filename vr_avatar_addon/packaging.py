@@ -30,8 +30,10 @@ CORE_NOT_SHIPPED = ("tools", "__main__.py")
 """Core's tools, which Blender never runs: `core/tools/` (the command line, training, evaluation, benchmarks,
 the demo, and the offline experiments only those use) and `python -m core`'s entry point. The zip carries the
 runtime alone; a test imports every module it ships."""
-ASSETS_NOT_SHIPPED = ("*.png",)
-"""Training curves and evaluation plots: documentation, not what the add-on loads."""
+ASSETS_NOT_SHIPPED = ("*.png", "orientation_r1.*")
+"""Training curves and evaluation plots, and the r = 1 ablation only `eval orientation` reads: documentation and
+evaluation, not what the add-on loads. A model's training record (`<model>.json` beside `<model>.npz`) stays out
+too: the model file carries the same record as its `info`."""
 
 
 def _version(value: str, key: str) -> tuple[int, ...]:
@@ -113,7 +115,8 @@ def extension_contents(root: Path) -> dict[str, Path]:
             contents["core/" + path.relative_to(root / "core").as_posix()] = path
     if (root / "assets").is_dir():
         for path in _files(root / "assets", "*"):
-            if not any(path.match(pattern) for pattern in ASSETS_NOT_SHIPPED):
+            record = path.suffix == ".json" and path.with_suffix(".npz").is_file()
+            if not record and not any(path.match(pattern) for pattern in ASSETS_NOT_SHIPPED):
                 contents["assets/" + path.relative_to(root / "assets").as_posix()] = path
     return contents
 
