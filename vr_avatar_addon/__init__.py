@@ -11,7 +11,7 @@ core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"
 
 from . import handlers, operators, panels, properties  # noqa: E402
 
-_modules = (properties, operators, panels, handlers)
+_modules = (properties, *operators.MODULES, panels, handlers)
 
 
 def register():
