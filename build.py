@@ -23,7 +23,7 @@ import venv
 from pathlib import Path
 
 import xr_runtime
-from core.atomic import write_text
+from core.files.atomic import write_text
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"

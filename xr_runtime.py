@@ -18,7 +18,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from core.atomic import write_text
+from core.files.atomic import write_text
 
 ROOT = Path(__file__).resolve().parent
 SOURCE = ROOT.parent / "shared" / "openxr"

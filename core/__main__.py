@@ -1,6 +1,6 @@
 """`python -m core`: the command line (see cli.py)."""
 import sys
 
-from .cli import main
+from .tools.cli import main
 
 sys.exit(main())

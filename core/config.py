@@ -8,7 +8,8 @@ import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from .atomic import write_text
+from .assets import asset
+from .files.atomic import write_text
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ class UpperBodyIKConfig:
         return dataclasses.replace(defaults, **values)
 
 
-FITTED_IK_CONSTANTS = Path(__file__).resolve().parents[1] / "assets" / "upper_body_ik_fitted.json"
+FITTED_IK_CONSTANTS = asset("upper_body_ik_fitted.json")
 """Parger's elbow constants refitted to the Bandai training split by §3.3's own procedure (`train ik`)."""
 
 

@@ -17,7 +17,7 @@ if os.environ.get("CI"):
 # Before any test imports bpy.
 use_temporary_blender_home("vr_avatar_blender_")
 
-from core.bvh import read_bvh
+from core.files.bvh import read_bvh
 
 ROOT = Path(__file__).resolve().parents[1]
 # A BVH whose motion stops after one of its three declared frames.

@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT))
 import xr  # noqa: E402
 
 from core.config import DeviceOffsets  # noqa: E402
-from core.devices import device_offsets, joints_from_devices  # noqa: E402
-from core.openxr_source import OpenXRSource, tracking_status  # noqa: E402
+from core.devices.attachments import device_offsets, joints_from_devices  # noqa: E402
+from core.devices.openxr_source import OpenXRSource, tracking_status  # noqa: E402
 
 
 def raw_stream_pose(xr_pose) -> np.ndarray:
@@ -100,12 +100,12 @@ def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = F
     """core's Solver stepped from every located frame; with `lose_hands` "A:B", the hands' tracking is dropped
     (flags cleared) from frame A to B of the run, then returns. `pin_core` keeps this thread (the solver's) on
     one CPU once the runtime's own threads have started, free to run on any."""
-    from core.bvh import read_bvh
-    from core.devices import joints_from_devices
-    from core.live import run_live
-    from core.orientation_window import load_orientation_model
-    from core.pose_database import build_database
-    from core.solver import Solver
+    from core.files.bvh import read_bvh
+    from core.devices.attachments import joints_from_devices
+    from core.devices.live import run_live
+    from core.orientation.window import load_orientation_model
+    from core.matching.pose_database import build_database
+    from core.matching.solver import Solver
 
     solver = Solver([build_database([read_bvh(WALK_1)])], orientation_model=load_orientation_model())
     first, last = (int(v) for v in lose_hands.split(":")) if lose_hands else (-1, -1)
@@ -150,7 +150,7 @@ def addon(folder: str, ticks: str = "90") -> dict:
     import bpy
 
     import vr_avatar_addon as add_on
-    from core.stream import read_stream
+    from core.files.stream import read_stream
 
     add_on.register()
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -170,7 +170,7 @@ def addon(folder: str, ticks: str = "90") -> dict:
     ticks, before, objects = int(ticks), pose(), len(bpy.data.objects)
     timer = SimpleNamespace(type='TIMER', value='NOTHING', timer=None)
     assert bpy.ops.vr_avatar.live_preview(source='OPENXR') == {'RUNNING_MODAL'}
-    preview = add_on.operators_live.VR_AVATAR_OT_live_preview.running()
+    preview = add_on.operators.live.VR_AVATAR_OT_live_preview.running()
     read, seen = preview._source.read, []
 
     def reading(context):
@@ -195,12 +195,12 @@ def addon(folder: str, ticks: str = "90") -> dict:
     result = {"preview_ticks": ticks, "located": sum(d is not None for d in seen), "head_gaps": gaps,
               "heads": heads, "posed_ticks": moved, "pose_restored": pose() == before,
               "objects_unchanged": len(bpy.data.objects) == objects,
-              "preview_stopped": add_on.operators_live.VR_AVATAR_OT_live_preview.running() is None}
+              "preview_stopped": add_on.operators.live.VR_AVATAR_OT_live_preview.running() is None}
 
     target = Path(folder) / "recorded.csv"
     scene.vr_avatar.stream.record_path = str(target)
     assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
-    recorder = add_on.operators_stream.VR_AVATAR_OT_record_stream._recording
+    recorder = add_on.operators.stream.VR_AVATAR_OT_record_stream._recording
     for _ in range(ticks):
         assert recorder.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)) \
             == {'PASS_THROUGH'}
@@ -244,7 +244,7 @@ def extension_wheel(zip_path: str, folder: str) -> dict:
         result["xr_file"] = bundled.__file__
         result["extensions"] = sorted(str(e) for e in bundled.enumerate_instance_extension_properties())
         addon = sys.modules["bl_ext.vr_avatar_wheel.vr_avatar"]
-        with addon.core.openxr_source.OpenXRSource() as source:
+        with addon.core.devices.openxr_source.OpenXRSource() as source:
             result["source_xr"] = source._xr.__file__
             result["frames"] = sum(source.poll() is not None for _ in range(20))
     return result

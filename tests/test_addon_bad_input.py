@@ -10,10 +10,10 @@ import pytest
 
 from conftest import WALK_1
 
-from core.bvh import read_bvh
-from core.pose_database import PoseDatabase
-from core.simulate import simulate_stream
-from core.stream import write_stream
+from core.files.bvh import read_bvh
+from core.matching.pose_database import PoseDatabase
+from core.devices.simulate import simulate_stream
+from core.files.stream import write_stream
 
 
 def _data_counts(bpy):

@@ -7,10 +7,10 @@ import pytest
 
 from conftest import DATASET_1, TRUNCATED_BVH, WALK_1
 
-from core.bvh import read_bvh
+from core.files.bvh import read_bvh
 from core.config import DatabaseConfig
-from core.motion import forward_kinematics
-from core.pose_database import PoseDatabase, build_database, global_transforms
+from core.anim.motion import forward_kinematics
+from core.matching.pose_database import PoseDatabase, build_database, global_transforms
 
 LOCOMOTION = [DATASET_1 / f"dataset-1_{name}_001.bvh" for name in ("walk_normal", "run_normal", "walk-back_normal")]
 
@@ -134,7 +134,7 @@ def test_database_from_files_is_saved_beside_the_blend_and_reloads_with_it(bpy, 
     assert len(database) == item.poses == len(expected)
     assert database.clip_names == expected.clip_names  # the bow clip is left out by Locomotion Only
     np.testing.assert_allclose(database.height_range, (0.8, 1.2), atol=1e-6)
-    assert installed.operators_library.database_paths(bpy.context.scene.vr_avatar) == [str(path)]
+    assert installed.scene_solver.database_paths(bpy.context.scene.vr_avatar) == [str(path)]
 
     library.height_max = 2.0  # a rebuild replaces the entry; 2 means no upper bound
     assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}
@@ -146,7 +146,7 @@ def test_database_from_files_is_saved_beside_the_blend_and_reloads_with_it(bpy, 
     bpy.ops.wm.open_mainfile(filepath=str(blend))
     library = bpy.context.scene.vr_avatar.library
     assert [item.path for item in library.databases] == ["//scene.vr_avatar_db.npz"]
-    assert installed.operators_library.database_paths(bpy.context.scene.vr_avatar) == [str(path)]
+    assert installed.scene_solver.database_paths(bpy.context.scene.vr_avatar) == [str(path)]
 
     assert bpy.ops.vr_avatar.remove_database() == {'FINISHED'}
     assert len(library.databases) == 0 and path.exists()

@@ -12,14 +12,14 @@ import pytest
 
 from conftest import DATASET_1, WALK_1
 
-from core import quat
-from core.bvh import read_bvh
+from core.math import quat
+from core.files.bvh import read_bvh
 from core.config import SimulationConfig
-from core.devices import implied_joint_positions
-from core.humanoid import find_mapping
-from core.retarget import standing_frames
-from core.simulate import simulate_stream
-from core.stream import read_stream, write_stream
+from core.devices.attachments import implied_joint_positions
+from core.rig.humanoid import find_mapping
+from core.rig.retarget import standing_frames
+from core.devices.simulate import simulate_stream
+from core.files.stream import read_stream, write_stream
 
 MIXAMO = {"hips": "Hips", "spine": "Spine", "chest": "Spine2", "neck": "Neck", "head": "Head",
           **{f"{s}_{j}": f"{side}{name}" for s, side in (("l", "Left"), ("r", "Right")) for j, name in (
@@ -196,14 +196,14 @@ def test_changing_a_setting_marks_the_solve_stale(bpy, installed, session):
 def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_elbows(bpy, installed, session):
     settings = _solve(bpy, session["mixamo"])
     assert settings.solve.elbow_constants == 'FITTED'
-    config = installed.operators_solve.solver_config(settings.solve)
-    assert config.upper_body == installed.core.upper_body_ik.ik_constants("fitted")
+    config = installed.scene_solver.solver_config(settings.solve)
+    assert config.upper_body == installed.core.ik.upper_body_ik.ik_constants("fitted")
     cache = _cache(installed, bpy)
     fitted = cache.positions.copy()
     settings.solve.elbow_constants = 'PAPER'
     try:
         assert settings.solve.cache_stale
-        config = installed.operators_solve.solver_config(settings.solve)
+        config = installed.scene_solver.solver_config(settings.solve)
         assert config.upper_body == installed.core.config.UpperBodyIKConfig()
         _solve(bpy, session["mixamo"])
         paper = _cache(installed, bpy).positions
@@ -223,7 +223,7 @@ def test_the_body_orientation_setting_picks_the_window_model_the_papers_network_
         for item in ('NETWORK', 'MMVR', 'HMD'):
             settings.solve.orientation = item
             assert settings.solve.cache_stale
-            solver = installed.operators_solve.load_solver(bpy.context)
+            solver = installed.scene_solver.load_solver(bpy.context)
             models[item] = (type(solver.model).__name__ if solver.model else None, solver.config.orientation)
     finally:
         settings.solve.orientation = 'NETWORK'
@@ -269,7 +269,7 @@ def test_the_solve_calibrates_the_devices_from_the_gesture_and_keeps_what_it_fou
     """A stream that starts with the calibration gesture, controllers held off: the solve finds it, the scene keeps
     the estimates for the Solve panel; without the gesture or with *Calibrate Devices* off it says so."""
     scene = bpy.context.scene
-    key = installed.operators_solve.CALIBRATION_KEY
+    key = installed.scene_solver.CALIBRATION_KEY
     clip = read_bvh(STREAM_CLIP)[: int(SECONDS * 30)]
     simulated = simulate_stream(clip, SimulationConfig(calibration_pose_s=2.0, attachment_noise_m=0.03,
                                                        attachment_noise_deg=15.0))
@@ -436,7 +436,7 @@ def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, i
     obj = bpy.data.objects[session["mixamo"]]
     scene.vr_avatar.target_armature = obj
     obj.animation_data.action = None
-    live = installed.operators_live.LiveAvatar(bpy.context)
+    live = installed.operators.live.LiveAvatar(bpy.context)
     stream = read_stream(session["csv"]).resampled(60.0)
     wrists = implied_joint_positions(stream)[:, 1:]
     mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}

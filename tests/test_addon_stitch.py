@@ -4,10 +4,10 @@ import pytest
 
 from conftest import DATASET_1
 
-from core.bvh import read_bvh
+from core.files.bvh import read_bvh
 from core.config import StitchConfig
-from core.stitch import on_skeleton, stitch
-from core.stitch_model import StitchModel
+from core.stitch.stitching import on_skeleton, stitch
+from core.stitch.model import StitchModel
 
 CLIPS = [DATASET_1 / "dataset-1_walk_normal_001.bvh", DATASET_1 / "dataset-1_walk-left_normal_001.bvh"]
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from conftest import WALK_1
-from core import quat
-from core.bvh import read_bvh
-from core.simulate import simulate_stream
-from core.stream import read_stream, write_stream
+from core.math import quat
+from core.files.bvh import read_bvh
+from core.devices.simulate import simulate_stream
+from core.files.stream import read_stream, write_stream
 
 TOLERANCE = 1e-4
 # Samples (60 Hz) where a device is not tracked: the left controller lost mid-clip, the right one at the start.
@@ -202,12 +202,12 @@ def test_record_without_a_vr_session_says_how_to_start_one(bpy, installed, empty
                                                r"add-on \(View3D › Sidebar › VR\) and a connected headset"):
             call()
     assert not target.exists() and len(bpy.data.objects) == objects
-    assert not installed.operators_stream.VR_AVATAR_OT_record_stream.is_recording()
+    assert not installed.operators.stream.VR_AVATAR_OT_record_stream.is_recording()
 
 
 def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty_scene, tmp_path, monkeypatch):
     """The recorder up to the headset: a session said to run, poses from a stand-in, events delivered by hand."""
-    operators = installed.operators_stream
+    operators = installed.operators.stream
     head = ([0.1, -0.5, 1.65], Y_UP_TO_Z_UP)
     left, right = ([0.3, -0.2, 1.0], [1.0, 0.0, 0.0, 0.0]), ([0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0])  # right unseen
     samples = iter([(np.array([head[0], left[0], right[0]]) + np.outer([1, 1, 0], [0.0, 0.01 * k, 0.0]),
@@ -269,9 +269,9 @@ def test_recording_warns_about_session_settings_that_lose_the_room(bpy, installe
     saved = settings.use_positional_tracking, settings.use_absolute_tracking
     try:
         settings.use_positional_tracking, settings.use_absolute_tracking = True, True
-        assert installed.operators_stream.recording_warnings(settings) == []
+        assert installed.operators.stream.recording_warnings(settings) == []
         settings.use_positional_tracking, settings.use_absolute_tracking = False, False
-        warnings = installed.operators_stream.recording_warnings(settings)
+        warnings = installed.operators.stream.recording_warnings(settings)
         assert [w.split(" is off")[0] for w in warnings] == ["Positional Tracking", "Absolute Tracking"]
     finally:
         settings.use_positional_tracking, settings.use_absolute_tracking = saved

@@ -18,13 +18,13 @@ import pytest
 
 from conftest import WALK_1
 
-from core.bvh import read_bvh, write_bvh
-from core.cli import main
+from core.files.bvh import read_bvh, write_bvh
+from core.tools.cli import main
 from core.config import SolverConfig
-from core.devices import head_on_floor
-from core.pose_database import build_database
-from core.simulate import simulate_stream
-from core.stream import read_stream, write_stream
+from core.devices.attachments import head_on_floor
+from core.matching.pose_database import build_database
+from core.devices.simulate import simulate_stream
+from core.files.stream import read_stream, write_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSETS = ROOT / "assets"

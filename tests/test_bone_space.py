@@ -41,7 +41,7 @@ def rolled_armature(bpy, empty_scene):
 def test_posed_bones_take_the_requested_world_orientations_and_root_head(bpy, installed, rolled_armature):
     bone_space = importlib.import_module(f"{ADDON_MODULE}.bone_space")
     axes = installed.axes
-    quat = installed.core.quat
+    quat = installed.core.math.quat
     obj = rolled_armature
     assert [b.name for b in obj.data.bones] == [b[0] for b in BONES]
     parents = bone_space.parents(obj)

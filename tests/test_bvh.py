@@ -5,10 +5,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import quat
-from core.bvh import BVHError, guess_units, read_bvh, write_bvh
-from core.motion import Motion
-from core.skeleton import Skeleton
+from core.math import quat
+from core.files.bvh import BVHError, guess_units, read_bvh, write_bvh
+from core.anim.motion import Motion
+from core.anim.skeleton import Skeleton
 from conftest import WALK_1, WALK_2
 
 BAD = Path(__file__).parent / "data" / "bad_bvh"

@@ -7,17 +7,17 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core import quat
-from core.bvh import read_bvh
-from core.calibration import StreamCalibration, calibrate_stream, pivot, stored_calibration
+from core.math import quat
+from core.files.bvh import read_bvh
+from core.devices.calibration import StreamCalibration, calibrate_stream, pivot, stored_calibration
 from core.config import CalibrationConfig, SimulationConfig
-from core.devices import implied_joint_positions, joints_from_devices
-from core.humanoid import find_mapping
-from core.pose_database import build_database
-from core.orientation_window import load_orientation_model
-from core.simulate import simulate_stream
-from core.solver import Solver, solve
-from core.stream import write_stream
+from core.devices.attachments import implied_joint_positions, joints_from_devices
+from core.rig.humanoid import find_mapping
+from core.matching.pose_database import build_database
+from core.orientation.window import load_orientation_model
+from core.devices.simulate import simulate_stream
+from core.matching.solver import Solver, solve
+from core.files.stream import write_stream
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
 from test_cli import core
 

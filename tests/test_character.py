@@ -1,9 +1,9 @@
 """Character space (the virtual root) on real walking: on the floor under the hips, facing the way it walks."""
 import numpy as np
 
-from core import quat
-from core.character import body_yaw, character_frames, to_character_space, wrap_angle
-from core.humanoid import find_mapping
+from core.math import quat
+from core.anim.character import body_yaw, character_frames, to_character_space, wrap_angle
+from core.rig.humanoid import find_mapping
 
 
 def test_virtual_root_follows_the_walk(walk2):

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core.bvh import read_bvh, write_bvh
-from core.humanoid import CANONICAL_JOINTS, find_mapping
-from core.devices import implied_joint_positions
-from core.motion import Motion
-from core.stream import read_stream
+from core.files.bvh import read_bvh, write_bvh
+from core.rig.humanoid import CANONICAL_JOINTS, find_mapping
+from core.devices.attachments import implied_joint_positions
+from core.anim.motion import Motion
+from core.files.stream import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"

@@ -25,8 +25,8 @@ def test_zip_holds_manifest_addon_and_core_at_its_root(extension_zip):
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert extension_zip.name == f"vr_avatar-{version}.zip"
     names = zipfile.ZipFile(extension_zip).namelist()
-    for required in ("blender_manifest.toml", "__init__.py", "operators_library.py", "axes.py", "core/__init__.py",
-                     "core/bvh.py"):
+    for required in ("blender_manifest.toml", "__init__.py", "operators/library.py", "axes.py", "core/__init__.py",
+                     "core/files/bvh.py"):
         assert required in names
     assert "packaging.py" not in names and "demo_scene.py" not in names and "eval_rigs.py" not in names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or n.endswith(".gitkeep")]
@@ -36,14 +36,16 @@ def test_zip_ships_the_runtime_only_and_every_module_it_ships_imports_from_the_z
     """No command line, training, evaluation or benchmark code and no plots in the zip; the add-on's core works
     without them (each shipped core module imported from the unpacked zip alone, in a fresh interpreter)."""
     names = zipfile.ZipFile(extension_zip).namelist()
-    tools = [n for n in names if n.startswith("core/") and (
-        Path(n).name.startswith(("train_", "eval_")) or Path(n).name in (
-            "cli.py", "__main__.py", "bench.py", "demo.py", "fit_upper_body_ik.py", "hybrid_solver.py"))]
+    tools = [n for n in names if n.startswith(("core/tools/", "core/__main__.py"))]
     assert not tools and not [n for n in names if n.endswith(".png")]
-    assert "core/retarget.py" in names and "core/orientation_window.py" in names and "assets/orientation.npz" in names
+    assert not [n for n in names if Path(n).stem.startswith(("train", "eval", "bench", "cli", "demo"))]
+    assert "core/rig/retarget.py" in names and "core/orientation/window.py" in names and "assets/orientation.npz" in names
+    assert "assets/upper_body_ik_fitted.json" in names and "assets/orientation.json" not in names
     zipfile.ZipFile(extension_zip).extractall(tmp_path / "unpacked")
-    modules = sorted(Path(n).stem for n in names if n.startswith("core/") and n.endswith(".py") and "/" not in n[5:])
-    script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module('core.' + name)\n"
+    modules = sorted(n[:-3].replace("/", ".").removesuffix(".__init__") for n in names
+                     if n.startswith("core/") and n.endswith(".py"))
+    assert len(modules) > 40
+    script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run([sys.executable, "-c", script, *modules], cwd=tmp_path / "unpacked", env=env,
                           capture_output=True, text=True, timeout=120)
@@ -111,20 +113,20 @@ def test_installed_extension_registers_operator_and_panel(bpy, installed):
 def test_import_bvh_builds_the_rest_armature(bpy, installed):
     if not WALK.exists():
         pytest.skip(f"Bandai motion data not found at {WALK} (shared data set absent)")
-    import core.bvh
-    import core.motion
-    import core.quat
+    import core.files.bvh
+    import core.anim.motion
+    import core.math.quat
 
     before = set(bpy.data.objects)
     assert bpy.ops.vr_avatar.import_bvh(filepath=str(WALK)) == {'FINISHED'}
     (obj,) = set(bpy.data.objects) - before
     assert obj.type == 'ARMATURE'
 
-    motion = core.bvh.read_bvh(WALK)
+    motion = core.files.bvh.read_bvh(WALK)
     skeleton = motion.skeleton
     bones = obj.data.bones
     assert len(bones) == len(skeleton) == 22
-    _, rest = core.motion.forward_kinematics(skeleton.parents, core.quat.identity(len(skeleton)), skeleton.offsets)
+    _, rest = core.anim.motion.forward_kinematics(skeleton.parents, core.math.quat.identity(len(skeleton)), skeleton.offsets)
     expected = rest[:, [0, 2, 1]] * [1.0, -1.0, 1.0]  # +Y up (x, y, z) -> +Z up (x, -z, y)
     heads = np.array([bones[name].head_local for name in skeleton.names])
     np.testing.assert_allclose(heads, expected, atol=1e-4)

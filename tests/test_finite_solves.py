@@ -10,18 +10,18 @@ import pytest
 
 from conftest import DATASET_2, WALK_2
 
-from core import quat
-from core.bvh import read_bvh, write_bvh
+from core.math import quat
+from core.files.bvh import read_bvh, write_bvh
 from core.config import SimulationConfig, SolverConfig
-from core.devices import head_on_floor
-from core.motion import Motion
-from core.n3p_model import N3PModel
-from core.n3p_solver import N3PSolver
-from core.openxr_source import TRACKED_FLAGS, frame_from_poses
-from core.pose_database import build_database
-from core.simulate import simulate_stream
-from core.solver import Solver, solve
-from core.stream import ThreePointStream, read_stream, write_stream
+from core.devices.attachments import head_on_floor
+from core.anim.motion import Motion
+from core.n3p.model import N3PModel
+from core.n3p.solver import N3PSolver
+from core.devices.openxr_source import TRACKED_FLAGS, frame_from_poses
+from core.matching.pose_database import build_database
+from core.devices.simulate import simulate_stream
+from core.matching.solver import Solver, solve
+from core.files.stream import ThreePointStream, read_stream, write_stream
 
 BROKEN = {  # what a device may hand over instead of a pose: (position, rotation)
     "nan": (np.full(3, np.nan), None),

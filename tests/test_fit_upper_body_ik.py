@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from core.config import FITTED_IK_CONSTANTS, SolverConfig, UpperBodyIKConfig
-from core.fit_upper_body_ik import (FITTED_FIELDS, clip_arm_poses, constants_from_vector, constants_vector,
+from core.tools.train.upper_body_ik import (FITTED_FIELDS, clip_arm_poses, constants_from_vector, constants_vector,
                                     elbow_rmse_cm, fit_constants, group_by_bone_lengths)
-from core.nelder_mead import minimize
-from core.upper_body_ik import ik_constants
+from core.tools.train.nelder_mead import minimize
+from core.ik.upper_body_ik import ik_constants
 from conftest import DATASET_1, WALK_1, WALK_2
 from test_cli import core
 

@@ -5,12 +5,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import quat
-from core.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping, split_side
-from core.bvh import read_bvh
-from core.humanoid_structure import is_control
-from core.retarget import TargetSkeleton, rig_skeleton
-from core.skeleton import Skeleton
+from core.math import quat
+from core.rig.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping, split_side
+from core.files.bvh import read_bvh
+from core.rig.humanoid_structure import is_control
+from core.rig.retarget import TargetSkeleton, rig_skeleton
+from core.anim.skeleton import Skeleton
 
 
 def build(edges):

@@ -1,17 +1,17 @@
 """The predictor's body with motion matching's legs while travelling (hybrid_solver.py, issue 28's experiment)."""
 import numpy as np
 
-from core.bvh import read_bvh
+from core.files.bvh import read_bvh
 from core.config import SimulationConfig
-from core.devices import implied_joint_positions
-from core.hybrid_solver import STANDING_M_S, TRAVELLING_M_S, MatchedLegsSolver, travel_weights
-from core.metrics import score_motion
-from core.n3p_model import N3PModel
-from core.n3p_solver import N3PSolver
-from core.orientation_window import load_orientation_model
-from core.pose_database import build_database
-from core.simulate import simulate_stream
-from core.solver import Solver, solve
+from core.devices.attachments import implied_joint_positions
+from core.tools.eval.hybrid_solver import STANDING_M_S, TRAVELLING_M_S, MatchedLegsSolver, travel_weights
+from core.quality.metrics import score_motion
+from core.n3p.model import N3PModel
+from core.n3p.solver import N3PSolver
+from core.orientation.window import load_orientation_model
+from core.matching.pose_database import build_database
+from core.devices.simulate import simulate_stream
+from core.matching.solver import Solver, solve
 from conftest import DATASET_1, DATASET_2, WALK_1
 
 HELD_OUT_WALK = DATASET_1 / "dataset-1_walk_active_001.bvh"

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from core.least_squares_path import least_squares_path
+from core.math.least_squares_path import least_squares_path
 
 
 def normal_equations(positions, steps, weight):

@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from conftest import WALK_1
-from core.bvh import read_bvh
-from core.cli import main
-from core.humanoid import CANONICAL_JOINTS, HumanoidMappingError, find_mapping
-from core.mapping_preset import (builtin_presets, load_preset, mapping_override, preset_for_rig, read_vrm_humanoid,
+from core.files.bvh import read_bvh
+from core.tools.cli import main
+from core.rig.humanoid import CANONICAL_JOINTS, HumanoidMappingError, find_mapping
+from core.rig.mapping_preset import (builtin_presets, load_preset, mapping_override, preset_for_rig, read_vrm_humanoid,
                                  save_preset)
 
 RIGS = Path(__file__).resolve().parents[2] / "shared" / "rigs"
@@ -88,7 +88,7 @@ def test_mapping_on_the_command_line(tmp_path, capsys):
 
 
 def test_db_build_keeps_its_mapping(tmp_path):
-    from core.pose_database import PoseDatabase
+    from core.matching.pose_database import PoseDatabase
 
     preset = save_preset(tmp_path / "bandai.json", {"hips": "Hips", "chest": "Chest"})
     database = tmp_path / "db.npz"
@@ -101,8 +101,8 @@ def test_db_build_keeps_its_mapping(tmp_path):
 def test_bvh_info_says_which_joints_were_guessed(tmp_path, capsys):
     from dataclasses import replace
 
-    from core.bvh import write_bvh
-    from core.skeleton import Skeleton
+    from core.files.bvh import write_bvh
+    from core.anim.skeleton import Skeleton
 
     motion = read_bvh(Path(__file__).resolve().parent / "data" / "cmu_3dsmax_names.bvh")
     swapped = tuple(n.replace("Left", "Tmp").replace("Right", "Left").replace("Tmp", "Right")

@@ -7,21 +7,21 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from core import quat
-from core.bvh import read_bvh
+from core.math import quat
+from core.files.bvh import read_bvh
 from core.config import DatabaseConfig, SimulationConfig, SolverConfig
-from core.features import FeatureScale, pose_features
-from core.foot_lock import FootLock, Legs
-from core.humanoid import find_mapping
-from core.inertialize import Inertializer
-from core.motion import Motion
-from core.orientation_window import load_orientation_model
-from core.pose_database import DatabaseError, PoseDatabase, build_database
-from core.simulate import simulate_stream
-from core.solver import Solver, solve
-from core.spring import angle_spring_toward
-from core.stream import ThreePointStream
-from core.upper_body_ik import ik_constants
+from core.matching.features import FeatureScale, pose_features
+from core.ik.foot_lock import FootLock, Legs
+from core.rig.humanoid import find_mapping
+from core.anim.inertialize import Inertializer
+from core.anim.motion import Motion
+from core.orientation.window import load_orientation_model
+from core.matching.pose_database import DatabaseError, PoseDatabase, build_database
+from core.devices.simulate import simulate_stream
+from core.matching.solver import Solver, solve
+from core.math.spring import angle_spring_toward
+from core.files.stream import ThreePointStream
+from core.ik.upper_body_ik import ik_constants
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
 from test_cli import core
 

@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import quat
-from core.bvh import read_bvh
+from core.math import quat
+from core.files.bvh import read_bvh
 from core.config import SimulationConfig
-from core.humanoid import CANONICAL_JOINTS, find_mapping
-from core.metrics import (angle_deg, floor_height, foot_skate_cm_s, hand_cm, jitter, mpjpe_cm, root_cm,
+from core.rig.humanoid import CANONICAL_JOINTS, find_mapping
+from core.quality.metrics import (angle_deg, floor_height, foot_skate_cm_s, hand_cm, jitter, mpjpe_cm, root_cm,
                           score_motion)
-from core.motion import Motion
-from core.devices import implied_joint_positions
-from core.simulate import simulate_stream
+from core.anim.motion import Motion
+from core.devices.attachments import implied_joint_positions
+from core.devices.simulate import simulate_stream
 
 BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
 WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"

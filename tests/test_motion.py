@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from core import quat
-from core.humanoid import find_mapping, mirror_pairs
-from core.motion import WORLD_MIRROR, Motion, forward_kinematics, local_from_global
-from core.skeleton import Skeleton
+from core.math import quat
+from core.rig.humanoid import find_mapping, mirror_pairs
+from core.anim.motion import WORLD_MIRROR, Motion, forward_kinematics, local_from_global
+from core.anim.skeleton import Skeleton
 
 
 def chain():

@@ -5,22 +5,22 @@ import numpy as np
 import pytest
 import torch
 
-from core import heading, quat
-from core.cli import main
+from core.math import heading, quat
+from core.tools.cli import main
 from core.config import N3PConfig, SimulationConfig
-from core.bvh import read_bvh
-from core.devices import hmd_forward, implied_joint_positions
-from core.humanoid import find_mapping
-from core.metrics import mpjpe_cm, score_motion
-from core.mocap import find_bvh_files, split_by_file
-from core.n3p_model import SIZES, N3PModel, N3PModelError
-from core.n3p_solver import N3PSolver
-from core.n3p_state import J_LO, J_UP, OutputSkeleton, body_states, canonical_transforms, global_pose, \
+from core.files.bvh import read_bvh
+from core.devices.attachments import hmd_forward, implied_joint_positions
+from core.rig.humanoid import find_mapping
+from core.quality.metrics import mpjpe_cm, score_motion
+from core.files.mocap import find_bvh_files, split_by_file
+from core.n3p.model import SIZES, N3PModel, N3PModelError
+from core.n3p.solver import N3PSolver
+from core.n3p.state import J_LO, J_UP, OutputSkeleton, body_states, canonical_transforms, global_pose, \
     reference_orientations, signals_into, signals_out_of, tracker_signals
-from core.simulate import simulate_stream
-from core.solver import solve
-from core.stream import ThreePointStream, read_stream, write_stream
-from core.train_n3p import EpisodeData, Trainer, compose_headings, fk_loss, prepare_clips, signals_into_torch
+from core.devices.simulate import simulate_stream
+from core.matching.solver import solve
+from core.files.stream import ThreePointStream, read_stream, write_stream
+from core.tools.train.n3p import EpisodeData, Trainer, compose_headings, fk_loss, prepare_clips, signals_into_torch
 from conftest import DATA, DATASET_1, DATASET_2
 
 
@@ -255,7 +255,7 @@ def test_live_retargeting_reads_a_standing_reference_the_predictor_makes(validat
     """Live, retargeting has no solve to read its standing reference from: the predictor stands still under a
     level headset and hanging controllers. Without it, the Bandai rest pose (every bone along X) turned bones
     by 85 degrees on average."""
-    from core.retarget import Retargeting, bvh_target, uprightness, UPRIGHT_REFERENCE_DEG
+    from core.rig.retarget import Retargeting, bvh_target, uprightness, UPRIGHT_REFERENCE_DEG
     solver = N3PSolver(N3PModel.load())
     standing = solver.standing_motion()
     _, positions = standing.global_transforms()

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import xr_runtime
-from core.openxr_source import PROFILES
-from core.stream import read_stream
+from core.devices.openxr_source import PROFILES
+from core.files.stream import read_stream
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "tests" / "openxr_live.py"
@@ -115,7 +115,7 @@ def test_reference_space_falls_back_to_local():
     run = scenario("fallback")
     assert run["reference_space"] == "LOCAL"  # LOCAL_FLOOR needs XR_EXT_local_floor, which this Monado lacks
     base, head_in_stage, head_in_base = (np.array(run[k]) for k in ("base_in_stage", "head_in_stage", "head_in_base"))
-    from core import quat
+    from core.math import quat
     moved = base[:3] + quat.rotate(base[3:], head_in_base[:3])
     np.testing.assert_allclose(moved, head_in_stage[:3], atol=1e-3)
     assert quat.angle_between(quat.multiply(base[3:], head_in_base[3:]), head_in_stage[3:]) < np.radians(0.1)

@@ -10,13 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import quat
-from core.openxr_source import (NO_RUNTIME, ORIENTATION_TRACKED, ORIENTATION_VALID, POSITION_TRACKED, POSITION_VALID,
+from core.math import quat
+from core.devices.openxr_source import (NO_RUNTIME, ORIENTATION_TRACKED, ORIENTATION_VALID, POSITION_TRACKED, POSITION_VALID,
                                 TRACKED_FLAGS, OpenXRSource, OpenXRUnavailable, SessionCall, SessionLifecycle,
                                 SessionState, devices_tracked, frame_from_poses, frames_to_stream, head_from_eyes,
                                 import_xr, is_tracked, pick_reference_space, posef_array, record, runtime_extensions,
                                 stream_poses, tracking_status)
-from core.stream import read_stream, write_stream
+from core.files.stream import read_stream, write_stream
 
 xr = pytest.importorskip("xr", reason="pyopenxr is a development dependency")
 

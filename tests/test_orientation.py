@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 import torch
 
-from core import quat
+from core.math import quat
 from core.config import SimulationConfig
-from core.metrics import angle_deg
-from core.mocap import is_validation
-from core.orientation import IDENTITY_6D, INPUT_SIZE, OrientationModel, OrientationPredictor, device_features, \
+from core.quality.metrics import angle_deg
+from core.files.mocap import is_validation
+from core.orientation.mmvr import IDENTITY_6D, INPUT_SIZE, OrientationModel, OrientationPredictor, device_features, \
     facing_yaw, heading_rotations, orthonormalize_6d, predict_body_orientation
-from core.simulate import simulate_stream
-from core.train_orientation import export, prepare_clips, rollout_loss, train
+from core.devices.simulate import simulate_stream
+from core.tools.train.orientation import export, prepare_clips, rollout_loss, train
 from conftest import DATASET_2
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets"

@@ -6,17 +6,17 @@ import numpy as np
 import pytest
 import torch
 
-from core import quat
+from core.math import quat
 from core.config import SimulationConfig
-from core.metrics import angle_deg
-from core.mocap import is_validation
-from core.devices import hmd_forward
-from core.orientation import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
+from core.quality.metrics import angle_deg
+from core.files.mocap import is_validation
+from core.devices.attachments import hmd_forward
+from core.orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
     heading_of_forward
-from core.orientation_window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_heading, \
+from core.orientation.window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_heading, \
     load_orientation_model, window_inputs
-from core.simulate import simulate_stream
-from core.train_orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
+from core.devices.simulate import simulate_stream
+from core.tools.train.orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
     chord_loss, export, prepare_window_clips, torch_window_inputs, train, window_clip
 from conftest import DATA, DATASET_2
 

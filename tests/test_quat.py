@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from core import quat
+from core.math import quat
 
 finite = st.floats(-1.0, 1.0, allow_nan=False)
 raw_quats = arrays(np.float64, (4,), elements=finite).filter(lambda q: np.linalg.norm(q) > 0.1)

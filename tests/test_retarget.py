@@ -1,4 +1,4 @@
-"""Retargeting onto rigs with other rest poses, bone axes, facings and proportions (core.retarget).
+"""Retargeting onto rigs with other rest poses, bone axes, facings and proportions (core.rig.retarget).
 
 Test rigs stand upright at rest, as a character's rest pose does: they are the clip's own skeleton
 posed in one of its standing frames (both feet planted), arms raised into a T- or A-pose. The
@@ -7,11 +7,13 @@ source keeps the Bandai rest pose, which lays every bone along X: nothing may de
 import numpy as np
 import pytest
 
-from core import quat, retarget
-from core.humanoid import find_mapping
-from core.retarget import (CANONICAL_CHILDREN, Retargeting, TargetSkeleton, bone_directions, contact_weights,
+from core.math import quat
+
+from core.rig import retarget
+from core.rig.humanoid import find_mapping
+from core.rig.retarget import (CANONICAL_CHILDREN, Retargeting, TargetSkeleton, bone_directions, contact_weights,
                            twist_angle, uprightness)
-from core.vector import unit
+from core.math.vector import unit
 
 ARM = ("upper_arm", "forearm", "hand")
 
@@ -300,7 +302,7 @@ def test_unmapped_bones_keep_their_rest_relation_and_a_rig_without_legs_is_refus
 
 
 def test_fit_scales_the_avatar_to_the_persons_head_height(walk1):
-    from core.retarget import avatar_scale
+    from core.rig.retarget import avatar_scale
     rig = _rig(walk1[:60], scale=1.3)
     assert avatar_scale(rig, 1.5, "fit") == pytest.approx(1.5 / rig.head_height())
     assert avatar_scale(rig, 1.5, "keep") == 1.0
@@ -342,9 +344,9 @@ def test_the_head_faces_where_the_source_looks_although_it_looks_around(walk1):
     """The head's standing reference averages the source's look-around out: read from the few most upright
     frames, it kept whatever yaw the head had there (18 degrees on the rig evaluation's walk). Here the head is
     turned 25 degrees in exactly those frames and the other way, a little, elsewhere (zero on average)."""
-    from core.character import body_yaw
-    from core.simulate import with_head_yaw
-    from core.retarget import standing_frames
+    from core.anim.character import body_yaw
+    from core.devices.simulate import with_head_yaw
+    from core.rig.retarget import standing_frames
     clip = walk1[:240]
     mapping = find_mapping(clip.skeleton)
     yaw = np.full(len(clip), 0.0)

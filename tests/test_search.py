@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from core.search import FeatureIndex, squared_distances
+from core.matching.search import FeatureIndex, squared_distances
 
 DIMS = 27
 

@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 
-from core import quat
-from core.character import body_yaw, wrap_angle
+from core.math import quat
+from core.anim.character import body_yaw, wrap_angle
 from core.config import DeviceOffsets, SimulationConfig
-from core.devices import implied_joint_positions
-from core.simulate import simulate_stream
+from core.devices.attachments import implied_joint_positions
+from core.devices.simulate import simulate_stream
 
 FORWARD = np.array([0.0, 0.0, -1.0])  # devices look along -Z
 

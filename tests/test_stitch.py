@@ -6,23 +6,23 @@ import numpy as np
 import pytest
 import torch
 
-from core import quat
-from core.cli import main
-from core.eval_stitch import toe_positions
-from core.humanoid import find_mapping
+from core.math import quat
+from core.tools.cli import main
+from core.tools.eval.stitch import toe_positions
+from core.rig.humanoid import find_mapping
 from core.config import StitchConfig
-from core.inertialize import blend_seam, quintic_offsets
-from core.metrics import foot_slide_m, npss
-from core.motion import Motion
-from core.pose_database import rooted_motion
-from core.stitch import WindowRefiner, align_clips, inertialized, on_skeleton, refine, stitch
-from core.stitch_data import (ReferenceDatabase, generate_pairs, load_clip, reference_databases, segment_features,
+from core.anim.inertialize import blend_seam, quintic_offsets
+from core.quality.metrics import foot_slide_m, npss
+from core.anim.motion import Motion
+from core.matching.pose_database import rooted_motion
+from core.stitch.stitching import WindowRefiner, align_clips, inertialized, on_skeleton, refine, stitch
+from core.stitch.data import (ReferenceDatabase, generate_pairs, load_clip, reference_databases, segment_features,
                               segment_splits)
-from core.stitch_model import SHIPPED_MODEL, StitchModel, StitchModelError
-from core.stitch_pose import (PoseLayout, contact_levels, lower_body_velocities, motion_from_vectors, pose_vectors,
+from core.stitch.model import SHIPPED_MODEL, StitchModel, StitchModelError
+from core.stitch.pose import (PoseLayout, contact_levels, lower_body_velocities, motion_from_vectors, pose_vectors,
                               root_yaw)
-from core.stitch_data import StitchPairs
-from core.train_stitch import begin_weights, export, losses, network, normalisation, train
+from core.stitch.data import StitchPairs
+from core.tools.train.stitch import begin_weights, export, losses, network, normalisation, train
 from conftest import DATASET_1, DATASET_2
 
 CLIPS = [DATASET_1 / "dataset-1_walk_normal_001.bvh", DATASET_1 / "dataset-1_run_normal_001.bvh",
@@ -292,7 +292,7 @@ def test_stitch_command_writes_one_clip_on_the_first_clips_skeleton(tmp_path, ca
     out = tmp_path / "stitched.bvh"
     assert main(["stitch", str(CLIPS[0]), str(CLIPS[1]), "-o", str(out), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    from core.bvh import read_bvh
+    from core.files.bvh import read_bvh
 
     written, first, second = read_bvh(out), read_bvh(CLIPS[0]), read_bvh(CLIPS[1])
     assert written.skeleton.names == first.skeleton.names and written.fps == 60.0
@@ -318,7 +318,7 @@ def test_refiner_output_keeps_the_stitch_near_the_input(walk1):
 
 
 def test_match_root_path_ends_where_the_reference_ends():
-    from core.stitch_pose import accumulate_root, match_root_path
+    from core.stitch.pose import accumulate_root, match_root_path
 
     rng = np.random.default_rng(2)
     reference = np.column_stack([rng.normal(0, 0.01, 90), rng.normal(0.01, 0.02, 90), rng.normal(0.03, 0.01, 90)])
@@ -333,7 +333,7 @@ def test_match_root_path_ends_where_the_reference_ends():
 
 
 def test_foot_lock_holds_each_toe_while_its_toe_contact_lasts(walk1):
-    from core.humanoid import find_mapping
+    from core.rig.humanoid import find_mapping
 
     parts = [walk1[:150], walk1[170:320]]
     free, locked = (stitch(parts, StitchConfig("concat", foot_lock=lock)) for lock in (False, True))
@@ -382,7 +382,7 @@ def test_the_inertialization_baseline_moves_its_feet_as_fast_as_its_blended_posi
 
 
 def test_stitch_command_reads_the_feet_from_p_alone_with_weight_zero_and_refuses_a_negative_weight(tmp_path, capsys):
-    from core.bvh import read_bvh
+    from core.files.bvh import read_bvh
 
     outputs = {}
     for weight in ("0", "32"):

@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import quat
-from core.bvh import read_bvh
-from core.simulate import simulate_stream
-from core.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, read_stream, write_stream
+from core.math import quat
+from core.files.bvh import read_bvh
+from core.devices.simulate import simulate_stream
+from core.files.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, read_stream, write_stream
 
 BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
 WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import quat
+from core.math import quat
 from core.config import UpperBodyIKConfig
-from core.upper_body_ik import (UpperBodyCalibration, arm_positions, forearm_frame, hand_angles_deg, hmd_pitch_deg,
+from core.ik.upper_body_ik import (UpperBodyCalibration, arm_positions, forearm_frame, hand_angles_deg, hmd_pitch_deg,
                                 neck_pitch_deg, neck_yaw, shoulder_turn_deg, singularity_weights, solve_upper_body,
                                 swivel_from_hand_deg, wrist_correction_deg)
 

@@ -4,15 +4,15 @@ import json
 import numpy as np
 import pytest
 
-from core import quat
+from core.math import quat
 from core.config import SimulationConfig
-from core.devices import implied_joint_positions
-from core.eval_ik import evaluate, reference_pose
-from core.fabrik import solve_chain, within_cone
-from core.motion import Motion
-from core.simulate import simulate_stream
-from core.skeleton import Skeleton
-from core.upper_body_pose import UpperBodyJoints, calibrate_upper_body, pose_upper_body
+from core.devices.attachments import implied_joint_positions
+from core.tools.eval.ik import evaluate, reference_pose
+from core.ik.fabrik import solve_chain, within_cone
+from core.anim.motion import Motion
+from core.devices.simulate import simulate_stream
+from core.anim.skeleton import Skeleton
+from core.ik.upper_body_pose import UpperBodyJoints, calibrate_upper_body, pose_upper_body
 from conftest import WALK_1, WALK_2
 from test_cli import core
 

@@ -5,19 +5,13 @@ import importlib.util
 # Where `core` lives, decided here and nowhere else. The extension zip bundles it as the
 # subpackage `<this package>.core`; in a development checkout it is the top-level package
 # `core` beside this folder (repo root on sys.path). Other modules write `from . import core`,
-# which returns the module bound below. The submodules the add-on uses are imported here too,
-# because `core/__init__.py` does not import them.
+# which returns the module bound below; core's packages import their modules on first use
+# (`core.rig.humanoid`), so nothing is listed here.
 core = importlib.import_module(f"{__name__}.core" if importlib.util.find_spec(f"{__name__}.core") else "core")
-for _submodule in ("bvh", "calibration", "config", "devices", "humanoid", "mapping_preset", "mocap", "motion", "n3p_solver",
-                   "openxr_source", "plausibility", "pose_database", "quat", "report", "retarget", "skeleton", "solver",
-                   "stitch", "stitch_model", "stream", "upper_body_ik"):
-    importlib.import_module(f"{core.__name__}.{_submodule}")
 
-from . import (handlers, operators_library, operators_live, operators_mapping, operators_solve,  # noqa: E402
-               operators_stitch, operators_stream, panels, properties)
+from . import handlers, operators, panels, properties  # noqa: E402
 
-_modules = (properties, operators_library, operators_stitch, operators_stream, operators_solve, operators_mapping,
-            operators_live, panels, handlers)
+_modules = (properties, *operators.MODULES, panels, handlers)
 
 
 def register():

@@ -8,8 +8,8 @@ import numpy as np
 from . import bone_space, core
 from .axes import y_up_from_z_up
 
-CANONICAL_JOINTS = core.humanoid.CANONICAL_JOINTS
-REQUIRED_JOINTS = core.humanoid.REQUIRED_JOINTS
+CANONICAL_JOINTS = core.rig.humanoid.CANONICAL_JOINTS
+REQUIRED_JOINTS = core.rig.humanoid.REQUIRED_JOINTS
 
 
 class MappingError(ValueError):
@@ -97,14 +97,14 @@ def standing_pose(obj, names, rest_rotations):
     if not source:
         return None
     try:
-        motion = core.bvh.read_bvh(source)
-    except (OSError, core.bvh.BVHError):
+        motion = core.files.bvh.read_bvh(source)
+    except (OSError, core.files.bvh.BVHError):
         return None
-    mapping = core.humanoid.find_mapping(motion.skeleton)
+    mapping = core.rig.humanoid.find_mapping(motion.skeleton)
     rotations, positions = motion.global_transforms()
-    frame = int(core.retarget.standing_frames(positions, mapping, 1)[0])
+    frame = int(core.rig.retarget.standing_frames(positions, mapping, 1)[0])
     order = [motion.skeleton.index(name) for name in names]
-    return core.quat.multiply(rotations[frame, order], rest_rotations), positions[frame, order]
+    return core.math.quat.multiply(rotations[frame, order], rest_rotations), positions[frame, order]
 
 
 def automatic_mapping(obj, override: dict[str, str] | None = None):
@@ -112,9 +112,9 @@ def automatic_mapping(obj, override: dict[str, str] | None = None):
     and, where names fail, by the hierarchy and rest geometry; `override` entries win."""
     names, parents, positions, _, tails = _skeleton_arrays(obj)
     try:
-        mapping = core.humanoid.find_mapping(core.retarget.rig_skeleton(names, parents, positions), override,
+        mapping = core.rig.humanoid.find_mapping(core.rig.retarget.rig_skeleton(names, parents, positions), override,
                                              required=(), tails=tails)
-    except core.humanoid.HumanoidMappingError as error:
+    except core.rig.humanoid.HumanoidMappingError as error:
         return {joint: (override or {}).get(joint, "") for joint in CANONICAL_JOINTS}, (), str(error)
     found = mapping.names(names)
     return {joint: found.get(joint, "") for joint in CANONICAL_JOINTS}, mapping.guessed, mapping.notes
@@ -140,8 +140,8 @@ def target_skeleton(obj, bone_map: dict[str, str]):
         raise MappingError(f"armature '{obj.name}': " + "; ".join(problems))
     names, parents, positions, rotations, tails = _skeleton_arrays(obj)
     try:
-        return core.retarget.TargetSkeleton.build(names, parents, positions, rotations, bone_map, tails,
+        return core.rig.retarget.TargetSkeleton.build(names, parents, positions, rotations, bone_map, tails,
                                                   rest_floor(obj), standing_pose(obj, names, rotations),
                                                   foot_skin(obj, names, bone_map))
-    except core.humanoid.HumanoidMappingError as error:
+    except core.rig.humanoid.HumanoidMappingError as error:
         raise MappingError(f"armature '{obj.name}': {error}") from None

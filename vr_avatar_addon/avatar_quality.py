@@ -6,7 +6,7 @@ meshes' lowest point at rest, or its lowest foot joint), scaled by the pose scal
 follow SPEC §5's baked-avatar metrics:
 - `mesh_below_floor_frames`: share of frames whose lowest skinned vertex is more than 2 cm under the floor;
 - `toe_below_rest_cm`: the deepest a toe goes under its rest height while planted (no more than 2.5 cm
-  above it); the toe is the toe bone's head, or where the foot bone ends (core.retarget.LEAF_REACH);
+  above it); the toe is the toe bone's head, or where the foot bone ends (core.rig.retarget.LEAF_REACH);
 - `foot_slide_cm_s`: SPEC §5 foot skating of the two toes, each one's floor its rest height;
 - `hand_cm`: hand bone's head (or the forearm's end) to the controller-implied wrist;
 - `head_cm`: head bone's head to the headset-implied head joint (the eyes to the headset, when the eyes
@@ -45,8 +45,8 @@ def standing_heights(armature, bone_map: dict[str, str], points: dict) -> dict:
     heights = {}
     for key, (bone, share) in points.items():
         j = index[bone]
-        along_bone = core.quat.inverse_rotate(target.rest_rotations[j], target.tails[j] - target.rest_positions[j])
-        heights[key] = float(heads[j, 1] + share * core.quat.rotate(axes[j], along_bone)[1] - target.floor_height())
+        along_bone = core.math.quat.inverse_rotate(target.rest_rotations[j], target.tails[j] - target.rest_positions[j])
+        heights[key] = float(heads[j, 1] + share * core.math.quat.rotate(axes[j], along_bone)[1] - target.floor_height())
     return heights
 
 
@@ -75,10 +75,10 @@ def point(bone_map: dict[str, str], armature, joint: str, fallback: str):
     if bone and bone in armature.pose.bones:
         return bone, 0.0
     side, part = fallback.split("_", 1)
-    (start, stop), share = core.retarget.LEAF_REACH[part]
+    (start, stop), share = core.rig.retarget.LEAF_REACH[part]
     bones = armature.data.bones
     reference = (bones[bone_map[f"{side}_{stop}"]].head_local - bones[bone_map[f"{side}_{start}"]].head_local).length
-    return bone_map[fallback], core.retarget.leaf_reach(bones[bone_map[fallback]].length, reference, share)
+    return bone_map[fallback], core.rig.retarget.leaf_reach(bones[bone_map[fallback]].length, reference, share)
 
 
 def along(bone, share: float) -> np.ndarray:
@@ -115,7 +115,7 @@ def measure(armature, bone_map: dict[str, str], head_targets, wrist_targets, tra
     planted = above_rest < PLANTED_M
     toes_core = y_up_from_z_up(toes)
     toes_core[..., 1] = above_rest
-    slide = core.metrics.foot_skate_per_frame(toes_core, fps, 0.0)
+    slide = core.quality.metrics.foot_skate_per_frame(toes_core, fps, 0.0)
     hands = y_up_from_z_up(np.stack([series["l_hand"], series["r_hand"]], axis=1))
     hand_gap = np.where(tracked[:, 1:], np.linalg.norm(hands - wrist_targets, axis=-1), np.nan)
     head_gap = np.where(tracked[:, 0], np.linalg.norm(y_up_from_z_up(series["head"]) - head_targets, axis=-1), np.nan)

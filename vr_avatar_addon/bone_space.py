@@ -10,7 +10,7 @@ import numpy as np
 from . import core
 from .axes import y_up_from_z_up, y_up_rotation_from_z_up, z_up_from_y_up, z_up_rotation_from_y_up
 
-quat = core.quat
+quat = core.math.quat
 
 
 def _matrices(collection, name: str) -> np.ndarray:

@@ -44,16 +44,16 @@ import bmesh
 import numpy as np
 from mathutils import Vector
 
-from core.atomic import write_text
-from core.bvh import read_bvh
+from core.files.atomic import write_text
+from core.files.bvh import read_bvh
 from core.config import SimulationConfig, describe
-from core.devices import controller_axes, hmd_forward, implied_joint_positions
-from core.humanoid import find_mapping
-from core.metrics import foot_skate_cm_s
-from core.mocap import MocapNotFound, default_database_files, default_mocap_dir, find_bvh_files, split_by_file
-from core.pose_database import build_database
-from core.simulate import simulate_stream
-from core.stream import read_stream, write_stream
+from core.devices.attachments import controller_axes, hmd_forward, implied_joint_positions
+from core.rig.humanoid import find_mapping
+from core.quality.metrics import foot_skate_cm_s
+from core.files.mocap import MocapNotFound, default_database_files, default_mocap_dir, find_bvh_files, split_by_file
+from core.matching.pose_database import build_database
+from core.devices.simulate import simulate_stream
+from core.files.stream import read_stream, write_stream
 
 from . import avatar_quality
 from .avatar import skinned_meshes

@@ -26,12 +26,14 @@ OPTIONAL = {"tags": list, "permissions": dict, "blender_version_max": str, "webs
 SKIPPED = {"__pycache__", ".gitkeep", ".DS_Store"}
 # Modules of the add-on folder that run outside Blender's add-on system (build and demo tooling).
 NOT_SHIPPED = {"packaging.py", "demo_scene.py", "eval_rigs.py"}
-# Core's tools, which Blender never runs: the command line, training, evaluation, benchmarks, the demo, and
-# the offline experiments only those use. The zip carries the runtime alone; a test imports every module it ships.
-CORE_TOOLS = ("__main__.py", "cli.py", "bench.py", "demo.py", "train_*.py", "eval_*.py", "fit_upper_body_ik.py",
-              "nelder_mead.py", "hybrid_solver.py")
-ASSETS_NOT_SHIPPED = ("*.png",)
-"""Training curves and evaluation plots: documentation, not what the add-on loads."""
+CORE_NOT_SHIPPED = ("tools", "__main__.py")
+"""Core's tools, which Blender never runs: `core/tools/` (the command line, training, evaluation, benchmarks,
+the demo, and the offline experiments only those use) and `python -m core`'s entry point. The zip carries the
+runtime alone; a test imports every module it ships."""
+ASSETS_NOT_SHIPPED = ("*.png", "orientation_r1.*")
+"""Training curves and evaluation plots, and the r = 1 ablation only `eval orientation` reads: documentation and
+evaluation, not what the add-on loads. A model's training record (`<model>.json` beside `<model>.npz`) stays out
+too: the model file carries the same record as its `info`."""
 
 
 def _version(value: str, key: str) -> tuple[int, ...]:
@@ -109,11 +111,12 @@ def extension_contents(root: Path) -> dict[str, Path]:
         if path.relative_to(addon).as_posix() not in NOT_SHIPPED:
             contents[path.relative_to(addon).as_posix()] = path
     for path in _files(root / "core", "*.py"):
-        if not any(path.match(pattern) for pattern in CORE_TOOLS):
+        if path.relative_to(root / "core").parts[0] not in CORE_NOT_SHIPPED:
             contents["core/" + path.relative_to(root / "core").as_posix()] = path
     if (root / "assets").is_dir():
         for path in _files(root / "assets", "*"):
-            if not any(path.match(pattern) for pattern in ASSETS_NOT_SHIPPED):
+            record = path.suffix == ".json" and path.with_suffix(".npz").is_file()
+            if not record and not any(path.match(pattern) for pattern in ASSETS_NOT_SHIPPED):
                 contents["assets/" + path.relative_to(root / "assets").as_posix()] = path
     return contents
 

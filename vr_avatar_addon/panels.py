@@ -5,8 +5,8 @@ import bpy
 
 from .avatar import REQUIRED_JOINTS
 from .avatar_quality import SCENE_KEY as AVATAR_QUALITY
-from .operators_solve import CALIBRATION_KEY
-from .operators_stream import VR_AVATAR_OT_record_stream
+from .scene_solver import CALIBRATION_KEY
+from .operators.stream import VR_AVATAR_OT_record_stream
 
 AVATAR_FIGURES = (("mesh_below_floor_frames", "Mesh under the floor", "% of frames"),
                   ("toe_below_rest_cm", "Planted toes under rest", " cm"), ("foot_slide_cm_s", "Foot sliding", " cm/s"),
@@ -174,7 +174,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
 
 
 def draw_calibration(layout, stored) -> None:
-    """The last solve's device calibration (operators_solve.CALIBRATION_KEY): height, span, each grip's offset and tilt."""
+    """The last solve's device calibration (scene_solver.CALIBRATION_KEY): height, span, each grip's offset and tilt."""
     if not stored:
         return
     found = json.loads(stored)

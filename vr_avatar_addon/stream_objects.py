@@ -15,7 +15,7 @@ TAG = "vr_avatar_stream"
 TRACKED = "tracked"
 TIME_START = "vr_avatar_time_start"
 COLLECTION_NAME = "VR Stream"
-# Per device in core.stream.DEVICES order: object name, empty display type, display size (metres).
+# Per device in core.files.stream.DEVICES order: object name, empty display type, display size (metres).
 EMPTIES = (("VR HMD", 'ARROWS', 0.15), ("VR Left Controller", 'ARROWS', 0.1), ("VR Right Controller", 'ARROWS', 0.1))
 CONSTANT = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["CONSTANT"].value
 
@@ -69,7 +69,7 @@ def empties_from_stream(scene, stream, frame_start: int):
     for device, (name, display_type, size) in enumerate(EMPTIES):
         tracked = stream.tracked[:, device]
         location, rotation = held_poses(positions[:, device], rotations[:, device], tracked)
-        rotation = core.quat.unroll(core.quat.normalize(rotation))
+        rotation = core.math.quat.unroll(core.math.quat.normalize(rotation))
         obj = bpy.data.objects.new(name, None)
         obj.empty_display_type, obj.empty_display_size = display_type, size
         obj.rotation_mode = 'QUATERNION'
@@ -132,7 +132,7 @@ def stream_from_blender_poses(times, positions, rotations, tracked=None):
     core_rotations = y_up_rotation_from_z_up(rotations / np.where(valid, norms, 1.0)[..., None])
     core_positions[~valid] = np.nan
     core_rotations[~valid] = np.nan
-    return core.stream.ThreePointStream(np.asarray(times, dtype=float), core_positions, core_rotations, valid)
+    return core.files.stream.ThreePointStream(np.asarray(times, dtype=float), core_positions, core_rotations, valid)
 
 
 def stream_from_xr_poses(times, positions, rotations):

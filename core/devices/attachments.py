@@ -1,0 +1,53 @@
+"""Where the three devices sit on the body, and the body directions each device reports.
+
+Device frames follow OpenXR: the HMD looks along -Z with +Y up; a controller's grip pose has -Z
+along the fist from the little finger to the thumb and +Y back along the forearm, so the fingers
+point along -Y. The offsets (config.DeviceOffsets) are given in each device's own frame.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import DeviceOffsets
+from ..files.stream import ThreePointStream
+from ..math import quat
+
+
+def grip_offset(devices: DeviceOffsets) -> np.ndarray:
+    """Grip centre relative to the wrist, in grip coordinates: along the fingers, -(cos t, sin t) in (Y, Z)."""
+    tilt = np.radians(devices.grip_tilt_deg)
+    return devices.grip_from_wrist_m * np.array([0.0, -np.cos(tilt), -np.sin(tilt)])
+
+
+def device_offsets(devices: DeviceOffsets) -> np.ndarray:
+    """Each device's origin relative to its joint, in the device's frame (3, 3): HMD, left grip, right grip."""
+    return np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
+
+
+def joints_from_devices(positions: np.ndarray, rotations: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Head and wrist positions (..., 3, 3) implied by device poses and their `device_offsets`."""
+    return positions - quat.rotate(rotations, offsets)
+
+
+def implied_joint_positions(stream: ThreePointStream, devices: DeviceOffsets = DeviceOffsets()) -> np.ndarray:
+    """Head and wrist positions (N, 3, 3) that the device poses imply, the inverse of the attachments."""
+    return joints_from_devices(stream.positions, stream.rotations, device_offsets(devices))
+
+
+def head_on_floor(hmd_positions: np.ndarray, hmd_rotations: np.ndarray, head_centre) -> np.ndarray:
+    """The centre of the head (given in the HMD's frame) projected on the floor (..., 3): MMVR §5.3's target."""
+    target = hmd_positions + quat.rotate(hmd_rotations, np.asarray(head_centre, dtype=float))
+    target[..., 1] = 0.0
+    return target
+
+
+def hmd_forward(rotations: np.ndarray) -> np.ndarray:
+    """Where the HMD looks (..., 3): its -Z axis."""
+    return quat.rotate(rotations, np.array([0.0, 0.0, -1.0]))
+
+
+def controller_axes(rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Directions (..., 3) from the wrist toward the fingers (the grip's -Y axis) and from the little finger
+    to the thumb across the fist (its -Z axis)."""
+    axes = quat.to_matrix(rotations)
+    return -axes[..., :, 1], -axes[..., :, 2]

@@ -1,0 +1,240 @@
+"""Calibration from the stream's first seconds: the person's height and arm span, and how each controller is held.
+
+The gesture: stand upright in a T-pose (arms straight out to the sides, palms down) and circle the
+wrists for a second or two. From it, per controller:
+- the grip-to-wrist offset: the wrist is the point about which the controller turns while the
+  forearm holds still, so the offset o (the grip's origin from the wrist, in the grip's frame) solves
+  x_t = R_t o + w_0 + t w_1 in least squares over the pose (a pivot calibration; w_0 + t w_1 lets the
+  held arm drift slowly);
+- the tilt: the grip's rotation against the grip as DeviceOffsets assumes it for a hand in line
+  with a level arm, palm down, thumb forward (`t_pose_grips`), averaged over the pose;
+and, from the pose, the standing HMD height and the arm span (wrist to wrist).
+`StreamCalibration.apply` turns a stream into the one the same hands would give holding the
+controllers as DeviceOffsets assumes, so every solver works unchanged. What the stream cannot tell:
+how level the arms really were (the tilt's error is the pose's), and nothing at all without the gesture.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..config import CalibrationConfig, DeviceOffsets
+from ..files.stream import ThreePointStream, read_comments
+from ..math import quat
+from ..math.vector import reject, unit
+from .attachments import grip_offset
+
+COMMENT_KEY = "calibration"
+"""A stream file stores its calibration as one comment line `# calibration {JSON}` (SPEC §3 comments)."""
+UP = np.array([0.0, 1.0, 0.0])
+ARMS_APART_OF_HEIGHT = 0.6
+"""In a T-pose the controllers are at least this share of the HMD's height apart (wrist span ~0.85)."""
+LEVEL_SHARE = 0.15
+"""... level with each other within this share of their distance ..."""
+MAX_OFFSET_M = 0.2
+"""A grip farther than this from the wrist is not a hand's: the pivot fit went astray."""
+BELOW_HMD_M = (-0.05, 0.5)
+"""... and between these distances below the HMD (shoulder height; a hunched start brings the head down to it)."""
+
+
+def t_pose_grips(left: np.ndarray, forward: np.ndarray) -> np.ndarray:
+    """Grip rotations (..., 2, 4) of hands in line with arms pointing `left` and -`left` (..., 3), palms down:
+    fingers (-Y) along the arm, thumbs (-Z) toward `forward` made perpendicular to the arm."""
+    grips = []
+    for arm in (left, -left):
+        y = -unit(arm)
+        z = -unit(reject(forward, arm))
+        grips.append(quat.from_matrix(np.stack([np.cross(y, z), y, z], axis=-1)))
+    return np.stack(grips, axis=-2)
+
+
+@dataclass(frozen=True)
+class StreamCalibration:
+    """What the gesture told; `found` False (no gesture in the first seconds) leaves the stream as it is."""
+
+    found: bool
+    standing_hmd_height_m: float | None = None
+    arm_span_m: float | None = None
+    """Wrist to wrist in the T-pose."""
+    grip_offsets_m: tuple = ()
+    """Per controller (left, right): the grip's origin from the wrist in the grip's own frame (DeviceOffsets
+    assumes (0, -0.08, 0)); None where the wrists did not turn enough to tell."""
+    grip_tilts: tuple = ()
+    """Per controller: the grip's rotation (w, x, y, z) in the frame DeviceOffsets assumes."""
+    pose_s: tuple = ()
+    """(start, end) of the T-pose in stream time."""
+    wrist_turn_deg: tuple = ()
+    """RMS turn of each controller about its mean over the pose: how well the offsets are determined."""
+    pivot_residual_mm: tuple = ()
+    """RMS of the pivot fit per controller."""
+
+    def offsets(self, devices: DeviceOffsets) -> np.ndarray:
+        """(2, 3) grip offsets, the assumed one (turned by the tilt) where none was measured."""
+        assumed = grip_offset(devices)
+        return np.array([quat.inverse_rotate(np.array(t), assumed) if o is None else o
+                         for o, t in zip(self.grip_offsets_m, self.grip_tilts)])
+
+    def apply(self, stream: ThreePointStream, devices: DeviceOffsets = DeviceOffsets()) -> ThreePointStream:
+        """The stream as the controllers would report it held as `devices` assumes: same wrists, assumed grip."""
+        if not self.found:
+            return stream
+        positions, rotations = stream.positions.copy(), stream.rotations.copy()
+        held = self.offsets(devices)
+        for c in (1, 2):
+            assumed = quat.multiply_inverse(rotations[:, c], np.array(self.grip_tilts[c - 1]))
+            wrists = positions[:, c] - quat.rotate(rotations[:, c], held[c - 1])
+            positions[:, c] = wrists + quat.rotate(assumed, grip_offset(devices))
+            rotations[:, c] = assumed
+        return ThreePointStream(stream.times, positions, rotations, stream.tracked)
+
+    def describe(self) -> dict:
+        """JSON-ready figures: metres, quaternions, and each tilt's angle in degrees."""
+        if not self.found:
+            return {"found": False}
+        rounded = lambda values, digits: None if values is None else [round(float(v), digits) for v in values]
+        return {"found": True, "standing_hmd_height_m": round(self.standing_hmd_height_m, 4),
+                "arm_span_m": round(self.arm_span_m, 4),
+                "grip_offsets_m": [rounded(o, 4) for o in self.grip_offsets_m],
+                "grip_tilts": [rounded(t, 6) for t in self.grip_tilts],
+                "grip_tilt_deg": [round(float(np.degrees(2 * np.arccos(min(1.0, abs(t[0]))))), 2)
+                                  for t in self.grip_tilts],
+                "pose_s": rounded(self.pose_s, 3), "wrist_turn_deg": rounded(self.wrist_turn_deg, 1),
+                "pivot_residual_mm": rounded(self.pivot_residual_mm, 2)}
+
+    @classmethod
+    def from_description(cls, data: dict, where: str = "calibration") -> "StreamCalibration":
+        """The inverse of `describe` (the derived figures are recomputed); ValueError naming `where` if malformed."""
+        try:
+            if not data["found"]:
+                return cls(False)
+            offsets = tuple(None if o is None else np.array(o, dtype=float).reshape(3) for o in data["grip_offsets_m"])
+            tilts = tuple(quat.normalize(np.array(t, dtype=float).reshape(4)) for t in data["grip_tilts"])
+            if len(offsets) != 2 or len(tilts) != 2:
+                raise ValueError("expected two controllers")
+            return cls(True, float(data["standing_hmd_height_m"]), float(data["arm_span_m"]), offsets, tilts,
+                       tuple(data.get("pose_s", ())), tuple(data.get("wrist_turn_deg", ())),
+                       tuple(data.get("pivot_residual_mm", ())))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{where}: not a calibration ({type(error).__name__}: {error})") from None
+
+    def comment(self) -> str:
+        """The stream file's comment line for it (without the '# ')."""
+        return f"{COMMENT_KEY} {json.dumps(self.describe())}"
+
+
+def stored_calibration(path: str | Path) -> StreamCalibration | None:
+    """The calibration a stream file carries in its comments (the last one), or None."""
+    found = None
+    for number, text in read_comments(path):
+        if text.startswith(COMMENT_KEY + " "):
+            try:
+                data = json.loads(text[len(COMMENT_KEY) + 1:])
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: calibration comment is not JSON ({error})") from None
+            found = StreamCalibration.from_description(data, f"{path}:{number}")
+    return found
+
+
+def t_pose_frames(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig()) -> np.ndarray:
+    """Indices of the longest run of T-pose samples in the first `search_s` seconds (empty if shorter than
+    `min_pose_s`): all devices tracked, controllers far apart, level, at shoulder height, the HMD looking ahead."""
+    first = stream.times - stream.times[0] <= config.search_s
+    p, r = np.nan_to_num(stream.positions), np.nan_to_num(stream.rotations)
+    across = p[:, 1] - p[:, 2]
+    span = np.linalg.norm(across, axis=-1)
+    hmd = p[:, 0, 1]
+    below = hmd[:, None] - p[:, 1:, 1]
+    forward = np.cross(across, UP)
+    looking = -quat.to_matrix(r[:, 0])[:, :, 2]
+    pose = (first & stream.tracked.all(axis=1) & (span > ARMS_APART_OF_HEIGHT * hmd)
+            & (np.abs(across[:, 1]) < LEVEL_SHARE * span) & (below > BELOW_HMD_M[0]).all(axis=1)
+            & (below < BELOW_HMD_M[1]).all(axis=1) & (np.sum(forward * looking, axis=-1) > 0))
+    best, start = (0, 0), None
+    for i, inside in enumerate(np.append(pose, False)):
+        if inside and start is None:
+            start = i
+        elif not inside and start is not None:
+            best = max(best, (i - start, start))
+            start = None
+    length, start = best
+    frames = np.arange(start, start + length)
+    if length < 2 or stream.times[frames[-1]] - stream.times[frames[0]] < config.min_pose_s:
+        return np.arange(0)
+    return frames
+
+
+def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, rounds: int = 3) -> tuple[np.ndarray, float]:
+    """The offset o (3,) in the device's frame with positions = R_t o + w_0 + t w_1 + t^2 w_2 in least squares,
+    and the fit's RMS residual (m): the point about which the device turns while that point drifts slowly.
+    Samples far off the fit (over 3 times the median residual and 1 cm: the arms leaving the pose) are
+    dropped and the fit repeated, `rounds` times at most."""
+    t = ((times - times.mean()) / max(float(np.ptp(times)), 1e-9))[:, None, None]
+    eye = np.broadcast_to(np.eye(3), (len(positions), 3, 3))
+    system = np.concatenate([quat.to_matrix(rotations), eye, t * eye, t * t * eye], axis=-1)
+    kept = np.ones(len(positions), dtype=bool)
+    for _ in range(rounds):
+        solution, *_ = np.linalg.lstsq(system[kept].reshape(-1, 12), positions[kept].reshape(-1), rcond=None)
+        residual = np.linalg.norm(positions - system @ solution, axis=-1)
+        close = residual <= max(3.0 * float(np.median(residual[kept])), 0.01)
+        if (close == kept).all() or close.sum() < 12:
+            break
+        kept = close
+    return solution[:3], float(np.sqrt(np.mean(residual[kept] ** 2)))
+
+
+SEGMENT_S = 0.5
+"""The pose is cut into pieces this long, each fitted alone, to find where the wrists held still."""
+PIECE_AGREEMENT_M = 0.01
+"""Pieces whose own offset is this far from the pieces' median are left out of the fit."""
+
+
+def steady(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """Which samples to fit: those of the pieces (SEGMENT_S) whose own pivot offset is within
+    PIECE_AGREEMENT_M of the median piece's. While the arms move into or out of the pose the drift terms
+    absorb the motion in a piece's own fit, but its offset goes astray."""
+    pieces = np.minimum(((times - times[0]) / SEGMENT_S).astype(int), max(int(np.ptp(times) / SEGMENT_S) - 1, 0))
+    counts = np.bincount(pieces)
+    usable = np.flatnonzero(counts >= 12)
+    if len(usable) < 2:
+        return np.ones(len(times), dtype=bool)
+    offsets = np.array([pivot(positions[pieces == k], rotations[pieces == k], times[pieces == k], rounds=1)[0]
+                        for k in usable])
+    distance = np.linalg.norm(offsets - np.median(offsets, axis=0), axis=-1)
+    agree = (distance <= PIECE_AGREEMENT_M) | (distance == distance.min())
+    return np.isin(pieces, usable[agree])
+
+
+def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig(),
+                     devices: DeviceOffsets = DeviceOffsets()) -> StreamCalibration:
+    """Estimates from the T-pose with circling wrists in the stream's first seconds (module docstring)."""
+    frames = t_pose_frames(stream, config)
+    if not len(frames):
+        return StreamCalibration(False)
+    times = stream.times[frames]
+    positions, rotations = stream.positions[frames], quat.unroll(stream.rotations[frames])
+    offsets, turns, residuals, wrists = [], [], [], []
+    for c in (1, 2):
+        mean = quat.mean(rotations[:, c])
+        turn = float(np.degrees(np.sqrt(np.mean(quat.angle_between(rotations[:, c], mean) ** 2))))
+        kept = steady(positions[:, c], rotations[:, c], times)
+        offset, residual = pivot(positions[kept, c], rotations[kept, c], times[kept])
+        measured = (turn >= config.min_wrist_turn_deg and residual <= config.max_pivot_residual_m
+                    and float(np.linalg.norm(offset)) <= MAX_OFFSET_M)
+        offsets.append(offset if measured else None)
+        turns.append(turn)
+        residuals.append(residual * 1000.0)
+        wrists.append(positions[:, c] - quat.rotate(rotations[:, c], offset if measured else grip_offset(devices)))
+    left = reject(np.mean(wrists[0] - wrists[1], axis=0), UP)
+    grips = t_pose_grips(unit(left), np.cross(left, UP))
+    tilts = tuple(quat.mean(quat.inverse_multiply(grips[c], rotations[:, 1 + c])) for c in (0, 1))
+    if max(quat.angle_between(t, quat.identity()) for t in tilts) > np.radians(config.max_tilt_deg):
+        return StreamCalibration(False)
+    if any(o is None for o in offsets):  # the assumed offset, turned by the tilt found
+        wrists = [positions[:, 1 + c] - quat.rotate(rotations[:, 1 + c], quat.inverse_rotate(tilts[c], grip_offset(devices)))
+                  if offsets[c] is None else wrists[c] for c in (0, 1)]
+    span = float(np.linalg.norm(wrists[0] - wrists[1], axis=-1).mean())
+    return StreamCalibration(True, float(positions[:, 0, 1].mean()), span, tuple(offsets), tilts,
+                             (float(times[0]), float(times[-1])), tuple(turns), tuple(residuals))

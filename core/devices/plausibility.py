@@ -1,0 +1,110 @@
+"""What the solvers accept from devices and streams: finite, sane samples and time steps, metres and +Y up.
+
+A device sample that is not finite, lies farther than MAX_POSITION_M from the origin or has a
+quaternion far from unit length counts as untracked (`usable_samples`); a time step that is not
+finite, not positive or longer than MAX_STEP_S is a pause: the solvers advance by one nominal
+frame. `check_stream` looks at a whole stream file: times in milliseconds and positions in
+centimetres or millimetres or on a +Z up axis are errors, gaps and absurd samples are warnings.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..files.stream import HELD_GAP_S, StreamFormatError, ThreePointStream
+
+MAX_POSITION_M = 1e4
+"""A device farther than this from the origin (10 km) is a broken sample, not a position."""
+QUATERNION_NORM_RANGE = (0.9, 1.1)
+"""Rotations whose quaternion length is outside this are broken samples (zero, garbage); inside it they are normalised
+where read (the stream reader rejects more than 1 % off)."""
+MAX_STEP_S = 1.0
+"""A live time step longer than this (a stall, a clock jump) is a pause, not motion to integrate."""
+STEP_RANGE_S = (0.001, 0.1)
+"""Median time step of a plausible stream: 1000 Hz to 10 Hz."""
+HEAD_HEIGHT_RANGE_M = (0.8, 2.5)
+"""Standing HMD height of a plausible user above a floor at y = 0."""
+CALIBRATION_S = 0.5
+"""The solvers' standing calibration window, from which the head height is judged."""
+
+
+def usable_samples(positions, rotations, tracked) -> np.ndarray:
+    """(..., 3) bool: tracked devices whose pose is finite, within MAX_POSITION_M and has a near-unit quaternion.
+
+    NaN and infinity fail the comparisons, so no separate finiteness test is needed.
+    """
+    positions, rotations = np.asarray(positions, dtype=float), np.asarray(rotations, dtype=float)
+    low, high = QUATERNION_NORM_RANGE
+    with np.errstate(over="ignore", invalid="ignore"):
+        squared = np.einsum("...i,...i->...", rotations, rotations)
+        return (np.asarray(tracked, dtype=bool) & (np.abs(positions) <= MAX_POSITION_M).all(axis=-1)
+                & (squared >= low * low) & (squared <= high * high))
+
+
+def step_seconds(dt, nominal: float) -> tuple[float, bool]:
+    """(seconds to advance, whether `dt` was a pause): a non-finite, non-positive or too long dt advances `nominal`."""
+    if 0.0 < dt <= MAX_STEP_S:
+        return float(dt), False
+    return nominal, True
+
+
+def without_unusable_samples(stream: ThreePointStream) -> tuple[ThreePointStream, int]:
+    """The stream with unusable samples marked untracked (NaN), and how many there were."""
+    usable = usable_samples(stream.positions, stream.rotations, stream.tracked)
+    rejected = int(np.count_nonzero(stream.tracked & ~usable))
+    if not rejected:
+        return stream, 0
+    positions, rotations = stream.positions.copy(), stream.rotations.copy()
+    positions[~usable], rotations[~usable] = np.nan, np.nan
+    return ThreePointStream(stream.times, positions, rotations, usable), rejected
+
+
+def check_stream(stream: ThreePointStream, path) -> list[str]:
+    """Warnings about a stream read from `path`, each naming the file; StreamFormatError for units a solve cannot use."""
+    warnings = []
+    if len(stream) > 1:
+        step = float(np.median(np.diff(stream.times)))
+        low, high = STEP_RANGE_S
+        if not low <= step <= high:
+            hint = ("the times look like milliseconds: CSV v1 times are seconds (divide t by 1000)"
+                    if low <= step / 1000.0 <= high else "CSV v1 times are seconds")
+            raise StreamFormatError(path, None, f"the median time step is {step:g} s, outside "
+                                                f"{low * 1000:g}-{high * 1000:g} ms: {hint}")
+        steps = np.diff(stream.times)
+        gaps = np.flatnonzero(steps > HELD_GAP_S)
+        if len(gaps):
+            longest = gaps[np.argmax(steps[gaps])]
+            warnings.append(f"{path}: {len(gaps)} gap(s) longer than {HELD_GAP_S:g} s (the longest {steps[longest]:.1f} s "
+                            f"after t = {stream.times[longest]:.3f} s): the devices count as untracked over them, so "
+                            "the avatar stays where they were last seen")
+    usable = usable_samples(stream.positions, stream.rotations, stream.tracked)
+    broken = stream.tracked & ~usable
+    if broken.any():
+        first = int(np.flatnonzero(broken.any(axis=1))[0])
+        warnings.append(f"{path}: {int(broken.sum())} device sample(s) with absurd values (farther than "
+                        f"{MAX_POSITION_M:g} m or a broken quaternion; the first at t = {stream.times[first]:.3f} s) "
+                        "count as untracked")
+    head = usable[:, 0]
+    if head.any():
+        window = head & (stream.times - stream.times[0] <= CALIBRATION_S)
+        heights = stream.positions[window if window.any() else head, 0]
+        problem = head_height_problem(float(np.median(heights[:, 1])), float(np.median(heights[:, 2])))
+        if problem is not None:
+            message, fatal = problem
+            if fatal:
+                raise StreamFormatError(path, None, message)
+            warnings.append(f"{path}: {message}")
+    return warnings
+
+
+def head_height_problem(height: float, z: float) -> tuple[str, bool] | None:
+    """What is wrong with a standing HMD at `height` (its y) and `z`, and whether a solve must refuse it."""
+    low, high = HEAD_HEIGHT_RANGE_M
+    if low <= height <= high:
+        return None
+    where = f"the standing head height (y) is {height:.3g} m, outside {low:g}-{high:g} m"
+    if low <= z <= high or low <= -z <= high:
+        return f"{where} while z is {z:.3g} m: the stream looks +Z up; CSV v1 is +Y up (y = 0 the floor)", True
+    for factor, unit in ((100.0, "centimetres"), (1000.0, "millimetres")):
+        if low <= height / factor <= high:
+            return f"{where}: the positions look like {unit}; CSV v1 positions are metres", True
+    return f"{where}: is y = 0 the floor? (a LOCAL reference space puts y = 0 at the first head position)", False

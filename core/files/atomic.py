@@ -1,0 +1,127 @@
+"""Writing files so that nothing the user has is lost: a temporary file in the same folder, renamed into place.
+
+`written(path)` yields a binary file; only when the block ends without an error is it flushed to
+disk and renamed over `path` (os.replace: atomic within one file system). On any failure (a full
+disk, a file-size limit, an exception while producing the content, Ctrl+C) the temporary file is
+removed and `path` is as it was. `check_outputs` refuses, before any work, an output that is one of
+the inputs, a folder, or in a folder that is missing or cannot be written to.
+"""
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import OutputError
+
+
+def same_file(a, b) -> bool:
+    """Whether two paths name one file (links and relative spellings resolved; hard links too, where both exist)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(outputs, inputs=(), make_folders: bool = False) -> None:
+    """Refuse outputs that are inputs (or each other), folders, or in folders that are missing or read-only.
+
+    `make_folders` creates missing folders (an OutputError says why it could not). None entries are skipped.
+    """
+    outputs = [Path(o) for o in outputs if o is not None]
+    inputs = [Path(i) for i in inputs if i is not None]
+    for k, path in enumerate(outputs):
+        if path.is_dir():
+            raise OutputError(f"{path}: is a folder; give the name of a file to write")
+        for source in inputs:
+            if same_file(path, source):
+                raise OutputError(f"{path}: is also an input ({source}); write the output to another file")
+        for other in outputs[:k]:
+            if same_file(path, other):
+                raise OutputError(f"{path}: given for two outputs; give each its own file")
+        folder = Path(os.path.realpath(path)).parent
+        if not folder.exists() and make_folders:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise OutputError(f"{path}: cannot create the folder {folder}: {error.strerror or error}") from None
+        if not folder.is_dir():
+            raise OutputError(f"{path}: the folder {folder} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputError(f"{path}: the folder {folder} is not writable")
+
+
+def _file_mode(path: Path) -> int:
+    """The permission bits the written file gets: the replaced file's, else what the umask allows."""
+    try:
+        return path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
+@contextmanager
+def written(path):
+    """A binary file whose content replaces `path` when the block ends without an error (see the module doc)."""
+    path = Path(path)
+    target = Path(os.path.realpath(path))  # a link to a file: the file it points to is replaced
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    except OSError as error:
+        raise OutputError(f"{path}: cannot write in {target.parent}: {error.strerror or error}") from None
+    try:
+        with os.fdopen(handle, "wb") as file:
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, _file_mode(target))
+        os.replace(temporary, target)
+    except BaseException as error:
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+        if isinstance(error, OSError):
+            kept = "the previous file is unchanged" if target.exists() else "nothing was written"
+            raise OutputError(f"{path}: cannot write: {error.strerror or error}; {kept}") from None
+        raise
+
+
+def write_bytes(path, data: bytes) -> None:
+    """`data` as the whole content of `path`, atomically."""
+    with written(path) as file:
+        file.write(data)
+
+
+def write_text(path, text: str) -> None:
+    """`text` (UTF-8) as the whole content of `path`, atomically."""
+    write_bytes(path, text.encode("utf-8"))
+
+
+def save_figure(path, figure, **options) -> None:
+    """A matplotlib figure saved to `path` atomically, in the format its extension names."""
+    path = Path(path)
+    with written(path) as file:
+        figure.savefig(file, format=path.suffix.lstrip(".") or None, **options)
+
+
+def write_npz(path, compressed: bool = True, **arrays) -> None:
+    """Arrays as a .npz archive at exactly `path`, atomically. The archive is made in memory first: numpy's zip
+    writer cannot be closed cleanly once its file has failed."""
+    import numpy as np
+
+    buffer = io.BytesIO()
+    (np.savez_compressed if compressed else np.savez)(buffer, **arrays)
+    write_bytes(path, buffer.getvalue())
+
+
+def npz_path(path) -> Path:
+    """Where numpy's savez puts a file given `path`: `.npz` appended when missing."""
+    path = Path(path)
+    return path if path.name.endswith(".npz") else path.with_name(path.name + ".npz")

@@ -1,0 +1,372 @@
+"""BVH files: reading any channel layout into a Motion in metres, writing a Motion back, guessing units.
+
+Position channels replace the matching components of a joint's OFFSET (the common reading: the
+root's channels are its translation). Rotation channels compose in the order listed, so
+`Zrotation Xrotation Yrotation` is R = Rz Rx Ry. A file either loads whole or raises BVHError
+naming the file and line; nothing half-loads. The motion is parsed from the file as it is read, so
+memory stays a few times the numbers it holds, and a file far longer than its declared frames need
+is refused before it is parsed. UTF-8 byte-order marks and CR-only line ends are accepted.
+"""
+from __future__ import annotations
+
+import io
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..anim.motion import Motion
+from ..anim.skeleton import Skeleton
+from ..errors import FileFormatError
+from ..math import quat
+from .atomic import write_text
+
+CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
+
+# Length units a BVH file may use, in metres per unit, with the name `bvh info` prints.
+UNITS = (
+    (1.0, "metres"),
+    (0.01, "centimetres"),
+    (0.001, "millimetres"),
+    (0.0254, "inches"),
+    (0.056444, "CMU units (1/0.45 inch)"),
+)
+# Frame times a BVH file may declare, seconds: 2000 fps down to one frame every 10 s.
+FRAME_TIME_RANGE_S = (0.0005, 10.0)
+# The most bytes one motion value may take (digits and the spaces around them), to refuse oversized files.
+MAX_BYTES_PER_VALUE = 64
+# The most bytes read looking for the MOTION line (skeleton headers are a few kilobytes).
+MAX_HEADER_BYTES = 16 << 20
+# Height of the joints' bounding box in a typical pose: toes to head joint, about 1.55 m for an adult.
+TYPICAL_BODY_SIZE_M = 1.55
+
+
+class BVHError(FileFormatError):
+    """A BVH file that cannot be interpreted; the message names the file and line."""
+
+    def __init__(self, path, line: int | None, message: str):
+        self.path, self.line = str(path), line
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+def read_bvh(path: str | Path, scale: float | None = None, name: str | None = None) -> Motion:
+    """Read a BVH file into a Motion in metres.
+
+    `scale` is metres per file unit; None guesses it from the body's size (see guess_units).
+    """
+    path = Path(path)
+    try:
+        with open(path, "rb") as file:
+            file = _with_newlines(file)
+            skeleton, channels, motion_line, frames, frame_time, _ = _parse_header(path, _header_bytes(file))
+            values = _parse_motion_block(path, file, motion_line, frames, sum(len(c) for c in channels))
+    except OSError as error:
+        raise BVHError(path, None, f"cannot read: {error.strerror or error}") from None
+    motion = _motion_from_channels(skeleton, channels, values, _frame_rate(frame_time), name or path.stem)
+    if scale is None:
+        scale = guess_units(motion)[0]
+    return motion.scaled(scale)
+
+
+def guess_units(motion: Motion) -> tuple[float, str]:
+    """(metres per unit, unit name) that make the body's size closest to an adult's, in log scale."""
+    frames = motion[:: max(1, len(motion) // 50)]
+    positions = frames.global_positions()
+    if positions.shape[1] > 1:
+        positions = positions[:, 1:]  # a static root (Bandai's joint_Root) stays behind at the origin
+    size = float(np.median((positions.max(axis=1) - positions.min(axis=1)).max(axis=-1)))
+    if not size > 0:
+        return 1.0, "metres (no extent to guess from)"
+    return min(UNITS, key=lambda unit: abs(math.log(size * unit[0] / TYPICAL_BODY_SIZE_M)))
+
+
+def write_bvh(path: str | Path, motion: Motion, order: str = "zxy", scale: float = 1.0,
+              translations: str = "auto") -> None:
+    """Write a Motion (metres) as BVH; file units are metres times `scale` (100 for centimetres).
+
+    Every joint gets three rotation channels in `order`. `translations` picks which joints get
+    position channels: "root", "all", or "auto" (the root and any joint whose translation moves).
+    A motion with a non-finite value is refused (ValueError naming its first such frame); nothing is written.
+    """
+    bad = ~(np.isfinite(motion.rotations).all(axis=(1, 2)) & np.isfinite(motion.positions).all(axis=(1, 2)))
+    if bad.any():
+        raise ValueError(f"{path}: not written: frame {int(np.argmax(bad))} of the motion has non-finite values")
+    skeleton = motion.skeleton
+    if translations == "all":
+        moving = np.ones(len(skeleton), bool)
+    else:
+        moving = np.zeros(len(skeleton), bool)
+        if translations == "auto":
+            moving = np.abs(motion.positions - skeleton.offsets).max(axis=0).max(axis=-1) > 1e-9
+        elif translations != "root":
+            raise ValueError(f"translations must be 'root', 'all' or 'auto', not {translations!r}")
+        else:
+            drift = np.abs(motion.positions[:, 1:] - skeleton.offsets[1:]).max(initial=0.0)
+            if drift > 1e-6:
+                raise ValueError(f"translations='root' would lose animated joint translations (up to {drift:.3g} m); "
+                                 "use 'auto'")
+    moving[0] = True
+    rotation_channels = " ".join(f"{axis.upper()}rotation" for axis in order)
+    end_sites = dict(skeleton.end_sites)
+    lines = ["HIERARCHY"]
+
+    def number(v):
+        return f"{v * scale:.6f}"
+
+    def write_joint(j: int, depth: int):
+        pad = "\t" * depth
+        lines.append(f"{pad}{'ROOT' if j == 0 else 'JOINT'} {skeleton.names[j]}")
+        lines.append(pad + "{")
+        lines.append(f"{pad}\tOFFSET {' '.join(number(v) for v in skeleton.offsets[j])}")
+        position = "Xposition Yposition Zposition " if moving[j] else ""
+        lines.append(f"{pad}\tCHANNELS {6 if moving[j] else 3} {position}{rotation_channels}")
+        for child in skeleton.children(j):
+            write_joint(child, depth + 1)
+        if j in end_sites:
+            lines.extend([f"{pad}\tEnd Site", pad + "\t{",
+                          f"{pad}\t\tOFFSET {' '.join(number(v) for v in end_sites[j])}", pad + "\t}"])
+        lines.append(pad + "}")
+
+    write_joint(0, 0)
+    degrees = np.degrees(quat.to_euler(motion.rotations, order))
+    columns = []
+    for j in _depth_first(skeleton):
+        if moving[j]:
+            columns.append(motion.positions[:, j] * scale)
+        columns.append(degrees[:, j])
+    data = np.concatenate(columns, axis=1)
+    lines += ["MOTION", f"Frames: {len(motion)}", f"Frame Time: {1.0 / motion.fps:.8f}"]
+    body = "\n".join(" ".join(row) for row in np.char.mod("%.6f", data).tolist())
+    write_text(path, "\n".join(lines) + "\n" + body + "\n")
+
+
+def _depth_first(skeleton: Skeleton) -> list[int]:
+    """Joint indices in the order a BVH hierarchy lists them."""
+    order, stack = [], [0]
+    while stack:
+        j = stack.pop()
+        order.append(j)
+        stack.extend(reversed(skeleton.children(j)))
+    return order
+
+
+def _frame_rate(frame_time: float) -> float:
+    """1 / frame time, snapped to a whole number when files round it (0.0333333 s is 30 fps)."""
+    fps = 1.0 / frame_time
+    return float(round(fps)) if abs(fps - round(fps)) < 1e-3 * fps else fps
+
+
+def _with_newlines(file):
+    """The file positioned after any UTF-8 byte-order mark; a CR-only file (classic Mac) comes back translated."""
+    start = file.read(1 << 16)
+    if b"\r" in start and b"\n" not in start:
+        return io.BytesIO((start + file.read()).replace(b"\r", b"\n").removeprefix(b"\xef\xbb\xbf"))
+    file.seek(3 if start.startswith(b"\xef\xbb\xbf") else 0)
+    return file
+
+
+def _header_bytes(file) -> bytes:
+    """The file's lines up to MOTION and the two after it (or all it holds, up to MAX_HEADER_BYTES, without one)."""
+    lines, size, after = [], 0, None
+    while size <= MAX_HEADER_BYTES and after != 0:
+        line = file.readline(MAX_HEADER_BYTES + 1)
+        if not line:
+            break
+        lines.append(line)
+        size += len(line)
+        if after is None and re.fullmatch(rb"[ \t]*MOTION[ \t]*\r?\n?", line):
+            after = 2
+        elif after is not None:
+            after -= 1
+    return b"".join(lines)
+
+
+def _parse_header(path: Path, text: bytes):
+    """Skeleton, per-joint channel names, MOTION line number, frame count, frame time, body offset."""
+    motion_at = re.search(rb"^[ \t]*MOTION[ \t]*\r?$", text, re.MULTILINE)
+    if motion_at is None:
+        raise BVHError(path, None, "no MOTION section")
+    header = text[:motion_at.start()].decode("utf-8", errors="replace").splitlines()
+    motion_line = len(header) + 1
+    names, parents, offsets, channels, end_sites = [], [], [], [], []
+    stack: list[int | None] = []  # joint index, or None for an End Site block
+    pending = None  # ("joint", name, parent) or ("end", parent) awaiting "{"
+    first_seen = {}  # joint name -> line
+    seen_hierarchy = False
+    for number, raw in enumerate(header, start=1):
+        words = raw.split()
+        if not words:
+            continue
+        keyword = words[0]
+        if not seen_hierarchy:
+            if keyword != "HIERARCHY":
+                raise BVHError(path, number, f"expected HIERARCHY, found {keyword!r}")
+            seen_hierarchy = True
+            continue
+        if keyword in ("ROOT", "JOINT"):
+            if (keyword == "ROOT") != (not names and not stack):
+                raise BVHError(path, number, f"{keyword} here is out of place" if names else "the hierarchy must start with ROOT")
+            if stack and stack[-1] is None:
+                raise BVHError(path, number, "a JOINT cannot be inside an End Site")
+            if len(words) < 2:
+                raise BVHError(path, number, f"{keyword} without a name")
+            pending = ("joint", " ".join(words[1:]), stack[-1] if stack else -1, number)
+            if pending[1] in first_seen:
+                raise BVHError(path, number, f"joint name {pending[1]!r} repeats (first at line {first_seen[pending[1]]}): "
+                                             "joint names must be unique")
+            first_seen[pending[1]] = number
+        elif keyword == "End":
+            if not stack or stack[-1] is None:
+                raise BVHError(path, number, "End Site outside a joint")
+            pending = ("end", stack[-1], number)
+        elif keyword == "{":
+            if pending is None:
+                raise BVHError(path, number, "'{' without a ROOT, JOINT or End Site before it")
+            if pending[0] == "joint":
+                names.append(pending[1])
+                parents.append(pending[2])
+                offsets.append(None)
+                channels.append(None)
+                stack.append(len(names) - 1)
+            else:
+                end_sites.append([pending[1], None, number])
+                stack.append(None)
+            pending = None
+        elif keyword == "}":
+            if not stack:
+                raise BVHError(path, number, "unbalanced '}': no block is open")
+            closing = stack.pop()
+            if closing is None:
+                if end_sites[-1][1] is None:
+                    raise BVHError(path, number, "End Site without OFFSET")
+            else:
+                if offsets[closing] is None:
+                    raise BVHError(path, number, f"joint {names[closing]!r} has no OFFSET")
+                if channels[closing] is None:
+                    raise BVHError(path, number, f"joint {names[closing]!r} has no CHANNELS")
+        elif keyword == "OFFSET":
+            if not stack:
+                raise BVHError(path, number, "OFFSET outside a block")
+            try:
+                offset = [float(v) for v in words[1:]]
+            except ValueError:
+                raise BVHError(path, number, f"OFFSET values are not numbers: {' '.join(words[1:])}") from None
+            if len(offset) != 3 or not all(math.isfinite(v) for v in offset):
+                raise BVHError(path, number, "OFFSET needs three finite numbers")
+            if stack[-1] is None:
+                end_sites[-1][1] = tuple(offset)
+            else:
+                offsets[stack[-1]] = offset
+        elif keyword == "CHANNELS":
+            if not stack or stack[-1] is None:
+                raise BVHError(path, number, "CHANNELS outside a joint")
+            try:
+                count = int(words[1])
+            except (IndexError, ValueError):
+                raise BVHError(path, number, "CHANNELS needs a count") from None
+            names_here = words[2:]
+            if len(names_here) != count:
+                raise BVHError(path, number, f"CHANNELS says {count} but lists {len(names_here)}")
+            unknown = [c for c in names_here if c not in CHANNEL_NAMES]
+            if unknown:
+                raise BVHError(path, number, f"unknown channel {unknown[0]!r}")
+            channels[stack[-1]] = tuple(names_here)
+        elif keyword == "Site":
+            continue
+        else:
+            raise BVHError(path, number, f"unexpected {keyword!r} in HIERARCHY")
+        if keyword == "End" and (len(words) < 2 or words[1] != "Site"):
+            raise BVHError(path, number, "expected 'End Site'")
+    if stack:
+        raise BVHError(path, motion_line, f"unbalanced braces: {len(stack)} block(s) still open at MOTION")
+    if pending is not None:
+        raise BVHError(path, pending[-1], "block opened without '{'")
+    if not names:
+        raise BVHError(path, motion_line, "no ROOT joint before MOTION")
+
+    # "Frames:" and "Frame Time:" are the two lines after MOTION.
+    after = text[motion_at.end():].split(b"\n", 3)
+    frames = _header_number(path, after, 1, motion_line + 1, "Frames", int)
+    frame_time = _header_number(path, after, 2, motion_line + 2, "Frame Time", float)
+    if frames < 1:
+        raise BVHError(path, motion_line + 1, f"Frames must be at least 1, got {frames}")
+    if not (frame_time > 0 and math.isfinite(frame_time)):
+        raise BVHError(path, motion_line + 2, f"Frame Time must be positive, got {frame_time}")
+    low, high = FRAME_TIME_RANGE_S
+    if not low <= frame_time <= high:
+        raise BVHError(path, motion_line + 2, f"Frame Time {frame_time:g} s is not a plausible frame time "
+                                              f"({low:g} to {high:g} s, {1 / high:g} to {1 / low:g} fps)")
+    body_start = motion_at.end() + sum(len(part) + 1 for part in after[:3])
+    skeleton = Skeleton(tuple(names), np.array(parents), np.array(offsets),
+                        tuple((j, o) for j, o, _ in end_sites))
+    return skeleton, channels, motion_line + 3, frames, frame_time, body_start
+
+
+def _header_number(path: Path, parts: list[bytes], index: int, number: int, key: str, kind):
+    line = parts[index].decode("utf-8", errors="replace").strip() if index < len(parts) else ""
+    found_key, _, value = line.partition(":")
+    try:
+        if found_key.strip() != key:
+            raise ValueError
+        return kind(value)
+    except ValueError:
+        raise BVHError(path, number, f"expected '{key}: <number>', found {line!r}" if line else f"missing '{key}:' line") from None
+
+
+def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: int) -> np.ndarray:
+    """(frames, width) floats from the rest of the file; numpy's C parser first, a line-by-line scan only
+    to word an error. A motion section far longer than the declared frames need is refused unparsed."""
+    start = file.tell()
+    size = file.seek(0, os.SEEK_END) - start
+    file.seek(start)
+    if size > frames * width * MAX_BYTES_PER_VALUE + 4096:
+        raise BVHError(path, first_line, f"the motion section holds {size} bytes, far more than {frames} frames of "
+                                         f"{width} values need: the file or its Frames line is wrong")
+    try:
+        values = np.loadtxt(file, dtype=np.float64, ndmin=2, comments=None)
+    except ValueError:
+        values = None
+    if values is not None and values.shape == (frames, width) and np.isfinite(values).all():
+        return values
+    # Something is wrong: find the first offending line and say what it is.
+    del values
+    file.seek(start)
+    rows, newlines = 0, 0
+    for index, raw in enumerate(file):
+        newlines += raw.endswith(b"\n")
+        words = raw.split()
+        if not words:
+            continue
+        number = first_line + index
+        if rows == frames:
+            raise BVHError(path, number, f"more motion lines than the {frames} frames declared")
+        if len(words) != width:
+            raise BVHError(path, number, f"frame {rows + 1} has {len(words)} values, the channels need {width}")
+        for column, word in enumerate(words):
+            try:
+                value = float(word)
+            except ValueError:
+                raise BVHError(path, number, f"value {column + 1} is not a number: {word.decode(errors='replace')!r}") from None
+            if not math.isfinite(value):
+                raise BVHError(path, number, f"value {column + 1} is {word.decode(errors='replace')}: not a finite number")
+        rows += 1
+    raise BVHError(path, first_line + newlines, f"truncated motion: {rows} frames of the {frames} declared")
+
+
+def _motion_from_channels(skeleton: Skeleton, channels, values: np.ndarray, fps: float, name: str) -> Motion:
+    frames = len(values)
+    rotations = quat.identity(frames, len(skeleton))
+    positions = np.repeat(skeleton.offsets[None], frames, axis=0)
+    column = 0
+    for j, joint_channels in enumerate(channels):
+        for channel in joint_channels:
+            axis = channel[0].lower()
+            if channel.endswith("position"):
+                positions[:, j, quat.AXES[axis]] = values[:, column]
+            else:
+                rotations[:, j] = quat.multiply(rotations[:, j],
+                                                quat.from_axis_rotation(axis, np.radians(values[:, column])))
+            column += 1
+    return Motion(skeleton, rotations, positions, fps, name)

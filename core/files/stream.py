@@ -1,0 +1,226 @@
+"""Three-point streams: HMD and two controller poses over time, CSV v1 (SPEC §3), resampling.
+
+Positions are metres in one world frame (+Y up, devices look along -Z), rotations unit
+quaternions (w, x, y, z). A device that is not tracked on a sample has `tracked` False there and
+NaN pose values; readers never drop rows and reject what they cannot interpret, naming the line.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FileFormatError
+from ..math import quat
+from .atomic import write_text
+
+DEVICES = ("head", "left", "right")
+POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
+COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
+VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
+HELD_GAP_S = 5.0
+"""Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
+
+
+class StreamFormatError(FileFormatError):
+    """A stream file that cannot be interpreted; the message names the file and line."""
+
+    def __init__(self, path, line: int | None, message: str):
+        self.path, self.line = str(path), line
+        super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
+
+
+@dataclass
+class ThreePointStream:
+    """`times` (N,), `positions` (N, 3, 3) and `rotations` (N, 3, 4) per device in DEVICES order, `tracked` (N, 3)."""
+
+    times: np.ndarray
+    positions: np.ndarray
+    rotations: np.ndarray
+    tracked: np.ndarray
+
+    def __post_init__(self):
+        self.times = np.asarray(self.times, dtype=float)
+        self.positions = np.asarray(self.positions, dtype=float)
+        self.rotations = np.asarray(self.rotations, dtype=float)
+        self.tracked = np.asarray(self.tracked, dtype=bool)
+        n = len(self.times)
+        if self.positions.shape != (n, 3, 3) or self.rotations.shape != (n, 3, 4) or self.tracked.shape != (n, 3):
+            raise ValueError("stream arrays must be shaped (N,), (N, 3, 3), (N, 3, 4) and (N, 3)")
+        if n > 1 and not np.all(np.diff(self.times) > 0):
+            raise ValueError("stream times must be strictly increasing")
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    @property
+    def duration(self) -> float:
+        return float(self.times[-1] - self.times[0]) if len(self) else 0.0
+
+    @property
+    def rate(self) -> float:
+        """Median samples per second."""
+        return float(1.0 / np.median(np.diff(self.times))) if len(self) > 1 else 0.0
+
+    def resampled(self, fps: float) -> "ThreePointStream":
+        """Samples every 1/fps s from the first time: linear positions, slerped rotations.
+
+        A resampled device is tracked only where both samples around it are tracked, and not inside a
+        gap longer than HELD_GAP_S (a solver holds the pose there).
+        """
+        if len(self) < 2:  # nothing to interpolate between
+            return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
+        times = self.times[0] + np.arange(int(np.floor(self.duration * fps + 1e-6)) + 1) / fps
+        second = np.clip(np.searchsorted(self.times, times, side="right"), 1, len(self) - 1)
+        first = second - 1
+        alpha = np.clip((times - self.times[first]) / (self.times[second] - self.times[first]), 0.0, 1.0)
+        a = alpha[:, None]
+        # NaN (untracked) neighbours must not leak into a sample that falls exactly on a tracked one.
+        before, after = np.nan_to_num(self.positions[first]), np.nan_to_num(self.positions[second])
+        positions = before + a[..., None] * (after - before)
+        rotations = quat.slerp(np.nan_to_num(self.rotations[first]), np.nan_to_num(self.rotations[second]), a)
+        tracked = (self.tracked[first] | (a >= 1.0)) & (self.tracked[second] | (a <= 0.0))
+        held = (self.times[second] - self.times[first] > HELD_GAP_S) & (alpha > 0.0) & (alpha < 1.0)
+        tracked &= ~held[:, None]
+        positions[~tracked] = np.nan
+        rotations[~tracked] = np.nan
+        return ThreePointStream(times, positions, rotations, tracked)
+
+    def gaps(self, factor: float = 1.5) -> list[tuple[float, float]]:
+        """(time, length) of each step longer than `factor` times the median step."""
+        if len(self) < 2:
+            return []
+        steps = np.diff(self.times)
+        long = np.flatnonzero(steps > factor * np.median(steps))
+        return [(float(self.times[i]), float(steps[i])) for i in long]
+
+
+def read_stream(path: str | Path, hmd_only: bool = False) -> ThreePointStream:
+    """Read a CSV v1 stream; raise StreamFormatError naming the line of the first problem.
+
+    `hmd_only` accepts a stream without controller columns (an HMD-only headset): they read as
+    never tracked. Otherwise every column of the header is required. Lines are parsed as they are
+    read into arrays that grow, so memory stays a few times the samples' numbers; a UTF-8
+    byte-order mark and any line ends (LF, CRLF, CR) are accepted.
+    """
+    path = Path(path)
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as file:
+            return _parse_stream(path, file, hmd_only)
+    except (OSError, UnicodeDecodeError) as error:
+        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
+        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+
+
+def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
+    header, columns, valid_columns, n = None, [], [], 0
+    lines_of = np.empty(1024, dtype=np.int64)
+    times = np.empty(1024)
+    pose = np.full((1024, 3, 7), np.nan)
+    flags = np.ones((1024, 3), dtype=bool)
+    for number, line in enumerate(lines, start=1):
+        line = line.rstrip("\n")
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if header is None:
+            header = [h.strip() for h in stripped.split(",")]
+            required = [c for c in COLUMNS if not hmd_only or c == "t" or c.startswith("head_")]
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise StreamFormatError(path, number, f"header lacks column(s) {', '.join(missing)}")
+            duplicated = sorted({h for h in header if header.count(h) > 1})
+            if duplicated:
+                raise StreamFormatError(path, number, f"header repeats column(s) {', '.join(duplicated)}")
+            index = {name: i for i, name in enumerate(header)}
+            columns = [(d, f, f"{device}_{field}", index[f"{device}_{field}"]) for d, device in enumerate(DEVICES)
+                       for f, field in enumerate(POSE_FIELDS) if f"{device}_{field}" in index]
+            valid_columns = [(d, f"{device}_valid", index[f"{device}_valid"]) for d, device in enumerate(DEVICES)
+                             if f"{device}_valid" in index]
+            time_column = index["t"]
+            continue
+        fields = line.split(",")
+        if len(fields) != len(header):
+            raise StreamFormatError(path, number, f"{len(fields)} fields, the header has {len(header)}")
+        if n == len(times):  # grow by half: amortised appends without a Python float per value
+            grown = n + n // 2
+            lines_of, times = np.resize(lines_of, grown), np.resize(times, grown)
+            pose = np.concatenate([pose, np.full((grown - n, 3, 7), np.nan)])
+            flags = np.concatenate([flags, np.ones((grown - n, 3), dtype=bool)])
+        lines_of[n] = number
+        times[n] = _number(path, number, "t", fields[time_column], allow_missing=False)
+        if n and not times[n] > times[n - 1]:
+            raise StreamFormatError(path, number, f"time {times[n]:g} does not increase (previous {times[n - 1]:g})")
+        for d, f, column, i in columns:
+            pose[n, d, f] = _number(path, number, column, fields[i])
+        for d, valid, i in valid_columns:
+            value = fields[i].strip()
+            if value.lower() == "nan":  # an empty or nan field means not tracked (SPEC §3)
+                value = ""
+            if value not in ("0", "1", ""):
+                raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {value!r}")
+            flags[n, d] = value == "1"
+        n += 1
+    if header is None:
+        raise StreamFormatError(path, None, "no header line (expected CSV v1: " + ",".join(COLUMNS[:4]) + ",...)")
+    if not n:
+        raise StreamFormatError(path, None, "no samples after the header")
+    times, pose, flags = times[:n].copy(), pose[:n].copy(), flags[:n].copy()
+    tracked = flags & ~np.isnan(pose).any(axis=-1)
+    norms = np.linalg.norm(pose[..., 3:], axis=-1)
+    bad = tracked & (np.abs(norms - 1.0) > 1e-2)
+    if bad.any():
+        r, d = np.argwhere(bad)[0]
+        raise StreamFormatError(path, int(lines_of[r]), f"{DEVICES[d]} quaternion has norm {norms[r, d]:.4f}, not a unit quaternion")
+    pose[~tracked] = np.nan
+    pose[..., 3:] = quat.normalize(pose[..., 3:])
+    return ThreePointStream(times, pose[..., :3], pose[..., 3:], tracked)
+
+
+def _number(path, line: int, column: str, text: str, allow_missing: bool = True) -> float:
+    text = text.strip()
+    if text == "" or text.lower() == "nan":
+        if allow_missing:
+            return math.nan
+        raise StreamFormatError(path, line, f"{column} is {'empty' if text == '' else text}: a time is required")
+    try:
+        value = float(text)
+    except ValueError:
+        raise StreamFormatError(path, line, f"{column} is not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise StreamFormatError(path, line, f"{column} is {text}, not a finite number")
+    return value
+
+
+def read_comments(path: str | Path) -> list[tuple[int, str]]:
+    """(line number, text after '#' and a space) of each comment line before the header (SPEC §3)."""
+    comments = []
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as file:
+            for number, line in enumerate(file, start=1):
+                stripped = line.strip()
+                if stripped and not stripped.startswith("#"):
+                    break
+                if stripped:
+                    comments.append((number, stripped[1:].strip()))
+    except (OSError, UnicodeDecodeError) as error:
+        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
+        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+    return comments
+
+
+def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str] = ()) -> None:
+    """Write CSV v1 with the optional validity columns; untracked poses are written as empty fields."""
+    values = np.concatenate([stream.positions, stream.rotations], axis=-1).reshape(len(stream), -1)
+    cells = np.char.mod("%.6f", np.nan_to_num(values)).astype(object)
+    untracked = np.repeat(~stream.tracked, 7, axis=1)
+    cells[untracked] = ""
+    lines = [f"# {c}" for c in comments]
+    lines.append(",".join(COLUMNS + VALID_COLUMNS))
+    times = np.char.mod("%.9f", stream.times)
+    valid = np.where(stream.tracked, "1", "0")
+    for t, row, v in zip(times, cells.tolist(), valid.tolist()):
+        lines.append(",".join([t, *row, *v]))
+    write_text(path, "\n".join(lines) + "\n")

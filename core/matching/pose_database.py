@@ -1,0 +1,233 @@
+"""Pose database (MMVR §5.1): every pose of the animation clips with a virtual root, velocities and foot contacts.
+
+Each pose is y = (y^p, y^r, y^v, y^w, y^c) (eq. 1): local joint positions, rotations, velocities
+and angular velocities, and whether the left and right foot touch the ground. Joint 0 is the
+virtual root that §5.1 adds: the hips projected on the floor, turned to the hips' forward
+direction (character.character_frames); the hips become its child, so the rest of the skeleton
+keeps its local values. Joint 0's arrays hold the root's world position and yaw rotation, and
+its velocity and angular velocity in its own frame; other joints' velocities are in their
+parent's frame, angular velocities are rotation vectors per second of q(t+1) q(t)^-1. Clips keep
+their order; `range_starts` / `range_stops` mark where each begins and ends (stop exclusive).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..anim.character import character_frames
+from ..anim.motion import Motion, forward_kinematics
+from ..anim.skeleton import Skeleton
+from ..config import DatabaseConfig, describe
+from ..errors import FileFormatError
+from ..files.atomic import write_npz
+from ..files.npz_archive import read_npz
+from ..math import quat
+from ..quality.metrics import floor_height
+from ..rig.humanoid import HumanoidMapping, find_mapping
+
+VIRTUAL_ROOT = "root"
+FILE_VERSION = 1
+
+
+class DatabaseError(FileFormatError):
+    """A database that cannot be built or read; the message names the file or clip."""
+
+
+@dataclass
+class PoseDatabase:
+    """Poses (N frames, J joints) on `skeleton`, whose joint 0 is the virtual root."""
+
+    skeleton: Skeleton
+    rotations: np.ndarray
+    """(N, J, 4) local; joint 0: the root's world rotation (yaw only)."""
+    positions: np.ndarray
+    """(N, J, 3) local; joint 0: the root's world position (y = 0)."""
+    velocities: np.ndarray
+    """(N, J, 3)"""
+    angular_velocities: np.ndarray
+    """(N, J, 3)"""
+    contacts: np.ndarray
+    """(N, 2) bool: left, right foot on the ground."""
+    range_starts: np.ndarray
+    range_stops: np.ndarray
+    clip_names: tuple[str, ...]
+    fps: float
+    height_range: tuple[float, float] = (0.0, np.inf)
+    """HMD-height ratios (current / standing) this database serves (§5.5), low inclusive."""
+    info: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.rotations)
+
+    @property
+    def mapping(self) -> HumanoidMapping:
+        return find_mapping(self.skeleton, self.info.get("mapping"))
+
+    def clip_of(self, frames: np.ndarray) -> np.ndarray:
+        """Index of the clip that holds each frame."""
+        return np.searchsorted(self.range_stops, frames, side="right")
+
+    def clip_motion(self, clip: int) -> Motion:
+        """One clip as a Motion on the database skeleton (root at its world position)."""
+        frames = slice(self.range_starts[clip], self.range_stops[clip])
+        return Motion(self.skeleton, self.rotations[frames], self.positions[frames], self.fps, self.clip_names[clip])
+
+    def subset(self, share: float) -> "PoseDatabase":
+        """About `share` of the poses as whole clips, spread evenly over the clip list (the paper's 25 % and
+        10 % databases, §7.2; how the paper cut them is not said)."""
+        clips = [c for c in range(len(self.clip_names)) if np.floor((c + 1) * share) > np.floor(c * share)] or [0]
+        index = np.concatenate([np.arange(self.range_starts[c], self.range_stops[c]) for c in clips])
+        lengths = self.range_stops[clips] - self.range_starts[clips]
+        stops = np.cumsum(lengths)
+        return PoseDatabase(self.skeleton, self.rotations[index], self.positions[index], self.velocities[index],
+                            self.angular_velocities[index], self.contacts[index], stops - lengths, stops,
+                            tuple(self.clip_names[c] for c in clips), self.fps, self.height_range,
+                            dict(self.info, subset=share))
+
+    def save(self, path: str | Path) -> None:
+        skeleton = self.skeleton
+        meta = {"version": FILE_VERSION, "names": list(skeleton.names), "clip_names": list(self.clip_names),
+                "end_sites": [[j, list(o)] for j, o in skeleton.end_sites], "info": self.info}
+        write_npz(
+            path, meta=np.array(json.dumps(meta)), parents=skeleton.parents, offsets=skeleton.offsets,
+            rotations=self.rotations.astype(np.float32), positions=self.positions.astype(np.float32),
+            velocities=self.velocities.astype(np.float32),
+            angular_velocities=self.angular_velocities.astype(np.float32), contacts=self.contacts,
+            range_starts=self.range_starts, range_stops=self.range_stops, fps=np.array(self.fps),
+            height_range=np.array(self.height_range, dtype=float))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "PoseDatabase":
+        """A database file as `save` writes it; DatabaseError names the file and what is wrong in it."""
+        with read_npz(path, "a VR Avatar database", DatabaseError) as archive:
+            meta = archive.json("meta")
+            if meta.get("version") != FILE_VERSION:
+                raise DatabaseError(f"{path}: database version {meta.get('version')}, expected {FILE_VERSION}")
+            skeleton = Skeleton(meta["names"], archive.array("parents", ("J",), "i"), archive.array("offsets", ("J", 3)),
+                                tuple((j, tuple(o)) for j, o in meta["end_sites"]))
+            arrays = [archive.array(key, ("N", "J", size)) for key, size in
+                      (("rotations", 4), ("positions", 3), ("velocities", 3), ("angular_velocities", 3))]
+            contacts = archive.array("contacts", ("N", 2), "b").astype(bool)
+            starts, stops = archive.array("range_starts", ("C",), "i"), archive.array("range_stops", ("C",), "i")
+            fps = float(archive.array("fps", ()))
+            height_range = archive.array("height_range", (2,), finite=False)
+            clip_names = tuple(meta["clip_names"])
+            problem = _layout_problem(skeleton, len(arrays[0]), starts, stops, clip_names, fps, height_range)
+            if problem:
+                raise DatabaseError(f"{path}: {problem}")
+            return cls(skeleton, *arrays, contacts, starts, stops, clip_names, fps,
+                       tuple(float(h) for h in height_range), meta["info"])
+
+
+def _layout_problem(skeleton: Skeleton, poses: int, starts, stops, clip_names, fps: float, height_range) -> str | None:
+    """What does not fit together in a loaded database, or None."""
+    if skeleton.names[0] != VIRTUAL_ROOT:
+        return f"joint 0 is {skeleton.names[0]!r}, not the virtual root {VIRTUAL_ROOT!r}"
+    if len(clip_names) != len(starts) or not len(starts):
+        return f"{len(clip_names)} clip names for {len(starts)} clip ranges"
+    if starts[0] != 0 or stops[-1] != poses or (starts[1:] != stops[:-1]).any() or (stops <= starts).any():
+        return f"the clip ranges do not cover the {poses} poses one after another"
+    if not (0 < fps < 10000):
+        return f"fps {fps:g} is not a plausible rate"
+    if np.isnan(height_range).any() or not 0 <= height_range[0] <= height_range[1]:
+        return f"height range {tuple(height_range.tolist())} is not an interval of HMD-height ratios"
+    return None
+
+
+def database_skeleton(skeleton: Skeleton, hips: int) -> tuple[Skeleton, np.ndarray]:
+    """The virtual root followed by the hips and everything below them; and the source joint of each."""
+    kept = [j for j in range(len(skeleton)) if skeleton.is_ancestor(hips, j)]
+    new_index = {old: i + 1 for i, old in enumerate(kept)}
+    parents = np.array([-1, 0] + [new_index[int(skeleton.parents[j])] for j in kept[1:]])
+    offsets = np.concatenate([np.zeros((1, 3)), skeleton.offsets[kept]])
+    end_sites = tuple((new_index[j], o) for j, o in skeleton.end_sites if j in new_index)
+    return Skeleton((VIRTUAL_ROOT,) + tuple(skeleton.names[j] for j in kept), parents, offsets, end_sites), np.array(kept)
+
+
+def rooted_motion(motion: Motion, override: dict[str, str] | None = None) -> Motion:
+    """The clip on its database skeleton: joint 0 the virtual root in world space, the hips relative to it."""
+    mapping = find_mapping(motion.skeleton, override)
+    hips = mapping["hips"]
+    global_rotations, global_positions = motion.global_transforms()
+    root_position, root_rotation = character_frames(global_positions, mapping)
+    skeleton, source = database_skeleton(motion.skeleton, hips)
+
+    rotations = np.concatenate([root_rotation[:, None], motion.rotations[:, source]], axis=1)
+    positions = np.concatenate([root_position[:, None], motion.positions[:, source]], axis=1)
+    rotations[:, 1] = quat.inverse_multiply(root_rotation, global_rotations[:, hips])
+    positions[:, 1] = quat.inverse_rotate(root_rotation, global_positions[:, hips] - root_position)
+    return Motion(skeleton, rotations, positions, motion.fps, motion.name)
+
+
+def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] | None = None):
+    """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate."""
+    rooted = rooted_motion(motion.resampled(config.fps), override)
+    mapping = find_mapping(rooted.skeleton, override)
+    toes = rooted.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+    velocities, angular_velocities = local_velocities(rooted.rotations, rooted.positions, config.fps)
+    return (rooted.skeleton, rooted.rotations, rooted.positions, velocities, angular_velocities,
+            foot_contacts(toes, config))
+
+
+def local_velocities(rotations: np.ndarray, positions: np.ndarray, fps: float):
+    """Forward differences of one clip's local values; the root's are turned into its own frame.
+
+    The last frame repeats its predecessor's rates.
+    """
+    velocities = np.empty_like(positions)
+    angular = np.empty_like(positions)
+    velocities[:-1] = (positions[1:] - positions[:-1]) * fps
+    angular[:-1] = quat.to_rotation_vector(quat.multiply_inverse(rotations[1:], rotations[:-1])) * fps
+    velocities[-1], angular[-1] = velocities[-2], angular[-2]
+    velocities[:, 0] = quat.inverse_rotate(rotations[:, 0], velocities[:, 0])
+    angular[:, 0] = quat.inverse_rotate(rotations[:, 0], angular[:, 0])
+    return velocities, angular
+
+
+def foot_contacts(toes: np.ndarray, config: DatabaseConfig) -> np.ndarray:
+    """(T, 2): a foot touches the ground when its toe joint is nearly still (§6.2) and near the clip's floor."""
+    speed = np.zeros(toes.shape[:2])
+    speed[1:] = np.linalg.norm(np.diff(toes, axis=0), axis=-1) * config.fps
+    speed[0] = speed[1] if len(speed) > 1 else 0.0
+    height = toes[..., 1] - floor_height(toes[..., 1])
+    return (speed < config.contact_speed_m_s) & (height < config.contact_height_m)
+
+
+def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfig(),
+                   mapping: dict[str, str] | None = None) -> PoseDatabase:
+    """The pose database of the given clips (mirrored copies appended when config.mirror); `mapping` overrides
+    the humanoid mapping {canonical joint: joint name} and is kept in the database for the solver."""
+    if not motions:
+        raise DatabaseError("no clips to build a database from")
+    clips = list(motions) + ([m.mirrored() for m in motions] if config.mirror else [])
+    parts, names, skeleton, skipped = [], [], None, []
+    for motion in clips:
+        if motion.duration < config.min_clip_s:
+            skipped.append(motion.name or "?")
+            continue
+        part = clip_poses(motion, config, mapping)
+        if skeleton is None:
+            skeleton = part[0]
+        elif part[0].names != skeleton.names or not np.array_equal(part[0].parents, skeleton.parents):
+            raise DatabaseError(f"clip {motion.name or '?'}: its skeleton ({len(part[0])} joints) differs from "
+                                f"the first clip's ({len(skeleton)} joints); one database holds one skeleton")
+        parts.append(part[1:])
+        names.append(motion.name)
+    if not parts:
+        raise DatabaseError(f"every clip is shorter than {config.min_clip_s} s, too short to match a trajectory "
+                            "one second ahead")
+    lengths = np.array([len(p[0]) for p in parts])
+    stops = np.cumsum(lengths)
+    arrays = [np.concatenate([p[i] for p in parts]) for i in range(5)]
+    return PoseDatabase(skeleton, *arrays, stops - lengths, stops, tuple(names), config.fps,
+                        tuple(config.height_range), {"config": describe(config), "skipped_short_clips": skipped,
+                                                     **({"mapping": dict(mapping)} if mapping else {})})
+
+
+def global_transforms(database: PoseDatabase) -> tuple[np.ndarray, np.ndarray]:
+    """Global rotations and positions (N, J, ...) of every pose, with each clip where it was captured."""
+    return forward_kinematics(database.skeleton.parents, database.rotations.astype(float),
+                              database.positions.astype(float))

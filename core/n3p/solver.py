@@ -1,0 +1,196 @@
+"""Neural3Points as a solver (Ye et al. §3-4 and §7, direct mode): the devices in, a full-body pose out.
+
+Per frame (`N3PSolver.step`, the live driver):
+1. devices: an untracked HMD holds its last pose (a non-finite or absurd sample counts as untracked, a time
+   step that is not finite, not positive or too long as a pause: plausibility.py); the controllers are turned into the joints they
+   imply (head, wrists: §7's input signals); untracked controllers, or all of them in HMD-only mode
+   (§8.2), are replaced by the predictor's own forecast o*;
+2. calibration: the user's standing head height (HMD height over the first half second, or given)
+   scales the signals to the model's body; the horizontal trajectory is scaled back on the way out;
+3. every 1/30 s the predictor steps (eq. 2) from the model's standing state; between steps the
+   body holds and only the IK follows the devices;
+4. the predicted orientations of the canonical joints pose the model's skeleton, the hips at the
+   predicted position;
+5. §7's IK: feet the predictor marks in contact are locked where they touched down (leg IK), and
+   the wrists are put on the controllers (arm IK; the hands keep the predicted orientation).
+`solve` (the offline driver) resamples a stream to 30 Hz and steps every sample through the same code.
+The physics-based normal mode (control policy, simulation, tracker correction) is not here; it would
+take the predictor's states (`N3PPredictor`) as its reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..anim.motion import Motion, forward_kinematics
+from ..config import DeviceOffsets, N3PConfig, SolverConfig
+from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
+from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
+from ..files.stream import ThreePointStream
+from ..ik.foot_lock import FootLock, Legs
+from ..ik.leg_ik import two_bone_ik
+from ..matching.solver import Solution, require_finite, standing_height
+from ..math import quat
+from ..rig.humanoid import find_mapping
+from .model import N3PModel, N3PPredictor, contacts_of
+from .state import FPS, global_pose, tracker_signals
+
+TICK_S = 1.0 / FPS
+STANDING_REFERENCE_S = 2.0
+STANDING_REFERENCE_HMD_M = 1.6
+"""The still headset's height for the standing reference when the user's is not given (signals are scaled to
+the model's body: any adult height serves)."""
+HANGING_CONTROLLERS_PER_HEIGHT = ((0.137, 0.535, -0.015), (-0.124, 0.522, -0.017))
+"""Left and right controller with the arms hanging, over the HMD's height, in the HMD's heading frame (x left,
+z forward, from the point under the HMD): medians over 1080 simulated frames of the training split where the
+body stands upright and the arm hangs within 32 degrees of straight down."""
+HANGING_CONTROLLER_ROTATIONS = ((0.054, -0.083, 0.987, -0.125), (0.155, -0.048, -0.979, 0.12))
+"""Their orientations (w, x, y, z) in the same frame: the mean over the same frames."""
+HEAD_CENTRE_FROM_HMD = SolverConfig.head_centre_from_hmd
+"""The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
+
+
+class N3PSolver:
+    """The pose predictor and its IK as a solver with motion matching's interface (`step`, `solve`)."""
+
+    method = "n3p"
+
+    def __init__(self, model: N3PModel, config: N3PConfig = N3PConfig(), standing_hmd_height_m: float | None = None,
+                 devices: DeviceOffsets = DeviceOffsets()):
+        self.model = model
+        self.config = config
+        self.devices = devices
+        self.offsets = device_offsets(devices)
+        self.skeleton = model.output.skeleton
+        self.mapping = find_mapping(self.skeleton)
+        self.fps = FPS
+        self.fixed_height = standing_hmd_height_m
+        self.legs = Legs.of(self.skeleton, self.mapping)
+        self.arms = np.array([[self.mapping[f"{s}_{j}"] for j in ("upper_arm", "forearm", "hand")] for s in "lr"])
+        self.reset()
+
+    def standing_motion(self) -> Motion:
+        """The predictor standing still for STANDING_REFERENCE_S under a level headset, the controllers held with
+        the arms hanging: where live retargeting reads this skeleton's standing reference (its rest pose need
+        not stand, and there is no database to read one from)."""
+        height = self.fixed_height or STANDING_REFERENCE_HMD_M
+        frames = int(STANDING_REFERENCE_S * FPS)
+        positions = np.zeros((frames, 3, 3))
+        positions[:, 0, 1] = height
+        positions[:, 1:] = height * np.array(HANGING_CONTROLLERS_PER_HEIGHT)
+        level = quat.from_yaw(np.pi)  # the HMD looking along +Z: its heading frame is the world's
+        rotations = np.broadcast_to(np.vstack([level, quat.normalize(np.array(HANGING_CONTROLLER_ROTATIONS))]),
+                                    (frames, 3, 4))
+        still = ThreePointStream(np.arange(frames) / FPS, positions, rotations, np.ones((frames, 3), bool))
+        return N3PSolver(self.model, self.config, height, self.devices).solve(still).motion
+
+    def reset(self, standing_hmd_height_m: float | None = None) -> None:
+        """Forget the user: the next step starts the avatar standing under the HMD."""
+        self.predictor = N3PPredictor(self.model)
+        self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
+        self.standing_height_m = standing_hmd_height_m or self.fixed_height
+        self.height_samples: list[float] = []
+        self.elapsed_s = 0.0
+        self.since_tick_s = np.inf
+        self.hmd: tuple | None = None
+        self.prediction = None
+        self.rejected_samples = 0
+        """Device samples flagged tracked that were not usable (non-finite, absurd) and counted as untracked."""
+        self.paused_steps = 0
+        """Steps whose dt was not finite, not positive or too long, taken as one tick."""
+
+    def scale(self, hmd_height: float, sample: bool = True) -> float:
+        """The model's standing head height over the user's (the HMD sits hmd_from_head above the head joint);
+        `sample` False: this frame's HMD sample was rejected and is not measured."""
+        height = self.standing_height_m
+        if height is None:
+            if sample and (self.elapsed_s < self.config.calibration_s or not self.height_samples):
+                self.height_samples.append(hmd_height)
+            height = float(np.mean(self.height_samples))
+        return self.model.standing_head_m / max(height - self.devices.hmd_from_head[1], 0.5)
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
+        """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
+        positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
+        tracked = np.array(tracked, dtype=bool)
+        usable = usable_samples(positions, rotations, tracked)
+        rejected = tracked & ~usable
+        if rejected.any():
+            self.rejected_samples += int(rejected.sum())
+            positions[~usable], rotations[~usable], tracked = np.nan, np.nan, usable
+        if tracked[0]:
+            self.hmd = (positions[0].copy(), rotations[0].copy())
+        elif self.hmd is None:
+            raise ValueError("the HMD has not been tracked yet: the predictor needs its pose to place the avatar")
+        positions[0], rotations[0] = self.hmd
+        tracked[0] = True
+        if self.config.hmd_only:
+            tracked[1:] = False
+        dt, paused = step_seconds(dt, TICK_S)
+        self.paused_steps += paused
+        scale = self.scale(positions[0, 1], not rejected[0])
+        self.elapsed_s += dt
+
+        signals = tracker_signals(np.where(tracked[:, None], positions, 0.0),
+                                  np.where(tracked[:, None], rotations, quat.identity()), self.devices)
+        signals[:, :3] *= scale
+        if self.prediction is None:
+            yaw = float(quat.yaw_of_direction(hmd_forward(rotations[0])))
+            self.predictor.reset(np.array([signals[0, 0], signals[0, 2], yaw]))
+        self.since_tick_s += dt
+        if self.since_tick_s >= TICK_S - 1e-6:
+            self.prediction = self.predictor.step(signals, tracked)
+            self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
+        return self.pose(positions, rotations, tracked, scale, dt)
+
+    def pose(self, positions, rotations, tracked, scale: float, dt: float) -> Motion:
+        """The last prediction on the model's skeleton with the IK of §7 toward this frame's devices."""
+        g_up, g_lo, frame = self.prediction
+        world_rotations, world_positions = global_pose(frame, g_up, g_lo, self.model.reference)
+        hips = world_positions[0].copy()
+        hips[[0, 2]] /= scale
+        motion = self.model.output.motion(world_rotations[None], hips[None], self.fps)
+        local_rotations, local_positions = motion.rotations[0], motion.positions[0]
+        if self.config.foot_lock:
+            self.legs.plant(local_rotations, local_positions, self.foot_lock, contacts_of(g_lo), dt)
+        if self.config.hand_ik and tracked[1:].any():
+            wrists = joints_from_devices(positions, rotations, self.offsets)[1:]
+            self.reach(local_rotations, local_positions, wrists, tracked[1:])
+        return Motion(self.skeleton, local_rotations[None], local_positions[None], self.fps)
+
+    def reach(self, rotations: np.ndarray, positions: np.ndarray, wrists: np.ndarray, tracked: np.ndarray) -> None:
+        """Arm IK: turn upper arm and forearm so each tracked wrist reaches its target; the hand keeps its orientation."""
+        global_rotations, global_positions = forward_kinematics(self.skeleton.parents, rotations[None], positions[None])
+        global_rotations, global_positions = global_rotations[0], global_positions[0]
+        arms = self.arms[tracked]
+        upper, fore = two_bone_ik(global_positions[arms[:, 0]], global_positions[arms[:, 1]],
+                                  global_positions[arms[:, 2]], wrists[tracked],
+                                  global_rotations[arms[:, 0]], global_rotations[arms[:, 1]])
+        rotations[arms[:, 0]] = quat.inverse_multiply(global_rotations[self.skeleton.parents[arms[:, 0]]], upper)
+        rotations[arms[:, 1]] = quat.inverse_multiply(upper, fore)
+        rotations[arms[:, 2]] = quat.inverse_multiply(fore, global_rotations[arms[:, 2]])
+
+    def solve(self, stream: ThreePointStream):
+        """The offline driver: resample to 30 Hz, calibrate on the first half second, step every sample."""
+        stream = without_unusable_samples(stream)[0].resampled(self.fps)
+        height = self.fixed_height or standing_height(stream, self.config.calibration_s)
+        first = int(np.flatnonzero(stream.tracked[:, 0])[0])
+        self.reset(height)
+        frames = []
+        for t in range(first, len(stream)):
+            dt = stream.times[t] - stream.times[t - 1] if t > first else TICK_S
+            frames.append(self.step(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+        frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
+        motion = Motion(self.skeleton, np.concatenate([f.rotations for f in frames]),
+                        np.concatenate([f.positions for f in frames]), self.fps, "n3p")
+        require_finite(motion, stream)
+        count = len(motion)
+        held = np.maximum.accumulate(np.where(stream.tracked[:, 0], np.arange(count), first))
+        targets = head_on_floor(stream.positions[held, 0], stream.rotations[held, 0], HEAD_CENTRE_FROM_HMD)
+        return Solution(motion, stream, np.zeros(count, int), np.zeros(count, int), targets,
+                        np.zeros(count, bool), height, self.method)
+
+
+def load_n3p_solver(model_path=None, config: N3PConfig = N3PConfig(),
+                    standing_hmd_height_m: float | None = None) -> N3PSolver:
+    """A Neural3Points solver over a model file (None: the shipped model)."""
+    return N3PSolver(N3PModel.load(model_path) if model_path else N3PModel.load(), config, standing_hmd_height_m)

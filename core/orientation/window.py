@@ -1,0 +1,190 @@
+"""Body orientation from a window of device history: an MLP over the last two seconds of the three devices.
+
+The paper's network (orientation.py, MMVR §4) sees one frame and its own previous answer; the motions it
+cannot tell apart (sideways and backward walking, bows) differ in how the devices move over a step or
+two. This model sees TAPS frames of the past two seconds at once, each as 12 vectors
+(FRAME_VECTORS): where the HMD was against where it is now, each hand against the HMD, the three
+devices' velocities and the first two axes of each device's rotation. All of them are turned into the
+current frame's heading frame (the HMD's forward on the floor, as the paper's), so the answer does not
+depend on where the scene faces or stands. There is no feedback: the output is the body's yaw against
+the heading, as (cos, sin), for every frame on its own, so the offline driver runs the whole stream in
+a few matrix products and the live one keeps a ring of past frames.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..files.atomic import write_npz
+from ..files.npz_archive import read_npz
+from ..math import quat
+from .mmvr import SHIPPED_MODEL, OrientationModel, OrientationModelError
+
+FRAME_VECTORS = ("hmd_position", "left_from_hmd", "right_from_hmd", "hmd_velocity", "left_velocity",
+                 "right_velocity", "hmd_x", "hmd_y", "left_x", "left_y", "right_x", "right_y")
+"""The 3-vectors of one frame, in world coordinates until a window turns them into its heading frame."""
+VECTOR_COUNT = len(FRAME_VECTORS)
+TAPS = (0, 2, 4, 7, 10, 14, 18, 23, 28, 34, 40, 50, 60, 75, 90, 120)
+"""Frames back (at 60 fps) that a window reads: dense over the last step, sparser to two seconds.
+Before a stream has that much history the oldest frame stands in for the missing ones."""
+HIDDEN_UNITS = (96, 64)
+CHUNK_FRAMES = 512
+"""Frames per batch in the offline driver: its windows (2.4 MB) stay in cache, and memory stays bounded."""
+
+
+def frame_vectors(positions: np.ndarray, rotations: np.ndarray, fps: float,
+                  previous_positions: np.ndarray | None = None) -> np.ndarray:
+    """Per-frame vectors (T, 12, 3) in world coordinates, FRAME_VECTORS order, from device poses (T, 3, 3), (T, 3, 4).
+
+    Velocities are backward differences; the first frame's predecessor is `previous_positions` when given
+    (live stepping), else the frame itself (zero velocity), so that both drivers see the same numbers.
+    """
+    vectors = np.empty((len(positions), VECTOR_COUNT, 3))
+    vectors[:, 0] = positions[:, 0]
+    vectors[:, 1:3] = positions[:, 1:] - positions[:, :1]
+    vectors[:, 3:6] = positions
+    vectors[1:, 3:6] -= positions[:-1]
+    vectors[0, 3:6] -= positions[0] if previous_positions is None else previous_positions
+    vectors[:, 3:6] *= fps
+    # Each device's x and y columns, as rows.
+    vectors[:, 6:] = np.swapaxes(quat.to_matrix(rotations)[..., :2], -1, -2).reshape(len(positions), 6, 3)
+    return vectors
+
+
+def window_inputs(windows: np.ndarray, heading: np.ndarray) -> np.ndarray:
+    """Network inputs (T, TAPS * 36) from windows of frame vectors (T, K, 12, 3), tap 0 the current frame,
+    and the current frames' heading matrices (T, 3, 3): the HMD's past positions taken from its current one,
+    every vector turned into the heading frame (a row vector times H is H^T v). `windows` is scratch: both
+    drivers gather it afresh, and its HMD positions are changed in place."""
+    windows[:, :, 0] -= windows[:, :1, 0]
+    return (windows.reshape(len(windows), -1, 3) @ heading).reshape(len(windows), -1)
+
+
+def hmd_heading(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Heading matrices (T, 3, 3) and yaws (T,) from frame vectors (T, 12, 3): the HMD looks along -Z = -(x × y)
+    of its axes, whose floor projection's yaw is atan2 of its x and z components."""
+    x, y = vectors[:, 6], vectors[:, 7]
+    yaw = np.arctan2(x[:, 2] * y[:, 1] - x[:, 1] * y[:, 2], x[:, 1] * y[:, 0] - x[:, 0] * y[:, 1])
+    cos, sin = np.cos(yaw), np.sin(yaw)
+    heading = np.zeros((len(yaw), 3, 3))
+    heading[:, 0, 0] = heading[:, 2, 2] = cos
+    heading[:, 0, 2], heading[:, 2, 0], heading[:, 1, 1] = sin, -sin, 1.0
+    return heading, yaw
+
+
+def yaw_6d(yaw: np.ndarray) -> np.ndarray:
+    """World 6D (..., 6) of yaw-only rotations: columns (cos, 0, -sin) and (0, 1, 0)."""
+    yaw = np.asarray(yaw, dtype=float)
+    zero = np.zeros_like(yaw)
+    return np.stack([np.cos(yaw), zero, -np.sin(yaw), zero, zero + 1.0, zero], axis=-1)
+
+
+@dataclass
+class WindowOrientationModel:
+    """The MLP over a window: `layers` are (W (in, out), b (out,)) pairs, ReLU between, output (cos, sin) of the
+    body's yaw against the heading; inputs normalised by `input_mean` and `input_std`."""
+
+    layers: list[tuple[np.ndarray, np.ndarray]]
+    input_mean: np.ndarray
+    input_std: np.ndarray
+    taps: np.ndarray = field(default_factory=lambda: np.array(TAPS))
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        # Normalisation folded into the first layer: ((x - mean) / std) W + b = x (W / std) + (b - (mean / std) W).
+        w, b = self.layers[0]
+        self._pass = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w), *self.layers[1:]]
+        self.taps = np.asarray(self.taps, dtype=int)
+
+    def forward(self, inputs: np.ndarray) -> np.ndarray:
+        """Raw outputs (T, 2) for inputs (T, taps * 36)."""
+        h = inputs @ self._pass[0][0] + self._pass[0][1]
+        for w, b in self._pass[1:]:
+            h = np.maximum(h, 0.0, out=h) @ w + b
+        return h
+
+    def body_yaw(self, inputs: np.ndarray, heading_yaw: np.ndarray) -> np.ndarray:
+        """World body yaws (T,) from inputs and the heading's yaws (T,)."""
+        out = self.forward(inputs)
+        return heading_yaw + np.arctan2(out[:, 1], out[:, 0])
+
+    def predict(self, positions: np.ndarray, rotations: np.ndarray, fps: float) -> np.ndarray:
+        """World 6D body orientations (T, 6) of a whole stream (offline driver)."""
+        vectors = frame_vectors(positions, rotations, fps)
+        heading, heading_yaw = hmd_heading(vectors)
+        frames = np.arange(len(positions))
+        yaw = np.empty(len(positions))
+        for start in range(0, len(positions), CHUNK_FRAMES):
+            t = frames[start:start + CHUNK_FRAMES]
+            windows = vectors[np.maximum(t[:, None] - self.taps[None], 0)]
+            yaw[t] = self.body_yaw(window_inputs(windows, heading[t]), heading_yaw[t])
+        return yaw_6d(yaw)
+
+    def predictor(self) -> "WindowOrientationPredictor":
+        return WindowOrientationPredictor(self)
+
+    def save(self, path: str | Path) -> None:
+        """Weights as float32 (the model file stays small), with `taps` and the `info` record."""
+        arrays = {"input_mean": self.input_mean.astype(np.float32), "input_std": self.input_std.astype(np.float32),
+                  "taps": self.taps.astype(np.int32)}
+        for i, (w, b) in enumerate(self.layers):
+            arrays[f"w{i}"], arrays[f"b{i}"] = w.astype(np.float32), b.astype(np.float32)
+        write_npz(path, compressed=False, info=np.array(json.dumps(self.info)), **arrays)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "WindowOrientationModel":
+        with read_npz(path, "an orientation model", OrientationModelError) as archive:
+            taps = archive.array("taps", ("taps",), kind="i").astype(int)
+            count = sum(1 for k in archive.files if k.startswith("w"))
+            layers = [(archive.array(f"w{i}", (f"in{i}", f"in{i + 1}")).astype(np.float64),
+                       archive.array(f"b{i}", (f"in{i + 1}",)).astype(np.float64)) for i in range(count)]
+            inputs = len(taps) * VECTOR_COUNT * 3
+            if not layers or layers[0][0].shape[0] != inputs or layers[-1][0].shape[1] != 2:
+                sizes = (layers[0][0].shape[0], layers[-1][0].shape[1]) if layers else (0, 0)
+                raise OrientationModelError(f"{path}: window model maps {sizes[0]} inputs to {sizes[1]}, "
+                                            f"expected {inputs} ({len(taps)} taps) to 2")
+            if taps[0] != 0 or np.any(np.diff(taps) <= 0):
+                raise OrientationModelError(f"{path}: taps must start at 0 and increase, not {taps.tolist()}")
+            return cls(layers, archive.array("input_mean", ("in0",)).astype(np.float64),
+                       archive.array("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"))
+
+
+class WindowOrientationPredictor:
+    """Stateful per-frame prediction (live driver): a ring of the last frames' vectors, same pass as `predict`."""
+
+    def __init__(self, model: WindowOrientationModel):
+        self.model = model
+        self.length = int(model.taps[-1]) + 1
+        self.steady_slots = -model.taps % self.length  # plus the frame count, once the window is full
+        self.reset()
+
+    def reset(self, body_6d: np.ndarray | None = None) -> None:
+        """Forget the history (the window starts again from the next frame; `body_6d` is not needed)."""
+        self.ring = np.zeros((self.length, VECTOR_COUNT, 3))
+        self.count = 0
+        self.previous_positions = None
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:
+        """World 6D (6,) from one sample of device poses (3, 3) and (3, 4), `dt` seconds after the last."""
+        vectors = frame_vectors(positions[None], rotations[None], 1.0 / dt, self.previous_positions)
+        self.ring[self.count % self.length] = vectors[0]
+        self.previous_positions = positions
+        if self.count >= self.length:
+            slots = (self.steady_slots + self.count) % self.length
+        else:
+            slots = np.maximum(self.count - self.model.taps, 0)
+        self.count += 1
+        heading, heading_yaw = hmd_heading(vectors)
+        yaw = float(self.model.body_yaw(window_inputs(self.ring[slots][None], heading), heading_yaw)[0])
+        return np.array([math.cos(yaw), 0.0, -math.sin(yaw), 0.0, 1.0, 0.0])
+
+
+def load_orientation_model(path: str | Path = SHIPPED_MODEL):
+    """An orientation model file of either kind: a window model (it has `taps`) or the paper's network."""
+    with read_npz(path, "an orientation model", OrientationModelError) as archive:
+        window = "taps" in archive.files
+    return WindowOrientationModel.load(path) if window else OrientationModel.load(path)

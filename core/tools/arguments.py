@@ -1,0 +1,59 @@
+"""The command line's shared options, declared once: the data a command reads and which of its files,
+`--mocap`, `--json`; and the progress line an evaluation prints.
+
+Every command module adds its parser with one hook, `add_command(group)`, on its group's subparsers
+(`train`, `eval`, or the top level for `bench` and `demo`).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..files.mocap import activity, find_bvh_files, split_by_file
+
+
+def add_data_arguments(parser, use: str | None = None, split: bool = True) -> None:
+    """`--data` (BVH files or folders; `use` says which of them a command reads) and, for evaluations, `--split`."""
+    parser.add_argument("--data", nargs="+", required=True,
+                        help="BVH files or folders" + (f" ({use})" if use else ""))
+    if split:
+        parser.add_argument("--split", choices=("validation", "all"), default="validation",
+                            help="evaluate the validation files of the data (default) or all of them")
+
+
+def add_selection_arguments(parser) -> None:
+    """The `--activities` and `--limit` options that `selected_files` reads."""
+    parser.add_argument("--activities", nargs="+", help="only clips of these activities (e.g. walk run)")
+    parser.add_argument("--limit", type=int, default=0, help="only the first N clips (0: all)")
+
+
+def add_mocap_argument(parser) -> None:
+    """`--mocap`: the folder the built-in default data comes from."""
+    parser.add_argument("--mocap", help="folder of BVH files (default: $VR_AVATAR_MOCAP or ../shared/data/bandai)")
+
+
+def add_json_argument(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def evaluation_files(args) -> list[Path]:
+    """The BVH files that `--data` and `--split` select."""
+    files = find_bvh_files(args.data)
+    return split_by_file(files)[1] if args.split == "validation" else files
+
+
+def selected_files(args) -> list[Path]:
+    """The evaluation files, narrowed by `--activities` and `--limit`; an error if none is left."""
+    files = evaluation_files(args)
+    if args.activities:
+        files = [f for f in files if activity(f.stem) in args.activities]
+    if args.limit:
+        files = files[: args.limit]
+    if not files:
+        raise ValueError("no clips to evaluate (check --data, --split and --activities)")
+    return files
+
+
+def print_progress(done: int, total: int, name: str) -> None:
+    """One overwritten line on stderr per file an evaluation has finished."""
+    print(f"\r  {done}/{total} {name[:50]:50s}", end="" if done < total else "\n", file=sys.stderr)

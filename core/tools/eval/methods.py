@@ -1,0 +1,167 @@
+"""Side by side: motion matching (MMVR) and the Neural3Points predictor (direct mode) on the same simulated streams.
+
+Each clip becomes a stream with look-around; every method solves it; the output is scored with SPEC
+§5 against the clip. Methods (SPEC §4 keys): `mm` (the motion-matching solver with its defaults),
+`n3p` (the shipped predictor with its IK) and `n3p_hmd_only` (the same model ignoring the
+controllers, §8.2); `n3p_mm_legs` (hybrid_solver.py, an experiment, on request). With `--attachment-noise` every method also solves streams whose controllers are
+held differently from what the solvers assume (random per clip: up to 3 cm off the grip, turned up
+to 15°), each starting with the calibration gesture (calibration.py), as `<method>+noise` (calibrated,
+the default solve) and `<method>+noise_uncalibrated`; the gesture's frames are not scored.
+Figures are frame-weighted means over the clips, per activity and per file, with `foot_skate_ratio`
+(the method's foot skating over the truth's);
+`ms_per_frame` is per frame of each method's own rate (`fps`: 60 for mm, 30 for n3p). The plot is
+the paper's Figures 6-7 for these methods: foot skating per test set (here each activity of the
+validation files), the ground truth's beside it, contacts from the toe height (Figure 7's reading).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ...config import CalibrationConfig, N3PConfig, SimulationConfig, SolverConfig
+from ...files.atomic import check_outputs, save_figure
+from ...files.bvh import read_bvh
+from ...files.mocap import default_database_files, find_bvh_files
+from ...matching.pose_database import PoseDatabase, build_database
+from ...matching.solver import Solver
+from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
+from ...n3p.solver import N3PSolver
+from ...orientation.window import load_orientation_model
+from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
+from .hybrid_solver import MatchedLegsSolver
+from .matching import LOOK_AROUND_DEG, METRICS, score_solvers
+
+METHODS = ("mm", "n3p", "n3p_hmd_only", "n3p_mm_legs")
+DEFAULT_METHODS = ("mm", "n3p", "n3p_hmd_only")
+ATTACHMENT_NOISE = {"attachment_noise_m": 0.03, "attachment_noise_deg": 15.0, "calibration_pose_s": 2.0}
+"""Issue 28's devices held differently (per clip, random), and the calibration gesture before each clip."""
+NOISE_ROWS = {"+noise": CalibrationConfig(), "+noise_uncalibrated": None}
+PLOTTED = {"foot_skate_cm_s": "foot skating (cm/s, SPEC §5)", "mpjpe_cm": "MPJPE (cm)"}
+PAPER = {"mpjpe_cm": 5.52, "mpjpe_cm_upper": 3.76, "mpjpe_cm_lower": 7.88}
+"""Neural3Points Table 2, direct mode, on its own data (a 30 s held-out walk with waving)."""
+
+
+def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
+    made = {}
+    for method in methods:
+        if method == "mm":
+            made[method] = Solver([database], SolverConfig(), load_orientation_model())
+        elif method == "n3p":
+            made[method] = N3PSolver(model)
+        elif method == "n3p_hmd_only":
+            made[method] = N3PSolver(model, N3PConfig(hmd_only=True))
+        elif method == "n3p_mm_legs":
+            made[method] = MatchedLegsSolver(N3PSolver(model), Solver([database], SolverConfig(),
+                                                                      load_orientation_model()))
+        else:
+            raise ValueError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")
+    return made
+
+
+def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFAULT_METHODS,
+             simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), progress=None,
+             attachment_noise: bool = False) -> dict:
+    """Figures per method (and with `attachment_noise` its NOISE_ROWS), per activity and per file."""
+    made = solvers(methods, database, model)
+    result = score_solvers(files, made, simulation, progress)
+    if attachment_noise:
+        noisy = replace(simulation, **ATTACHMENT_NOISE)
+        for suffix, calibration in NOISE_ROWS.items():
+            rows = score_solvers(files, made, noisy, progress, calibration)
+            result.update({method + suffix: rows[method] for method in made})
+    result["paper_n3p_direct"] = PAPER
+    return result
+
+
+def rows_of(result: dict) -> list[str]:
+    """The method rows of an evaluate() result, in order."""
+    return [key for key, value in result.items() if isinstance(value, dict) and "activities" in value]
+
+
+def plot_per_activity(result: dict, methods, path: Path, metric: str = "foot_skate_cm_s") -> None:
+    """Grouped bars: `metric` per activity for each method (Figures 6-7), the ground truth beside foot skating."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    activities = list(result[methods[0]]["activities"])
+    series = {m: [result[m]["activities"][a][metric] for a in activities] for m in methods}
+    if metric == "foot_skate_cm_s":
+        series["ground truth"] = [result[methods[0]]["activities"][a]["foot_skate_gt_cm_s"] for a in activities]
+    figure, axes = pyplot.subplots(figsize=(max(7.0, 0.2 * len(activities) * len(series) + 3), 4.5))
+    width = 0.8 / len(series)
+    x = np.arange(len(activities))
+    for k, (name, values) in enumerate(series.items()):
+        axes.bar(x + (k - (len(series) - 1) / 2) * width, values, width, label=name)
+    axes.set_xticks(x, activities, rotation=30, ha="right")
+    axes.set_ylabel(PLOTTED[metric])
+    axes.set_title(f"{PLOTTED[metric].split(' (')[0]} per activity and method")
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    try:
+        save_figure(path, figure, dpi=100)
+    finally:
+        pyplot.close(figure)
+
+
+def mpjpe_plot(path: str | None) -> str | None:
+    """The MPJPE plot written beside the foot-skating plot `path`."""
+    return str(Path(path).with_name(Path(path).stem + "_mpjpe.png")) if path else None
+
+
+def run(args) -> int:
+    """Solve simulated streams with motion matching and Neural3Points; score both against the clips (SPEC §5)."""
+    check_outputs([args.plot or None, mpjpe_plot(args.plot)], [args.db, args.model], make_folders=True)
+    database = PoseDatabase.load(args.db) if {"mm", "n3p_mm_legs"} & set(args.methods) and args.db else None
+    files = selected_files(args)
+    if {"mm", "n3p_mm_legs"} & set(args.methods):
+        if database is None:
+            chosen = default_database_files(find_bvh_files(args.data))
+            print(f"eval full: building the default database from {len(chosen)} training clips (--db to reuse one)",
+                  file=sys.stderr)
+            database = build_database([read_bvh(f) for f in chosen])
+    model = N3PModel.load(args.model or N3P_MODEL)
+    print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
+    result = evaluate(files, database, model, args.methods, SimulationConfig(look_around_deg=args.look_around),
+                      print_progress, args.attachment_noise)
+    for method in rows_of(result):
+        figures = result[method]
+        print(f"{method:26s} " + " ".join(f"{k}={figures[k]}" for k in METRICS + (
+            "foot_skate_gt_cm_s", "foot_skate_ratio", "ms_per_frame")), file=sys.stderr)
+    if args.plot:
+        plots = {"foot_skate_cm_s": Path(args.plot), "mpjpe_cm": Path(mpjpe_plot(args.plot))}
+        try:
+            for metric, path in plots.items():
+                plot_per_activity(result, rows_of(result), path, metric)
+            result["plot"], result["plot_mpjpe"] = str(plots["foot_skate_cm_s"]), str(plots["mpjpe_cm"])
+        except ImportError as error:
+            result["plot_missing"] = f"matplotlib is not installed ({error})"
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return 0
+
+
+def add_command(eval_group) -> None:
+    parser = eval_group.add_parser("full", help=run.__doc__, description=__doc__)
+    add_data_arguments(parser)
+    parser.add_argument("--db", help="motion-matching database (default: built from the data's training locomotion)")
+    parser.add_argument("--model", help="Neural3Points model file (default: the shipped assets/n3p.npz)")
+    parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), choices=METHODS,
+                        help="methods to run (default: all but n3p_mm_legs, the predictor with motion matching's "
+                             "legs, an experiment: docs/default_method.md)")
+    parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
+                        help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
+    parser.add_argument("--attachment-noise", action="store_true",
+                        help="also solve with the controllers held up to 3 cm and 15 deg off, after the calibration "
+                             "gesture: rows METHOD+noise (calibrated) and METHOD+noise_uncalibrated")
+    add_selection_arguments(parser)
+    parser.add_argument("--plot", default="out/eval_full_foot_skate.png",
+                        help="foot-skating plot per activity (PNG; '' for none); the MPJPE plot goes beside it as "
+                             "NAME_mpjpe.png")
+    add_json_argument(parser)
+    parser.set_defaults(run=run)

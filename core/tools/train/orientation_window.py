@@ -1,0 +1,354 @@
+"""Training the window orientation model (orientation_window.py) in torch, exported for numpy inference.
+
+Data: three-point streams simulated at 60 fps from mocap with look-around, every training file in
+several copies (Augmentation: every other one mirrored), each with its own playback speed, body size,
+arm proportions, device attachment errors, controller latency and look-around. Each sample is one
+frame, the ambiguous activities drawn more often (EMPHASISED): its window of past frames is gathered
+and turned into the frame's heading frame as the numpy model does, and the loss is the chord between
+the unit output and the truth's (cos, sin) against the heading, about the angle itself, so the mean
+angle error is what is minimised. AdamW, cosine-decayed rate, noise on the normalised inputs.
+Training is resumable: a checkpoint beside the output after every epoch, `--minutes` to stop early.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...anim.character import body_yaw
+from ...anim.motion import Motion
+from ...config import SimulationConfig
+from ...devices.simulate import simulate_stream
+from ...files.bvh import read_bvh
+from ...files.mocap import activity
+from ...math import quat
+from ...orientation.window import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
+    hmd_heading, window_inputs
+
+BATCH_SIZE = 256
+LEARNING_RATE = 1e-3
+WEIGHT_DECAY = 1e-4
+TRAINING_LOOK_AROUND_DEG = 60.0
+EMPHASISED = {"walk-left": 3.0, "walk-right": 3.0, "walk-back": 3.0, "bow": 2.0, "call": 2.0}
+"""Activities whose frames are drawn this many times as often: the motions one frame does not tell apart."""
+INPUT_NOISE = 0.05
+"""Standard deviation of the noise added to the normalised inputs while training (a regulariser)."""
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """Ranges of the per-copy augmentation (uniform draws; zero disables one)."""
+
+    copies: int = 4
+    """Copies of every training file, every other one mirrored, each with its own draws and look-around."""
+
+    speed: tuple[float, float] = (0.8, 1.25)
+    """Playback speed of the clip."""
+    size: tuple[float, float] = (0.85, 1.15)
+    """Scale of the whole body (every position)."""
+    arm: tuple[float, float] = (0.85, 1.15)
+    """Scale of the hands' offsets from the HMD (arm length and shoulder width against height)."""
+    attachment_deg: float = 6.0
+    """Standard deviation of each device's fixed rotation error about each axis."""
+    attachment_m: float = 0.015
+    """Standard deviation of each device's fixed position error along each axis (in its own frame)."""
+    latency_frames: int = 2
+    """The controllers lag the HMD by 0 to this many frames."""
+
+
+@dataclass
+class WindowClip:
+    """One simulated stream: device poses, frame vectors (T, 12, 3), headings (T, 3, 3) and yaws, truth yaw."""
+
+    name: str
+    positions: np.ndarray
+    rotations: np.ndarray
+    vectors: np.ndarray
+    headings: np.ndarray
+    heading_yaw: np.ndarray
+    truth_yaw: np.ndarray
+
+
+def augmented_devices(positions, rotations, rng, augmentation: Augmentation):
+    """Device poses with the arm scale, attachment errors and controller latency of one random draw."""
+    positions, rotations = positions.copy(), rotations.copy()
+    arm = rng.uniform(*augmentation.arm)
+    positions[:, 1:] = positions[:, :1] + arm * (positions[:, 1:] - positions[:, :1])
+    error = quat.from_rotation_vector(rng.normal(0.0, np.radians(augmentation.attachment_deg), (3, 3)))
+    shift = rng.normal(0.0, augmentation.attachment_m, (3, 3))
+    positions = positions + quat.rotate(rotations, shift)
+    rotations = quat.multiply(rotations, error)
+    lag = rng.integers(0, augmentation.latency_frames + 1)
+    if lag:
+        for array in (positions, rotations):
+            array[lag:, 1:] = array[:-lag, 1:].copy()
+            array[:lag, 1:] = array[lag, 1:]
+    return positions, rotations
+
+
+def window_clip(name, positions, rotations, truth_yaw, fps: float = 60.0) -> WindowClip:
+    vectors = frame_vectors(positions, rotations, fps)
+    heading, heading_yaw = hmd_heading(vectors)
+    return WindowClip(name, positions, rotations, vectors.astype(np.float32), heading.astype(np.float32), heading_yaw,
+                      truth_yaw)
+
+
+def prepare_window_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DEG, seed: int = 0,
+                         augmentation: Augmentation | None = None, fps: float = 60.0, progress=None):
+    """Simulated streams of BVH files: as recorded only, or (with `augmentation`) its copies, every other one
+    mirrored, each with its own random speed, size, arm scale, attachment errors, latency and look-around."""
+    clips = []
+    for i, path in enumerate(files):
+        motion = read_bvh(path)
+        mirrored = motion.mirrored() if augmentation else None
+        variants = [mirrored if v % 2 else motion for v in range(augmentation.copies)] if augmentation else [motion]
+        for v, variant in enumerate(variants):
+            rng = np.random.default_rng([seed, i, v])
+            if augmentation:
+                speed = rng.uniform(*augmentation.speed)
+                variant = Motion(variant.skeleton, variant.rotations, variant.positions, variant.fps * speed,
+                                 variant.name).scaled(rng.uniform(*augmentation.size))
+            config = SimulationConfig(fps=fps, look_around_deg=look_around_deg,
+                                      seed=seed * 100003 + 2 * i + v if v < 2 else int(rng.integers(2 ** 31)))
+            simulated = simulate_stream(variant, config)
+            positions, rotations = simulated.stream.positions, simulated.stream.rotations
+            if augmentation:
+                positions, rotations = augmented_devices(positions, rotations, rng, augmentation)
+            yaw = body_yaw(simulated.truth.global_positions(), simulated.mapping)
+            clips.append(window_clip(variant.name, positions, rotations, yaw, fps))
+        if progress:
+            progress(i + 1, len(files))
+    return clips
+
+
+def angle_errors_deg(model, clip, fps: float = 60.0) -> np.ndarray:
+    """Per-frame absolute yaw error (degrees) of any orientation model (`predict` gives world 6D) on a clip."""
+    from ...orientation.mmvr import facing_yaw
+
+    predicted = facing_yaw(model.predict(clip.positions, clip.rotations, fps))
+    return np.degrees(np.abs((predicted - clip.truth_yaw + np.pi) % (2 * np.pi) - np.pi))
+
+
+class StackedFrames:
+    """All clips end to end: vectors, headings, targets (cos, sin of the truth against the heading), clip starts."""
+
+    def __init__(self, clips: list[WindowClip]):
+        self.vectors = np.concatenate([c.vectors for c in clips])
+        self.headings = np.concatenate([c.headings for c in clips])
+        relative = np.concatenate([c.truth_yaw - c.heading_yaw for c in clips])
+        self.targets = np.stack([np.cos(relative), np.sin(relative)], axis=1).astype(np.float32)
+        self.starts = np.concatenate([np.full(len(c.vectors), s) for c, s in
+                                      zip(clips, np.cumsum([0] + [len(c.vectors) for c in clips[:-1]]))])
+        weights = np.concatenate([np.full(len(c.vectors), EMPHASISED.get(activity(c.name.removesuffix("_mirror")), 1.0))
+                                  for c in clips])
+        self.cumulative = np.cumsum(weights) / weights.sum()
+
+    def draw(self, rng, count: int) -> np.ndarray:
+        """Random frames, those of EMPHASISED activities as often as their weight says."""
+        return np.minimum(np.searchsorted(self.cumulative, rng.random(count), side="right"), len(self.cumulative) - 1)
+
+    def window_index(self, frames: np.ndarray, taps: np.ndarray) -> np.ndarray:
+        """(B, K) frame indices of each frame's taps, the clip's first frame standing in before it."""
+        return np.maximum(frames[:, None] - taps[None], self.starts[frames][:, None])
+
+
+def torch_window_inputs(vectors, headings, index):
+    """window_inputs in torch: vectors (N, 12, 3), headings (N, 3, 3), index (B, K) with column 0 the frames."""
+    import torch
+
+    windows = vectors[index]
+    windows = torch.cat([windows[:, :, :1] - windows[:, :1, :1], windows[:, :, 1:]], dim=2)
+    batch = windows.shape[0]
+    return torch.bmm(windows.reshape(batch, -1, 3), headings[index[:, 0]]).reshape(batch, -1)
+
+
+def build_network(inputs: int, hidden=HIDDEN_UNITS):
+    import torch
+
+    layers, width = [], inputs
+    for units in hidden:
+        layers += [torch.nn.Linear(width, units), torch.nn.ReLU()]
+        width = units
+    layers.append(torch.nn.Linear(width, 2))
+    return torch.nn.Sequential(*layers)
+
+
+def chord_loss(output, target):
+    """Mean distance between the unit output and the unit target: 2 sin(angle / 2), about the angle itself."""
+    import torch
+
+    unit = torch.nn.functional.normalize(output, dim=1, eps=1e-6)
+    return torch.mean(torch.sqrt(torch.sum((unit - target) ** 2, dim=1) + 1e-8))
+
+
+def normalisation(data: StackedFrames, taps: np.ndarray, rng, samples: int = 60000):
+    """Per-input mean and standard deviation over random training frames (tiny spreads left unscaled)."""
+    frames = rng.choice(len(data.vectors), min(samples, len(data.vectors)), replace=False)
+    index = data.window_index(frames, taps)
+    inputs = window_inputs(data.vectors[index].astype(np.float64), data.headings[frames].astype(np.float64))
+    std = inputs.std(axis=0)
+    return inputs.mean(axis=0), np.where(std < 1e-3, 1.0, std)
+
+
+def export(body, mean: np.ndarray, std: np.ndarray, taps) -> WindowOrientationModel:
+    linear = [m for m in body if hasattr(m, "weight")]
+    layers = [(m.weight.detach().numpy().T.astype(np.float64).copy(), m.bias.detach().numpy().astype(np.float64).copy())
+              for m in linear]
+    return WindowOrientationModel(layers, mean.astype(np.float64), std.astype(np.float64), np.array(taps))
+
+
+def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000, seed: int = 0,
+          hidden=HIDDEN_UNITS, taps=TAPS, checkpoint=None, resume: dict | None = None, minutes: float | None = None,
+          log=print):
+    """Train; returns (numpy model, per-epoch curve, finished). `checkpoint(state)` is called after every
+    epoch with what `resume` takes back; `minutes` stops after the epoch that passes that much time."""
+    import torch
+
+    torch.manual_seed(seed)
+    taps = np.asarray(taps)
+    data = StackedFrames(clips)
+    if resume:
+        mean, std = resume["mean"], resume["std"]
+    else:
+        mean, std = normalisation(data, taps, np.random.default_rng(seed))
+    body = build_network(len(taps) * VECTOR_COUNT * 3, hidden)
+    mean_t, std_t = torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
+    optimiser = torch.optim.AdamW(body.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
+    batches = max(1, samples_per_epoch // BATCH_SIZE)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=epochs * batches, eta_min=LEARNING_RATE / 30)
+    curve, first_epoch = [], 1
+    rng = np.random.default_rng(seed)
+    if resume:
+        body.load_state_dict(resume["network"])
+        optimiser.load_state_dict(resume["optimiser"])
+        schedule.load_state_dict(resume["schedule"])
+        rng.bit_generator.state = resume["rng"]
+        curve, first_epoch = list(resume["curve"]), resume["epoch"] + 1
+    vectors, headings = torch.from_numpy(data.vectors), torch.from_numpy(data.headings)
+    targets = torch.from_numpy(data.targets)
+    started = time.perf_counter()
+    for epoch in range(first_epoch, epochs + 1):
+        epoch_started = time.perf_counter()
+        total = 0.0
+        for b in range(batches):
+            index = torch.from_numpy(data.window_index(data.draw(rng, BATCH_SIZE), taps))
+            inputs = (torch_window_inputs(vectors, headings, index) - mean_t) / std_t
+            output = body(inputs + INPUT_NOISE * torch.randn_like(inputs))
+            loss = chord_loss(output, targets[index[:, 0]])
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            schedule.step()
+            total += loss.item()
+            progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
+        model = export(body, mean, std, taps)
+        errors = np.concatenate([angle_errors_deg(model, c) for c in validation]) if validation else np.array([np.nan])
+        curve.append({"epoch": epoch, "loss": total / batches, "validation_mean_deg": float(errors.mean()),
+                      "seconds": round(time.perf_counter() - epoch_started, 2)})
+        log(f"epoch {epoch}/{epochs}: loss {total / batches:.5f}, validation {errors.mean():.2f} deg "
+            f"({curve[-1]['seconds']:.1f} s)")
+        if checkpoint:
+            checkpoint({"network": body.state_dict(), "optimiser": optimiser.state_dict(),
+                        "schedule": schedule.state_dict(), "rng": rng.bit_generator.state, "curve": list(curve),
+                        "epoch": epoch, "mean": mean, "std": std})
+        if minutes is not None and time.perf_counter() - started > 60.0 * minutes and epoch < epochs:
+            return export(body, mean, std, taps), curve, False
+    return export(body, mean, std, taps), curve, True
+
+
+def progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -> None:
+    """One line of training progress on stderr, redrawn in a terminal, written once per epoch otherwise."""
+    if not sys.stderr.isatty() and done != total:
+        return
+    filled = int(30 * done / total)
+    sys.stderr.write(f"\repoch {epoch}/{epochs} [{'#' * filled}{'.' * (30 - filled)}] {done}/{total} loss {loss:.5f}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def run(args) -> int:
+    """Train the window orientation model (the default); write the model, its record and a checkpoint."""
+    import json
+    from pathlib import Path
+
+    import torch
+
+    from ...files.atomic import check_outputs, write_bytes, write_text
+    from ...files.mocap import find_bvh_files, split_by_file
+
+    torch.set_num_threads(max(1, min(2, args.threads)))
+    files = find_bvh_files(args.data)
+    output = Path(args.output)
+    checkpoint_path = output.with_suffix(".checkpoint.pt")
+    check_outputs([output, output.with_suffix(".json"), checkpoint_path], files, make_folders=True)
+    resume = None
+    if args.resume:
+        if not checkpoint_path.is_file():
+            raise FileNotFoundError(f"{checkpoint_path}: no checkpoint to resume from")
+        resume = torch.load(checkpoint_path, weights_only=False)
+    training_files, validation_files = split_by_file(files)
+
+    def progress(done, total):
+        if done == total or done % 100 == 0:
+            print(f"  simulated {done}/{total} files", file=sys.stderr)
+
+    print(f"train orientation: window model, {len(training_files)} training and {len(validation_files)} "
+          f"validation files", file=sys.stderr)
+    started = time.perf_counter()
+    augmentation = None if args.no_augment else Augmentation()
+    clips = prepare_window_clips(training_files, args.look_around, args.seed, augmentation, progress=progress)
+    validation = prepare_window_clips(validation_files, args.look_around, 10_000 + args.seed, progress=progress)
+    preparing_s = time.perf_counter() - started
+
+    def save_checkpoint(state):
+        import io
+
+        state["seconds"] = (resume or {}).get("seconds", 0.0) + time.perf_counter() - started
+        buffer = io.BytesIO()
+        torch.save(state, buffer)
+        write_bytes(checkpoint_path, buffer.getvalue())
+
+    model, curve, finished = train(clips, validation, args.epochs, args.samples_per_epoch, args.seed,
+                                   tuple(args.hidden), args.taps, save_checkpoint, resume, args.minutes,
+                                   log=lambda line: print(line, file=sys.stderr))
+    errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
+    model.info = {
+        "architecture": f"window MLP: {len(args.taps)} taps over {args.taps[-1] / 60:g} s of 12 device vectors each, "
+                        "ReLU hidden layers",
+        "hidden_units": list(args.hidden), "taps": list(args.taps),
+        "data": [str(p) for p in args.data], "training_files": len(training_files),
+        "validation_files": len(validation_files),
+        "augmentation": None if augmentation is None else {k: v for k, v in augmentation.__dict__.items()},
+        "training_frames": int(sum(len(c.vectors) for c in clips)), "look_around_deg": args.look_around,
+        "fps": 60, "epochs": args.epochs, "epochs_done": curve[-1]["epoch"], "finished": finished,
+        "samples_per_epoch": args.samples_per_epoch, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
+        "schedule": "cosine to 1/30", "optimiser": "AdamW", "weight_decay": WEIGHT_DECAY,
+        "loss": "chord between unit output and truth (cos, sin)", "seed": args.seed,
+        "emphasised_activities": EMPHASISED, "input_noise": INPUT_NOISE,
+        "validation_mean_deg": float(errors.mean()), "validation_std_deg": float(errors.std()),
+        "training_seconds": round((resume or {}).get("seconds", 0.0) + time.perf_counter() - started, 1),
+        "preparing_seconds_this_run": round(preparing_s, 1), "torch": torch.__version__, "curve": curve,
+    }
+    model.save(output)
+    write_text(output.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
+    state = "" if finished else f" (stopped after epoch {curve[-1]['epoch']}; --resume to go on)"
+    print(f"wrote {output}: validation {errors.mean():.2f} ± {errors.std():.2f} deg{state}", file=sys.stderr)
+    return 0
+
+
+def add_arguments(parser) -> None:
+    """The window model's options of `train orientation`."""
+    parser.add_argument("--samples-per-epoch", type=int, default=400_000,
+                        help="window model: frames drawn at random per epoch (default 400000)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="window model: stop after the epoch that passes this many minutes (checkpoint kept)")
+    parser.add_argument("--resume", action="store_true",
+                        help="window model: go on from the checkpoint beside the output (FILE.checkpoint.pt)")
+    parser.add_argument("--no-augment", action="store_true",
+                        help="window model: no mirrored copies, speed, size, arm, attachment or latency draws")
+    parser.add_argument("--taps", type=int, nargs="+", default=list(TAPS), metavar="FRAMES",
+                        help="window model: frames back that a window reads, from 0 up (default: orientation_window.TAPS)")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads (1 or 2; default 2)")

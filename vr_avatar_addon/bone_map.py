@@ -1,0 +1,34 @@
+"""The target armature's bone mapping in the settings: filled from the automatic mapping, read, reported."""
+from . import avatar
+
+
+def bone_map(settings) -> dict[str, str]:
+    return {item.joint: item.bone for item in settings.bone_map}
+
+
+def fill_bone_map(settings, obj, override: dict[str, str] | None = None) -> int:
+    """Replace the mapping list with the automatic mapping of `obj` (`override` entries kept); returns how many
+    required joints are unmapped."""
+    found, guessed, notes = avatar.automatic_mapping(obj, override)
+    settings.bone_map.clear()
+    settings.bone_map_armature = obj.name
+    settings.bone_map_notes = notes
+    for joint, bone in found.items():
+        item = settings.bone_map.add()
+        item.joint, item.bone = joint, bone
+        item.guessed = joint in guessed
+    return sum(1 for joint, bone in found.items() if not bone and joint in avatar.REQUIRED_JOINTS)
+
+
+def report_mapping(operator, settings, obj, missing: int) -> None:
+    """The operator's report on a freshly filled mapping: unmapped required joints, guesses, notes."""
+    guessed = sum(1 for item in settings.bone_map if item.guessed)
+    mapped = sum(1 for item in settings.bone_map if item.bone)
+    extra = (f"; {guessed} placed by structure (marked guessed)" if guessed else "") + \
+        (f"; {settings.bone_map_notes}" if settings.bone_map_notes else "")
+    if missing:
+        operator.report({'WARNING'}, f"{missing} required humanoid joint(s) found no bone in '{obj.name}': "
+                                     f"pick them in the list{extra}")
+    else:
+        operator.report({'INFO'}, f"{mapped} of {len(avatar.CANONICAL_JOINTS)} humanoid joints mapped on "
+                                  f"'{obj.name}'{extra}")
