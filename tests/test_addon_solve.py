@@ -371,7 +371,7 @@ def test_neural3points_live_stands_the_avatar_upright_under_the_headset(bpy, ins
     scene.vr_avatar.target_armature = obj
     scene.vr_avatar.solve.method = 'N3P'
     try:
-        live = installed.operators_live.LiveAvatar(bpy.context)
+        live = installed.operators.live.LiveAvatar(bpy.context)
         stream = read_stream(session["csv"]).resampled(60.0)
         heads = implied_joint_positions(stream)[:, 0]
         mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
