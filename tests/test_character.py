@@ -2,7 +2,8 @@
 import numpy as np
 
 from core.math import quat
-from core.anim.character import body_yaw, character_frames, to_character_space, wrap_angle
+from core.anim.character import body_yaw, character_frames, to_character_space
+from core.math.angle import wrap_angle
 from core.rig.humanoid import find_mapping
 
 

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from core.math import quat
-from core.anim.character import body_yaw, wrap_angle
+from core.anim.character import body_yaw
+from core.math.angle import wrap_angle
 from core.config import DeviceOffsets, SimulationConfig
 from core.devices.attachments import implied_joint_positions
 from core.devices.simulate import simulate_stream

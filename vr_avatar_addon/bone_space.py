@@ -71,11 +71,7 @@ def basis_rotations(global_rotations, rest, parents) -> np.ndarray:
 def continuous(rotations: np.ndarray) -> np.ndarray:
     """(F, J, 4) the same rotations with each frame in the previous frame's hemisphere (f-curves interpolate
     the components, so q and -q on neighbouring frames would swing through a full turn)."""
-    if rotations.ndim < 3 or len(rotations) < 2:
-        return rotations
-    steps = np.where(np.sum(rotations[1:] * rotations[:-1], axis=-1) < 0.0, -1.0, 1.0)
-    signs = np.concatenate([np.ones((1,) + steps.shape[1:]), np.cumprod(steps, axis=0)])
-    return rotations * signs[..., None]
+    return quat.unroll(rotations) if rotations.ndim >= 3 else rotations
 
 
 def basis_root_location(root_positions, obj, bone) -> np.ndarray:

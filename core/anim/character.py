@@ -36,8 +36,3 @@ def character_frames(global_positions: np.ndarray, mapping):
 def to_character_space(points: np.ndarray, root_position: np.ndarray, root_rotation: np.ndarray) -> np.ndarray:
     """Points (..., K, 3) expressed in the character frame given per leading index (..., 3) and (..., 4)."""
     return quat.inverse_rotate(root_rotation[..., None, :], points - root_position[..., None, :])
-
-
-def wrap_angle(angle: np.ndarray) -> np.ndarray:
-    """Angles wrapped to [-pi, pi)."""
-    return (np.asarray(angle) + np.pi) % (2.0 * np.pi) - np.pi

@@ -21,6 +21,7 @@ import numpy as np
 from ..config import UpperBodyIKConfig, fitted_ik_constants
 from ..devices.attachments import controller_axes, hmd_forward
 from ..math import quat
+from ..math.angle import wrap_angle
 from ..math.vector import dot, length, reject, unit, unit_across, unit_or
 
 SIDE = np.array([1.0, -1.0])
@@ -133,7 +134,7 @@ def neck_yaw(hmd_positions, hmd_rotations, wrists, config: UpperBodyIKConfig) ->
     towards = towards + 0.2 * weak * hmd_facing
     hmd_yaw = quat.yaw_of_direction(hmd_facing)
     limit = np.radians(config.neck_max_yaw_from_hmd_deg)
-    offset = (quat.yaw_of_direction(towards) - hmd_yaw + np.pi) % (2.0 * np.pi) - np.pi
+    offset = wrap_angle(quat.yaw_of_direction(towards) - hmd_yaw)
     return hmd_yaw + np.clip(offset, -limit, limit)
 
 

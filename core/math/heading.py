@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..anim.character import body_yaw, wrap_angle
+from ..anim.character import body_yaw
+from .angle import wrap_angle
 from . import quat
 
 

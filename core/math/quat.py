@@ -156,10 +156,11 @@ def nearest_sign(q: np.ndarray, reference: np.ndarray) -> np.ndarray:
 def unroll(q: np.ndarray, axis: int = 0) -> np.ndarray:
     """Flip signs along `axis` (time) so consecutive quaternions lie in the same hemisphere."""
     q = np.moveaxis(np.array(q, dtype=float), axis, 0)
-    for i in range(1, len(q)):
-        flip = np.sum(q[i] * q[i - 1], axis=-1, keepdims=True) < 0.0
-        q[i] = np.where(flip, -q[i], q[i])
-    return np.moveaxis(q, 0, axis)
+    if len(q) < 2:
+        return np.moveaxis(q, 0, axis)
+    steps = np.where(np.sum(q[1:] * q[:-1], axis=-1, keepdims=True) < 0.0, -1.0, 1.0)
+    signs = np.concatenate([np.ones_like(steps[:1]), np.cumprod(steps, axis=0)])
+    return np.moveaxis(q * signs, 0, axis)
 
 
 def from_rotation_vector(r: np.ndarray) -> np.ndarray:

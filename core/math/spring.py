@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .angle import wrap_angle
+
 
 LN2_TIMES_4 = 4.0 * np.log(2.0)
 
@@ -50,6 +52,6 @@ def decay_toward_zero(x: np.ndarray, v: np.ndarray, halflife: float, dt: float):
 def angle_spring_toward(angle, rate, goal, halflife: float, dt: float | np.ndarray):
     """spring_toward for an angle (radians) about a fixed axis, such as a yaw: the error is taken the short
     way round, wrapped into [-pi, pi). The result is not wrapped."""
-    error = (angle - goal + np.pi) % (2.0 * np.pi) - np.pi
+    error = wrap_angle(angle - goal)
     error, rate = _critically_damped(error, rate, halflife, np.asarray(dt, dtype=float))
     return goal + error, rate

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..anim.character import body_yaw, wrap_angle
+from ..anim.character import body_yaw
+from ..math.angle import wrap_angle
 from ..anim.motion import Motion
 from ..rig.humanoid import CANONICAL_JOINTS, LOWER_BODY, UPPER_BODY, find_mapping
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..anim.character import wrap_angle
+from ..math.angle import wrap_angle
 from ..anim.motion import Motion
 from ..anim.skeleton import Skeleton
 from ..math import quat

@@ -21,6 +21,7 @@ from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs, write_text
 from ...files.bvh import read_bvh
 from ...math import quat
+from ...math.angle import wrap_angle
 from ...orientation.mmvr import HIDDEN_UNITS, INPUT_SIZE, OrientationModel, device_features, facing_yaw, \
     predict_body_orientation, rotate_6d
 from ..arguments import add_data_arguments
@@ -69,7 +70,7 @@ def prepare_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DEG, seed
 def angle_errors_deg(model: OrientationModel, clip: OrientationClip, fps: float = 60.0) -> np.ndarray:
     """Per-frame absolute yaw error of the network on a clip, degrees, the network settled on its first frame."""
     predicted = predict_body_orientation(model, clip.positions, clip.rotations, fps)
-    return np.degrees(np.abs((facing_yaw(predicted) - clip.truth_yaw + np.pi) % (2 * np.pi) - np.pi))
+    return np.degrees(np.abs(wrap_angle(facing_yaw(predicted) - clip.truth_yaw)))
 
 
 def rollout_loss(network, features, headings, previous_world, target_local):
