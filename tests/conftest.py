@@ -1,5 +1,6 @@
 """Shared fixtures: the real motion capture beside the repository (../shared/data/bandai)."""
 import os
+import subprocess
 import sys
 from importlib import util
 from pathlib import Path
@@ -79,6 +80,19 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if uses_shared_data(item):
             item.add_marker(skip)
+
+
+def core(*args, check: bool | None = True) -> subprocess.CompletedProcess:
+    """Run `python -m core ARGS` in the repository root; `check` True wants exit 0, False non-zero."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("VR_AVATAR_MOCAP", None)
+    done = subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if check is True:
+        assert done.returncode == 0, done.stderr
+    elif check is False:
+        assert done.returncode != 0, done.stdout
+    return done
 
 
 @pytest.fixture(scope="session")
