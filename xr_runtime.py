@@ -67,7 +67,9 @@ def fingerprint() -> str:
 
 
 def is_built() -> bool:
-    return STAMP.exists() and MANIFEST.exists() and STAMP.read_text() == fingerprint()
+    """A finished build made from the source beside the repository (without the source, none can be vouched for)."""
+    sources = all((SOURCE / name).exists() for name in (TARBALL, PATCH))
+    return sources and STAMP.exists() and MANIFEST.exists() and STAMP.read_text() == fingerprint()
 
 
 def missing_packages() -> list[str]:

@@ -1,6 +1,9 @@
 """Shared fixtures: the real motion capture beside the repository (../shared/data/bandai)."""
+import inspect
 import os
+import subprocess
 import sys
+import types
 from importlib import util
 from pathlib import Path
 
@@ -20,6 +23,7 @@ use_temporary_blender_home("vr_avatar_blender_")
 from core.files.bvh import read_bvh
 
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
 # A BVH whose motion stops after one of its three declared frames.
 TRUNCATED_BVH = """HIERARCHY
 ROOT Hips
@@ -62,23 +66,62 @@ def _under_data(value) -> bool:
     return isinstance(value, Path) and (value == DATA or DATA in value.parents or value in DATA.parents[:2])
 
 
+def _reaches_data(function, seen: set) -> bool:
+    """Whether a test-side function names a path under ../shared/data, in its own code, a nested function or
+    comprehension, or a test-side function it calls by name."""
+    function = inspect.unwrap(getattr(function, "_get_wrapped_function", lambda: function)())
+    code = getattr(function, "__code__", None)
+    if code is None or code in seen or not Path(code.co_filename).is_relative_to(TESTS):
+        return False
+    seen.add(code)
+    names, stack = set(), [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    namespace = function.__globals__
+    return any(_under_data(namespace.get(name)) or _reaches_data(namespace.get(name), seen)
+               for name in names if name in namespace)
+
+
 def uses_shared_data(item) -> bool:
-    """Whether a test may read the shared motion data: it takes a clip fixture, or its module holds a path under
-    ../shared/data (coarse: a module that names the data is skipped whole)."""
-    wanted = set(item.fixturenames)
-    if getattr(item, "callspec", None) is not None:
-        wanted |= {str(v) for v in item.callspec.params.values()}
-    return bool({"walk1", "walk2"} & wanted) or any(_under_data(v) for v in vars(item.module).values())
+    """Whether a test reads the shared motion data: it is marked `needs_data`, takes a clip fixture or a clip as a
+    parameter, or its code, its fixtures' code or the test-side helpers they call name a path under ../shared/data."""
+    if item.get_closest_marker("needs_data") or {"walk1", "walk2"} & set(item.fixturenames):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and any(_under_data(v) or str(v) in ("walk1", "walk2") for v in callspec.params.values()):
+        return True
+    seen = set()
+    fixtures = [d.func for defs in item._fixtureinfo.name2fixturedefs.values() for d in defs]
+    return any(_reaches_data(function, seen) for function in (item.function, *fixtures))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "needs_data: the test reads ../shared/data in a way its code does not name")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Without ../shared/data the unit tests still run; the ones that read the motion data skip, saying why."""
+    """Without ../shared/data the unit tests still run; each test that reads the motion data skips, saying why."""
     if WALK_1.exists() and WALK_2.exists():
         return
     skip = pytest.mark.skip(reason=f"needs the shared motion data, which is not beside the repository ({DATA})")
     for item in items:
         if uses_shared_data(item):
             item.add_marker(skip)
+
+
+def core(*args, check: bool | None = True) -> subprocess.CompletedProcess:
+    """Run `python -m core ARGS` in the repository root; `check` True wants exit 0, False non-zero."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("VR_AVATAR_MOCAP", None)
+    done = subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+    if check is True:
+        assert done.returncode == 0, done.stderr
+    elif check is False:
+        assert done.returncode != 0, done.stdout
+    return done
 
 
 @pytest.fixture(scope="session")

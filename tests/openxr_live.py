@@ -2,7 +2,7 @@
 
 Monado reads its environment (simulated controllers, compositor) once, when the first instance is
 created, so each configuration runs in its own process with the environment xr_runtime.environment
-gives. Each scenario prints one JSON object on stdout; tests/test_openxr_runtime.py asserts on it.
+gives. Each scenario prints one JSON object on stdout; tests/devices/test_openxr_runtime.py asserts on it.
 """
 from __future__ import annotations
 

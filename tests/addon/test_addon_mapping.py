@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-RIGS = Path(__file__).resolve().parents[2] / "shared" / "rigs"
+RIGS = Path(__file__).resolve().parents[3] / "shared" / "rigs"
 
 
 def import_rig(bpy, scene, name: str):

@@ -15,7 +15,7 @@ from core.devices.simulate import simulate_stream
 from core.tools.train.orientation import export, prepare_clips, rollout_loss, train
 from conftest import DATASET_2
 
-ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
 @pytest.fixture(scope="module")

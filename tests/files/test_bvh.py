@@ -11,7 +11,7 @@ from core.anim.motion import Motion
 from core.anim.skeleton import Skeleton
 from conftest import WALK_1, WALK_2
 
-BAD = Path(__file__).parent / "data" / "bad_bvh"
+BAD = Path(__file__).resolve().parents[1] / "data" / "bad_bvh"
 EXPECTED_ERRORS = json.loads((BAD / "expected.json").read_text())
 
 

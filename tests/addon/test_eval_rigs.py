@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RIGS = ROOT.parent / "shared" / "rigs"
 MANNEQUIN, CHIBI, FBX = "quaternius_ual1_mannequin.glb", "kenney_mini_female_a.glb", "quaternius_male_casual.fbx"
 ROBOT = "godot_platformer_robot.glb"

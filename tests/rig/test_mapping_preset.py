@@ -12,7 +12,7 @@ from core.rig.humanoid import CANONICAL_JOINTS, HumanoidMappingError, find_mappi
 from core.rig.mapping_preset import (builtin_presets, load_preset, mapping_override, preset_for_rig, read_vrm_humanoid,
                                  save_preset)
 
-RIGS = Path(__file__).resolve().parents[2] / "shared" / "rigs"
+RIGS = Path(__file__).resolve().parents[3] / "shared" / "rigs"
 
 
 def test_preset_round_trip(tmp_path, walk1):
@@ -68,7 +68,7 @@ def test_vrm_humanoid_map(tmp_path):
 
 
 def test_mapping_on_the_command_line(tmp_path, capsys):
-    cmu = Path(__file__).resolve().parent / "data" / "cmu_3dsmax_names.bvh"
+    cmu = Path(__file__).resolve().parents[1] / "data" / "cmu_3dsmax_names.bvh"
     preset = save_preset(tmp_path / "p.json", {"spine": "lowerback", "chest": "Chest"})
     assert main(["bvh", "info", str(cmu), "--mapping", str(preset), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)["files"][0]
@@ -104,7 +104,7 @@ def test_bvh_info_says_which_joints_were_guessed(tmp_path, capsys):
     from core.files.bvh import write_bvh
     from core.anim.skeleton import Skeleton
 
-    motion = read_bvh(Path(__file__).resolve().parent / "data" / "cmu_3dsmax_names.bvh")
+    motion = read_bvh(Path(__file__).resolve().parents[1] / "data" / "cmu_3dsmax_names.bvh")
     swapped = tuple(n.replace("Left", "Tmp").replace("Right", "Left").replace("Tmp", "Right")
                     for n in motion.skeleton.names)
     skeleton = Skeleton(swapped, motion.skeleton.parents, motion.skeleton.offsets, motion.skeleton.end_sites)

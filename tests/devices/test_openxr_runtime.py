@@ -20,7 +20,7 @@ import xr_runtime
 from core.devices.openxr_source import PROFILES
 from core.files.stream import read_stream
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "tests" / "openxr_live.py"
 
 

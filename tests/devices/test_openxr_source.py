@@ -20,7 +20,7 @@ from core.files.stream import read_stream, write_stream
 
 xr = pytest.importorskip("xr", reason="pyopenxr is a development dependency")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 S = np.sqrt(0.5)
 
 

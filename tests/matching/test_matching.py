@@ -23,7 +23,7 @@ from core.math.spring import angle_spring_toward
 from core.files.stream import ThreePointStream
 from core.ik.upper_body_ik import ik_constants
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
-from test_cli import core
+from conftest import core
 
 DB_CLIPS = [DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh" for i in (2, 3)] + [
     DATASET_1 / f"dataset-1_walk-{d}_normal_001.bvh" for d in ("back", "left", "right")]

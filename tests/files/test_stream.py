@@ -12,7 +12,7 @@ from core.files.bvh import read_bvh
 from core.devices.simulate import simulate_stream
 from core.files.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, read_stream, write_stream
 
-BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
+BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
 WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
 
 # Two comment lines and a blank line come before the header: the header is line 4, samples start at line 5.

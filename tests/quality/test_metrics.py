@@ -17,7 +17,7 @@ from core.anim.motion import Motion
 from core.devices.attachments import implied_joint_positions
 from core.devices.simulate import simulate_stream
 
-BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
+BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
 WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
 SPEC_METRICS = ("mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "root_cm", "angle_deg",
                 "foot_skate_cm_s", "foot_skate_cm_s_truth", "jitter", "jitter_truth")

@@ -19,7 +19,7 @@ from core.devices.simulate import simulate_stream
 from core.matching.solver import Solver, solve
 from core.files.stream import write_stream
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
-from test_cli import core
+from conftest import core
 
 NOISY = SimulationConfig(look_around_deg=45.0, calibration_pose_s=2.0, attachment_noise_m=0.03,
                          attachment_noise_deg=15.0, seed=4)

@@ -171,7 +171,7 @@ def test_split_side():
 
 # --- Real third-party rigs (../shared/rigs), imported with Blender's own importers --------------------------------
 
-RIGS = Path(__file__).resolve().parents[2] / "shared" / "rigs"
+RIGS = Path(__file__).resolve().parents[3] / "shared" / "rigs"
 # Each rig's facing in core's frame (+Y up), from ../shared/rigs/README.md ("faces": Blender's -Y is core's +Z).
 FACING = {"vrm0_cryptovoxels.vrm": (0.0, 0.0, -1.0)}
 
@@ -305,7 +305,7 @@ def test_kenney_chibi_is_refused_in_one_line(rigs):
     assert "no elbows, knees or ankles" in message and "arm-left" in message
 
 
-CMU_3DSMAX = Path(__file__).resolve().parent / "data" / "cmu_3dsmax_names.bvh"
+CMU_3DSMAX = Path(__file__).resolve().parents[1] / "data" / "cmu_3dsmax_names.bvh"
 
 
 def test_cmu_3ds_max_naming_maps():

@@ -14,7 +14,7 @@ from core.devices.simulate import simulate_stream
 from core.anim.skeleton import Skeleton
 from core.ik.upper_body_pose import UpperBodyJoints, calibrate_upper_body, pose_upper_body
 from conftest import WALK_1, WALK_2
-from test_cli import core
+from conftest import core
 
 
 @pytest.fixture(scope="module")

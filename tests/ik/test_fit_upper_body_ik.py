@@ -12,7 +12,7 @@ from core.tools.train.upper_body_ik import (FITTED_FIELDS, clip_arm_poses, const
 from core.tools.train.nelder_mead import minimize
 from core.ik.upper_body_ik import ik_constants
 from conftest import DATASET_1, WALK_1, WALK_2
-from test_cli import core
+from conftest import core
 
 HELD_OUT_WALK = DATASET_1 / "dataset-1_walk_active_001.bvh"
 """A validation-split walk (WALK_1 and WALK_2 are training files)."""

@@ -26,7 +26,7 @@ from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
 from core.files.stream import read_stream, write_stream
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "assets"
 
 

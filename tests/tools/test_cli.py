@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,25 +13,13 @@ from core.rig.humanoid import CANONICAL_JOINTS, find_mapping
 from core.devices.attachments import implied_joint_positions
 from core.anim.motion import Motion
 from core.files.stream import read_stream
+from conftest import core
 
-ROOT = Path(__file__).resolve().parents[1]
-BANDAI = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
+ROOT = Path(__file__).resolve().parents[2]
+BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
 DATASET_1 = BANDAI / "Bandai-Namco-Research-Motiondataset-1"
 WALK = DATASET_1 / "dataset-1_walk_normal_001.bvh"
 SHORT_WALK = DATASET_1 / "dataset-1_walk_normal_002.bvh"
-
-
-def core(*args, check: bool | None = True) -> subprocess.CompletedProcess:
-    """Run `python -m core ARGS` in the repository root; `check` True wants exit 0, False non-zero."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("VR_AVATAR_MOCAP", None)
-    done = subprocess.run([sys.executable, "-m", "core", *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-    if check is True:
-        assert done.returncode == 0, done.stderr
-    elif check is False:
-        assert done.returncode != 0, done.stdout
-    return done
 
 
 def _header_facts(path: Path) -> tuple[int, int]:
