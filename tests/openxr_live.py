@@ -250,12 +250,32 @@ def extension_wheel(zip_path: str, folder: str) -> dict:
     return result
 
 
+def garbage(graphics: str, seconds: float) -> dict:
+    """Cyclic garbage the frame loop leaves: the automatic collector off while the source polls for `seconds`
+    (after a warm-up), then one collection counts what only it could free. Such garbage makes the collector run
+    in the middle of a frame, inside the live latency."""
+    import gc
+
+    with OpenXRSource(graphics=graphics) as source:
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            source.poll()
+        gc.collect()
+        gc.disable()
+        frames, end = 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            frames += source.poll() is not None
+        unreachable = gc.collect()
+        gc.enable()
+    return {"frames": frames, "unreachable": unreachable}
+
+
 SCENARIOS = {"lifecycle": lifecycle, "fallback": fallback, "session": session, "live": live, "addon": addon,
-             "extension_wheel": extension_wheel}
+             "extension_wheel": extension_wheel, "garbage": garbage}
 
 if __name__ == "__main__":
     name, *arguments = sys.argv[1:]
-    if name == "live":
+    if name in ("live", "garbage"):
         arguments[1] = float(arguments[1])
     elif name == "session" and len(arguments) > 1:
         arguments[1] = float(arguments[1])

@@ -51,6 +51,14 @@ def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np
 def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, order):
     """forward_kinematics for a few frames, through 4x4 rigid transforms (one product per joint): the same
     rotations to 1e-15, though a quaternion may come out negated (from_matrix picks w >= 0)."""
+    transforms = _global_matrices(parents, rotations, positions, order)
+    global_rotations = np.zeros(rotations.shape)
+    global_rotations[..., order, :] = quat.from_matrix(transforms[..., order, :3, :3])
+    return global_rotations, transforms[..., :3, 3]
+
+
+def _global_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, order) -> np.ndarray:
+    """Global 4x4 rigid transforms (..., J, 4, 4) of the joints in `order` (parents first); the others zero."""
     local = np.zeros(rotations.shape[:-1] + (4, 4))
     local[..., :3, :3] = quat.to_matrix(rotations)
     local[..., :3, 3] = positions
@@ -59,9 +67,7 @@ def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, pos
     for j in order:
         p = parents[j]
         transforms[..., j, :, :] = local[..., j, :, :] if p < 0 else transforms[..., p, :, :] @ local[..., j, :, :]
-    global_rotations = np.zeros(rotations.shape)
-    global_rotations[..., order, :] = quat.from_matrix(transforms[..., order, :3, :3])
-    return global_rotations, transforms[..., :3, 3]
+    return transforms
 
 
 def local_from_global(parents: np.ndarray, global_rotations: np.ndarray) -> np.ndarray:
@@ -127,6 +133,10 @@ class Motion:
         return forward_kinematics(self.skeleton.parents, self.rotations, self.positions)
 
     def global_positions(self) -> np.ndarray:
+        """Global positions (T, J, 3); on a few frames without the global rotations (a live step's posed skeleton)."""
+        parents = self.skeleton.parents
+        if len(self) <= SMALL_BATCH:
+            return _global_matrices(parents, self.rotations, self.positions, range(len(parents)))[..., :3, 3]
         return self.global_transforms()[1]
 
     def __getitem__(self, frames) -> "Motion":

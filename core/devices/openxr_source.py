@@ -332,6 +332,8 @@ class OpenXRSource:
         self.profiles: list[str] = []  # interaction profiles the runtime accepted grip bindings for
         self.instance = self.session = self._graphics = self._blend_mode = self._system = None
         self._grips, self._hands, self._action_set = [], [], None
+        self._sync_info = self._to_runtime_time = None
+        self._locations = [None, None, None]  # one XrSpaceLocation per device, filled in place every frame
         self._next_tick = 0.0
         try:
             self._open(application_name, reference_spaces)
@@ -414,6 +416,10 @@ class OpenXRSource:
             self._view = self._reference(xr.ReferenceSpaceType.VIEW)
         with _step(xr, "creating the grip pose actions"):
             self._create_grip_actions(offered)
+        self._locations = [xr.SpaceLocation() for _ in DEVICES]
+        if self.headless:
+            self._to_runtime_time = cast(xr.get_instance_proc_addr(self.instance, "xrConvertTimespecTimeToTimeKHR"),
+                                         xr.PFN_xrConvertTimespecTimeToTimeKHR)
 
     def _reference(self, kind):
         xr = self._xr
@@ -442,6 +448,7 @@ class OpenXRSource:
             self._grips.append(xr.create_action_space(self.session, xr.ActionSpaceCreateInfo(
                 action=grip, subaction_path=hand)))
         xr.attach_session_action_sets(self.session, xr.SessionActionSetsAttachInfo(action_sets=[self._action_set]))
+        self._sync_info = xr.ActionsSyncInfo(active_action_sets=[xr.ActiveActionSet(self._action_set, xr.NULL_PATH)])
 
     def current_profiles(self) -> list[str | None]:
         """The interaction profile the runtime bound to each hand (left, right): a path, or None for none."""
@@ -453,8 +460,9 @@ class OpenXRSource:
         """The runtime's clock now (XrTime, ns); headless sessions only (XR_KHR_convert_timespec_time)."""
         xr = self._xr
         seconds, nanoseconds = divmod(time.clock_gettime_ns(time.CLOCK_MONOTONIC), 1_000_000_000)
-        now = xr.convert_timespec_time_to_time_khr(self.instance, xr.timespec(seconds, nanoseconds))
-        return int(getattr(now, "value", now))  # pyopenxr hands back the ctypes XrTime
+        now = xr.Time()
+        _checked(xr, self._to_runtime_time(self.instance, xr.timespec(seconds, nanoseconds), byref(now)))
+        return int(now.value)
 
     def poll(self) -> Frame | None:
         """Handle pending events, then run one frame: the located frame, or None when nothing was located.
@@ -500,9 +508,9 @@ class OpenXRSource:
     def _handle_events(self) -> None:
         xr = self._xr
         while True:
-            try:
-                event = xr.poll_event(self.instance)
-            except xr.EventUnavailable:
+            event = xr.EventDataBuffer()
+            if _checked(xr, xr.raw_functions.xrPollEvent(self.instance, byref(event)),
+                        xr.Result.EVENT_UNAVAILABLE) == xr.Result.EVENT_UNAVAILABLE:
                 return
             kind = xr.StructureType(event.type)
             if kind == xr.StructureType.EVENT_DATA_INSTANCE_LOSS_PENDING:
@@ -525,32 +533,35 @@ class OpenXRSource:
         """Head and grips at `display_time`; the grips only while the runtime gives input (focused, or headless)."""
         xr = self._xr
         located_s = time.perf_counter()
+        raw, flags = np.full((3, 7), np.nan), [0, 0, 0]
         if self.headless:  # no view configuration runs in a headless session: the VIEW space is the eyes' centre
-            view = xr.locate_space(self._view, self._base, display_time)
-            head, head_flags = stream_poses(posef_array(view.pose)), int(view.location_flags)
+            raw[0], flags[0] = self._locate_space(0, self._view, display_time)
         else:
             view_state, views = xr.locate_views(self.session, xr.ViewLocateInfo(
                 view_configuration_type=xr.ViewConfigurationType.PRIMARY_STEREO, display_time=display_time,
                 space=self._base))
             head = head_from_eyes(stream_poses(np.array([posef_array(v.pose) for v in views])))
-            head_flags = int(view_state.view_state_flags)
-        poses, flags = np.full((3, 7), np.nan), [head_flags, 0, 0]
-        poses[0] = head
+            flags[0] = int(view_state.view_state_flags)
         if self.lifecycle.locates_hands and (self._sync_actions() or self.headless):
             for i, grip in enumerate(self._grips, start=1):
-                location = xr.locate_space(grip, self._base, display_time)
-                poses[i], flags[i] = stream_poses(posef_array(location.pose)), int(location.location_flags)
+                raw[i], flags[i] = self._locate_space(i, grip, display_time)
+        poses = stream_poses(raw)
+        if not self.headless:
+            poses[0] = head
         return frame_from_poses(display_time, poses, flags, located_s)
+
+    def _locate_space(self, device: int, space, display_time: int) -> tuple[np.ndarray, int]:
+        """xrLocateSpace of `space` in the base space into the device's own XrSpaceLocation: the pose as
+        XrPosef lays it out (posef_array) and the location flags."""
+        xr, location = self._xr, self._locations[device]
+        _checked(xr, xr.raw_functions.xrLocateSpace(space, self._base, display_time, byref(location)))
+        return posef_array(location.pose), int(location.location_flags)
 
     def _sync_actions(self) -> bool:
         """Sync the grip actions; False when the runtime says the session is not focused (headless always is)."""
         xr = self._xr
-        try:
-            xr.sync_actions(self.session, xr.ActionsSyncInfo(
-                active_action_sets=[xr.ActiveActionSet(self._action_set, xr.NULL_PATH)]))
-        except xr.SessionNotFocused:
-            return False
-        return True
+        result = xr.raw_functions.xrSyncActions(self.session, byref(self._sync_info))
+        return _checked(xr, result, xr.Result.SESSION_NOT_FOCUSED) != xr.Result.SESSION_NOT_FOCUSED
 
     def close(self, timeout_s: float = 1.0) -> None:
         """Wind the session down (request exit, end it when the runtime says STOPPING), then destroy everything.
@@ -655,6 +666,19 @@ def _vulkan_device(xr, instance, system):
         raise OpenXRUnavailable(f"the session needs a Vulkan device and none could be made: {error}") from None
     except xr.XrException as error:
         raise OpenXRUnavailable(f"the runtime named no Vulkan device ({type(error).__name__}: {error})") from None
+
+
+def _checked(xr, result, *expected):
+    """A raw OpenXR call's result (`xr.raw_functions`), raised as pyopenxr's wrappers raise it unless it is one of
+    `expected`. The frame loop calls the raw functions: a result raised and caught on every frame (no event
+    pending, a session not focused) leaves a traceback cycle each time for the garbage collector, which then
+    runs in the middle of a frame."""
+    if result in expected:
+        return result
+    outcome = xr.exception.check_result(result)
+    if outcome.is_exception():
+        raise outcome
+    return result
 
 
 def _cast(event, structure):

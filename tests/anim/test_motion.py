@@ -30,6 +30,13 @@ def test_forward_kinematics_vectorised_over_any_leading_axes(walk1):
     assert np.allclose(one_frame, walk1.global_positions()[7])
 
 
+def test_global_positions_of_a_few_frames_skip_the_rotations_and_equal_forward_kinematics(walk1):
+    for frames in (slice(7, 8), slice(3, 19), slice(None)):  # one frame, the largest small batch, all frames
+        part = walk1[frames]
+        _, expected = forward_kinematics(part.skeleton.parents, part.rotations, part.positions)
+        np.testing.assert_array_equal(part.global_positions(), expected)
+
+
 def test_forward_kinematics_of_some_joints_computes_them_and_their_ancestors_only(walk1):
     parents = walk1.skeleton.parents
     hand = find_mapping(walk1.skeleton)["l_hand"]

@@ -254,6 +254,22 @@ def test_live_stepping_and_offline_solving_give_identical_output(database, model
                                rtol=0, atol=1e-12)
 
 
+def test_a_small_database_is_scanned_and_solves_as_with_the_box_layers(walk1, model, walk_stream):
+    """The live latency benchmark's database (one walk, fewer frames than FeatureIndex.brute_force_rows) is searched
+    by a scan, not the box layers: the same matches, so the same solve."""
+    solver = Solver([build_database([walk1])], SolverConfig(), model, standing_hmd_height_m=1.55)
+    index = solver.databases[0].index
+    assert len(index.rows) < index.brute_force_rows
+    scanned = solve(walk_stream, solver)
+    index.brute_force_rows = 0
+    boxed = solve(walk_stream, solver)
+    assert scanned.searches.sum() > 10 and len(set(scanned.frames[scanned.searches])) > 3
+    np.testing.assert_array_equal(scanned.frames, boxed.frames)
+    np.testing.assert_array_equal(scanned.searches, boxed.searches)
+    np.testing.assert_allclose(scanned.motion.rotations, boxed.motion.rotations, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(scanned.motion.positions, boxed.motion.positions, rtol=0, atol=1e-12)
+
+
 def test_the_arm_ik_takes_its_constants_from_the_solver_config(database, model, walk_stream):
     """SolverConfig.upper_body reaches the IK: other elbow constants move the elbows, never the hands."""
     stream = ThreePointStream(walk_stream.times[:60], walk_stream.positions[:60], walk_stream.rotations[:60],

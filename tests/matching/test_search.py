@@ -55,7 +55,7 @@ def test_exact_duplicates_return_the_smallest_index():
     features = np.tile(base, (4, 1))
     searchable = np.tile(random_searchable(len(base), seed=6), 4)
     searchable[:250] = False  # the first copy is partly off, so the answer must come from the right copy
-    index = FeatureIndex(features, searchable)
+    index = FeatureIndex(features, searchable, brute_force_rows=0)  # the box layers, though a scan is faster here
     for query in queries_near(base, 100, 0.2, seed=7):
         frame, cost = index.nearest(query)
         assert (frame, cost) == index.nearest_brute(query)
@@ -82,7 +82,7 @@ def test_best_cost_is_a_strict_bound(database):
 
 def test_no_searchable_frames_returns_the_given_best():
     features = smooth_features(100)
-    index = FeatureIndex(features, np.zeros(len(features), dtype=bool))
+    index = FeatureIndex(features, np.zeros(len(features), dtype=bool), brute_force_rows=0)
     assert index.nearest(features[3], 5, 2.5) == (5, 2.5) == index.nearest_brute(features[3], 5, 2.5)
     assert index.nearest(features[3]) == (-1, np.inf) == index.nearest_brute(features[3])
 
@@ -91,6 +91,17 @@ def test_single_searchable_frame():
     features = smooth_features(100)
     searchable = np.zeros(len(features), dtype=bool)
     searchable[42] = True
-    index = FeatureIndex(features, searchable)
+    index = FeatureIndex(features, searchable, brute_force_rows=0)
     expected = (42, squared_distances(features[42:43], features[0])[0])
     assert index.nearest(features[0]) == index.nearest_brute(features[0]) == expected
+
+
+def test_a_small_index_scans_every_frame_with_the_boxes_answer():
+    features = smooth_features(1500, seed=8)
+    searchable = random_searchable(len(features), seed=9)
+    scanned, boxed = FeatureIndex(features, searchable), FeatureIndex(features, searchable, brute_force_rows=0)
+    assert searchable.sum() < scanned.brute_force_rows
+    for query in queries_near(features, 100, 0.2, seed=10):
+        frame, cost = scanned.nearest(query)
+        assert (frame, cost) == boxed.nearest(query) == scanned.nearest_brute(query)
+        assert scanned.nearest(query, 7, cost) == (7, cost) == boxed.nearest(query, 7, cost)
