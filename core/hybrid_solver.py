@@ -54,12 +54,16 @@ def travel_weights(hips: np.ndarray, fps: float) -> np.ndarray:
 
 def facing_of_stream(model, stream, fps: float) -> np.ndarray:
     """The body's yaw per frame (radians) that the orientation model predicts over a whole stream sampled at `fps`
-    (its offline driver), each device held at its last tracked pose where it is not tracked."""
+    (its offline driver), each device held at its last tracked pose where it is not tracked (its first before
+    it is first tracked); NaN where the model sees a device that was never tracked."""
     frames = np.arange(len(stream))
-    held = np.maximum.accumulate(np.where(stream.tracked, frames[:, None], 0), axis=0)
+    held = np.maximum.accumulate(np.where(stream.tracked, frames[:, None], stream.tracked.argmax(axis=0)), axis=0)
     positions = np.take_along_axis(stream.positions, held[:, :, None], 0)
     rotations = np.take_along_axis(stream.rotations, held[:, :, None], 0)
-    return centred_mean(np.unwrap(facing_yaw(model.predict(positions, rotations, fps))), FACING_WINDOW_S * fps)
+    yaw = facing_yaw(model.predict(positions, rotations, fps))
+    known = np.isfinite(yaw)  # a device never tracked leaves its frames unknown
+    yaw[known] = np.unwrap(yaw[known])
+    return centred_mean(yaw, FACING_WINDOW_S * fps)
 
 
 def turn_lower_body(rotations: np.ndarray, positions: np.ndarray, lower, pivot: int, turns: np.ndarray) -> None:
@@ -111,8 +115,9 @@ class MatchedLegsSolver:
         parent_position, parent_rotation = positions[:, parent].copy(), rotations[:, parent].copy()
         if self.orientation_model is not None:
             facing = facing_of_stream(self.orientation_model, matched.stream, self.fps)[:frames]
+            turns = wrap_angle(facing - body_yaw(positions, self.mapping))
             turn_lower_body(rotations, positions, self.lower, self.mapping["spine"],
-                            wrap_angle(facing - body_yaw(positions, self.mapping)))
+                            np.where(np.isfinite(turns), turns, 0.0))  # unknown: the predictor's facing
         rotations[:, self.own_legs] = quat.slerp(rotations[:, self.own_legs],
                                                  matched_rotations[:, self.matched_legs], weight)
         local = local_from_global(self.skeleton.parents, rotations)
