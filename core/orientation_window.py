@@ -28,6 +28,11 @@ FRAME_VECTORS = ("hmd_position", "left_from_hmd", "right_from_hmd", "hmd_velocit
                  "right_velocity", "hmd_x", "hmd_y", "left_x", "left_y", "right_x", "right_y")
 """The 3-vectors of one frame, in world coordinates until a window turns them into its heading frame."""
 VECTOR_COUNT = len(FRAME_VECTORS)
+MIRROR_PARTNERS = (0, 2, 1, 3, 5, 4, 6, 7, 10, 11, 8, 9)
+"""Each frame vector's partner in the scene mirrored left to right (the hands trade places)."""
+MIRROR_SIGNS = np.array([(-1.0, 1.0, 1.0)] * 6 + [(1.0, -1.0, -1.0), (-1.0, 1.0, 1.0)] * 3)
+"""(12, 3) signs of a vector's heading-frame components (lateral, up, forward) in the mirrored scene: the lateral
+one flips, except for the devices' x axes, which mirror into minus themselves (their up and forward flip)."""
 TAPS = (0, 2, 4, 7, 10, 14, 18, 23, 28, 34, 40, 50, 60, 75, 90, 120)
 """Frames back (at 60 fps) that a window reads: dense over the last step, sparser to two seconds.
 Before a stream has that much history the oldest frame stands in for the missing ones."""
@@ -76,6 +81,18 @@ def hmd_heading(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return heading, yaw
 
 
+def mirror_index(taps) -> tuple[np.ndarray, np.ndarray]:
+    """Index and signs (taps * 36,) that turn window inputs into those of the scene mirrored left to right:
+    mirrored = inputs[..., index] * signs."""
+    columns = np.arange(len(taps))[:, None, None] * VECTOR_COUNT * 3 + \
+        np.array(MIRROR_PARTNERS)[None, :, None] * 3 + np.arange(3)[None, None]
+    return columns.ravel(), np.broadcast_to(MIRROR_SIGNS, (len(taps), VECTOR_COUNT, 3)).ravel().copy()
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    return x / np.maximum(np.sqrt(np.einsum("ij,ij->i", x, x)), 1e-12)[:, None]
+
+
 def yaw_6d(yaw: np.ndarray) -> np.ndarray:
     """World 6D (..., 6) of yaw-only rotations: columns (cos, 0, -sin) and (0, 1, 0)."""
     yaw = np.asarray(yaw, dtype=float)
@@ -86,26 +103,40 @@ def yaw_6d(yaw: np.ndarray) -> np.ndarray:
 @dataclass
 class WindowOrientationModel:
     """The MLP over a window: `layers` are (W (in, out), b (out,)) pairs, ReLU between, output (cos, sin) of the
-    body's yaw against the heading; inputs normalised by `input_mean` and `input_std`."""
+    body's yaw against the heading; inputs normalised by `input_mean` and `input_std`. With `mirror` the network
+    also reads the window mirrored left to right, and the answer is the mean of the two unit outputs, the mirrored
+    one mirrored back (sin negated): the model is then exactly symmetric."""
 
     layers: list[tuple[np.ndarray, np.ndarray]]
     input_mean: np.ndarray
     input_std: np.ndarray
     taps: np.ndarray = field(default_factory=lambda: np.array(TAPS))
     info: dict = field(default_factory=dict)
+    mirror: bool = False
 
     def __post_init__(self):
         # Normalisation folded into the first layer: ((x - mean) / std) W + b = x (W / std) + (b - (mean / std) W).
         w, b = self.layers[0]
         self._pass = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w), *self.layers[1:]]
         self.taps = np.asarray(self.taps, dtype=int)
+        self._mirror_index, self._mirror_signs = mirror_index(self.taps)
 
-    def forward(self, inputs: np.ndarray) -> np.ndarray:
-        """Raw outputs (T, 2) for inputs (T, taps * 36)."""
+    def network(self, inputs: np.ndarray) -> np.ndarray:
+        """The network's raw outputs (T, 2) for inputs (T, taps * 36)."""
         h = inputs @ self._pass[0][0] + self._pass[0][1]
         for w, b in self._pass[1:]:
             h = np.maximum(h, 0.0, out=h) @ w + b
         return h
+
+    def forward(self, inputs: np.ndarray) -> np.ndarray:
+        """Outputs (T, 2), whose direction is (cos, sin) of the body's yaw against the heading: the network's, or
+        with `mirror` the sum of its unit outputs for the inputs and, mirrored back, for their mirror image."""
+        if not self.mirror:
+            return self.network(inputs)
+        both = self.network(np.concatenate([inputs, inputs[:, self._mirror_index] * self._mirror_signs]))
+        both = unit_rows(both)
+        both[len(inputs):, 1] *= -1.0
+        return both[:len(inputs)] + both[len(inputs):]
 
     def body_yaw(self, inputs: np.ndarray, heading_yaw: np.ndarray) -> np.ndarray:
         """World body yaws (T,) from inputs and the heading's yaws (T,)."""
@@ -128,9 +159,9 @@ class WindowOrientationModel:
         return WindowOrientationPredictor(self)
 
     def save(self, path: str | Path) -> None:
-        """Weights as float32 (the model file stays small), with `taps` and the `info` record."""
+        """Weights as float32 (the model file stays small), with `taps`, `mirror` and the `info` record."""
         arrays = {"input_mean": self.input_mean.astype(np.float32), "input_std": self.input_std.astype(np.float32),
-                  "taps": self.taps.astype(np.int32)}
+                  "taps": self.taps.astype(np.int32), "mirror": np.array(self.mirror)}
         for i, (w, b) in enumerate(self.layers):
             arrays[f"w{i}"], arrays[f"b{i}"] = w.astype(np.float32), b.astype(np.float32)
         write_npz(path, compressed=False, info=np.array(json.dumps(self.info)), **arrays)
@@ -149,8 +180,9 @@ class WindowOrientationModel:
                                             f"expected {inputs} ({len(taps)} taps) to 2")
             if taps[0] != 0 or np.any(np.diff(taps) <= 0):
                 raise OrientationModelError(f"{path}: taps must start at 0 and increase, not {taps.tolist()}")
+            mirror = bool(archive.array("mirror", (), kind="b")) if "mirror" in archive.files else False
             return cls(layers, archive.array("input_mean", ("in0",)).astype(np.float64),
-                       archive.array("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"))
+                       archive.array("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"), mirror)
 
 
 class WindowOrientationPredictor:

@@ -24,7 +24,7 @@ from .config import SimulationConfig
 from .mocap import activity
 from .motion import Motion
 from .orientation_window import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
-    hmd_heading, window_inputs
+    hmd_heading, mirror_index, window_inputs
 from .simulate import simulate_stream
 
 BATCH_SIZE = 256
@@ -175,6 +175,15 @@ def build_network(inputs: int, hidden=HIDDEN_UNITS):
     return torch.nn.Sequential(*layers)
 
 
+def symmetric_output(body, inputs, index, signs):
+    """WindowOrientationModel.forward with `mirror` in torch: the sum of the unit outputs for the inputs and, sin
+    negated, for their mirror image (`inputs[:, index] * signs`)."""
+    import torch
+
+    both = torch.nn.functional.normalize(body(torch.cat([inputs, inputs[:, index] * signs])), dim=1, eps=1e-12)
+    return both[:len(inputs)] + both[len(inputs):] * torch.tensor([1.0, -1.0])
+
+
 def chord_loss(output, target):
     """Mean distance between the unit output and the unit target: 2 sin(angle / 2), about the angle itself."""
     import torch
@@ -192,18 +201,28 @@ def normalisation(data: StackedFrames, taps: np.ndarray, rng, samples: int = 600
     return inputs.mean(axis=0), np.where(std < 1e-3, 1.0, std)
 
 
-def export(body, mean: np.ndarray, std: np.ndarray, taps) -> WindowOrientationModel:
+def symmetric_normalisation(mean: np.ndarray, std: np.ndarray, taps) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and spread averaged with their mirror images, so that normalising commutes with mirroring: the torch
+    pass mirrors normalised inputs, the numpy one (WindowOrientationModel.forward) raw ones."""
+    index, signs = mirror_index(taps)
+    return 0.5 * (mean + mean[index] * signs), 0.5 * (std + std[index])
+
+
+def export(body, mean: np.ndarray, std: np.ndarray, taps, mirror: bool = False) -> WindowOrientationModel:
     linear = [m for m in body if hasattr(m, "weight")]
     layers = [(m.weight.detach().numpy().T.astype(np.float64).copy(), m.bias.detach().numpy().astype(np.float64).copy())
               for m in linear]
-    return WindowOrientationModel(layers, mean.astype(np.float64), std.astype(np.float64), np.array(taps))
+    return WindowOrientationModel(layers, mean.astype(np.float64), std.astype(np.float64), np.array(taps), mirror=mirror)
 
 
 def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000, seed: int = 0,
           hidden=HIDDEN_UNITS, taps=TAPS, checkpoint=None, resume: dict | None = None, minutes: float | None = None,
-          log=print):
+          average: float = 0.0, mirror: bool = False, log=print):
     """Train; returns (numpy model, per-epoch curve, finished). `checkpoint(state)` is called after every
-    epoch with what `resume` takes back; `minutes` stops after the epoch that passes that much time."""
+    epoch with what `resume` takes back; `minutes` stops after the epoch that passes that much time.
+    With `average` > 0 the exported weights are an exponential moving average of the trained ones
+    (that decay per batch). With `mirror` the model reads every window mirrored too (WindowOrientationModel.mirror),
+    in training as in use."""
     import torch
 
     torch.manual_seed(seed)
@@ -213,6 +232,8 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         mean, std = resume["mean"], resume["std"]
     else:
         mean, std = normalisation(data, taps, np.random.default_rng(seed))
+        if mirror:
+            mean, std = symmetric_normalisation(mean, std, taps)
     body = build_network(len(taps) * VECTOR_COUNT * 3, hidden)
     mean_t, std_t = torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
     optimiser = torch.optim.AdamW(body.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
@@ -220,14 +241,20 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=epochs * batches, eta_min=LEARNING_RATE / 30)
     curve, first_epoch = [], 1
     rng = np.random.default_rng(seed)
+    averaged = torch.optim.swa_utils.AveragedModel(
+        body, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(average)) if average else None
     if resume:
         body.load_state_dict(resume["network"])
+        if averaged is not None:
+            averaged.load_state_dict(resume["averaged"])
         optimiser.load_state_dict(resume["optimiser"])
         schedule.load_state_dict(resume["schedule"])
         rng.bit_generator.state = resume["rng"]
         curve, first_epoch = list(resume["curve"]), resume["epoch"] + 1
     vectors, headings = torch.from_numpy(data.vectors), torch.from_numpy(data.headings)
     targets = torch.from_numpy(data.targets)
+    index_m, signs_m = mirror_index(taps)
+    index_m, signs_m = torch.from_numpy(index_m), torch.from_numpy(signs_m.astype(np.float32))
     started = time.perf_counter()
     for epoch in range(first_epoch, epochs + 1):
         epoch_started = time.perf_counter()
@@ -235,15 +262,18 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         for b in range(batches):
             index = torch.from_numpy(data.window_index(data.draw(rng, BATCH_SIZE), taps))
             inputs = (torch_window_inputs(vectors, headings, index) - mean_t) / std_t
-            output = body(inputs + INPUT_NOISE * torch.randn_like(inputs))
+            inputs = inputs + INPUT_NOISE * torch.randn_like(inputs)
+            output = symmetric_output(body, inputs, index_m, signs_m) if mirror else body(inputs)
             loss = chord_loss(output, targets[index[:, 0]])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
             schedule.step()
+            if averaged is not None:
+                averaged.update_parameters(body)
             total += loss.item()
             progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
-        model = export(body, mean, std, taps)
+        model = export(body if averaged is None else averaged.module, mean, std, taps, mirror)
         errors = np.concatenate([angle_errors_deg(model, c) for c in validation]) if validation else np.array([np.nan])
         curve.append({"epoch": epoch, "loss": total / batches, "validation_mean_deg": float(errors.mean()),
                       "seconds": round(time.perf_counter() - epoch_started, 2)})
@@ -252,10 +282,11 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         if checkpoint:
             checkpoint({"network": body.state_dict(), "optimiser": optimiser.state_dict(),
                         "schedule": schedule.state_dict(), "rng": rng.bit_generator.state, "curve": list(curve),
-                        "epoch": epoch, "mean": mean, "std": std})
+                        "epoch": epoch, "mean": mean, "std": std,
+                        "averaged": None if averaged is None else averaged.state_dict()})
         if minutes is not None and time.perf_counter() - started > 60.0 * minutes and epoch < epochs:
-            return export(body, mean, std, taps), curve, False
-    return export(body, mean, std, taps), curve, True
+            return model, curve, False
+    return export(body if averaged is None else averaged.module, mean, std, taps, mirror), curve, True
 
 
 def progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -> None:

@@ -14,10 +14,10 @@ from core.devices import hmd_forward
 from core.orientation import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
     heading_of_forward
 from core.orientation_window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_heading, \
-    load_orientation_model, window_inputs
+    load_orientation_model, mirror_index, window_inputs
 from core.simulate import simulate_stream
 from core.train_orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
-    chord_loss, export, prepare_window_clips, torch_window_inputs, train, window_clip
+    chord_loss, export, prepare_window_clips, symmetric_normalisation, symmetric_output, torch_window_inputs, train, window_clip
 from conftest import DATA, DATASET_2
 
 INPUTS = len(TAPS) * VECTOR_COUNT * 3
@@ -56,6 +56,46 @@ def test_numpy_equals_torch_over_a_sequence(stream):
     windows = data.vectors[data.window_index(np.arange(len(stream)), np.array(TAPS))].astype(np.float64)
     numpy_output = model.forward(window_inputs(windows, data.headings.astype(np.float64)))
     assert np.abs(numpy_output - output).max() < 1e-5
+
+
+def mirrored_scene(positions, rotations):
+    """The devices reflected through the YZ plane (x -> -x), the controllers trading hands: a device's rotation R
+    becomes M R M (its x axis mirrors into minus itself), which as a quaternion negates y and z."""
+    return positions[:, [0, 2, 1]] * [-1.0, 1.0, 1.0], rotations[:, [0, 2, 1]] * [1.0, 1.0, -1.0, -1.0]
+
+
+def test_a_mirror_model_answers_the_mirrored_scene_with_its_answer_mirrored(stream):
+    _, _, _, model = random_model(4)
+    mirrored = mirrored_scene(stream.positions, stream.rotations)
+    plain = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
+    assert np.abs(angle_deg(facing_yaw(model.predict(*mirrored, 60.0)), -plain)).max() > 1.0  # no symmetry by itself
+    model.mirror = True
+    yaw = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
+    assert np.abs(angle_deg(facing_yaw(model.predict(*mirrored, 60.0)), -yaw)).max() < 1e-9
+    index, signs = mirror_index(TAPS)
+    assert np.array_equal(index[index], np.arange(INPUTS)) and np.all(signs * signs[index] == 1.0)  # an involution
+
+
+def test_numpy_equals_torch_with_the_mirror(stream, tmp_path):
+    network, mean, std, _ = random_model(5)
+    mean, std = symmetric_normalisation(mean, std, TAPS)
+    model = export(network, mean, std, TAPS, mirror=True)
+    model.save(tmp_path / "mirror.npz")
+    assert load_orientation_model(tmp_path / "mirror.npz").mirror
+    clip = window_clip("walk", stream.positions, stream.rotations, np.zeros(len(stream)))
+    data = StackedFrames([clip])
+    index = torch.from_numpy(data.window_index(np.arange(len(stream)), np.array(TAPS)))
+    columns, signs = mirror_index(TAPS)
+    with torch.no_grad():
+        inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.headings), index)
+        inputs = (inputs - torch.from_numpy(mean.astype(np.float32))) / torch.from_numpy(std.astype(np.float32))
+        output = symmetric_output(network, inputs, torch.from_numpy(columns),
+                                  torch.from_numpy(signs.astype(np.float32))).numpy()
+    windows = data.vectors[data.window_index(np.arange(len(stream)), np.array(TAPS))].astype(np.float64)
+    assert np.abs(model.forward(window_inputs(windows, data.headings.astype(np.float64))) - output).max() < 1e-5
+    torch_yaw = clip.heading_yaw + np.arctan2(output[:, 1], output[:, 0])
+    predicted = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
+    assert np.abs(angle_deg(predicted, torch_yaw)).max() < np.degrees(1e-5)
 
 
 def test_prediction_is_invariant_to_a_global_yaw_and_shift_of_the_scene(stream):
