@@ -119,7 +119,7 @@ class WindowOrientationModel:
         w, b = self.layers[0]
         self._pass = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w), *self.layers[1:]]
         self.taps = np.asarray(self.taps, dtype=int)
-        self._mirror_index, self._mirror_signs = mirror_index(self.taps)
+        self.mirrored_columns, self.mirrored_signs = mirror_index(self.taps)
 
     def network(self, inputs: np.ndarray) -> np.ndarray:
         """The network's raw outputs (T, 2) for inputs (T, taps * 36)."""
@@ -133,7 +133,7 @@ class WindowOrientationModel:
         with `mirror` the sum of its unit outputs for the inputs and, mirrored back, for their mirror image."""
         if not self.mirror:
             return self.network(inputs)
-        both = self.network(np.concatenate([inputs, inputs[:, self._mirror_index] * self._mirror_signs]))
+        both = self.network(np.concatenate([inputs, inputs[:, self.mirrored_columns] * self.mirrored_signs]))
         both = unit_rows(both)
         both[len(inputs):, 1] *= -1.0
         return both[:len(inputs)] + both[len(inputs):]
@@ -185,13 +185,31 @@ class WindowOrientationModel:
                        archive.array("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"), mirror)
 
 
+def _axes_table() -> np.ndarray:
+    """(16, 6): a unit quaternion's outer product with itself (w, x, y, z order) times this is its rotation's x and
+    y axes, the first two columns of the rotation matrix."""
+    table = np.zeros((4, 4, 6))
+    w, x, y, z = range(4)
+    for column, terms in enumerate((
+            ((w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)), ((x, y, 2), (w, z, 2)), ((x, z, 2), (w, y, -2)),
+            ((x, y, 2), (w, z, -2)), ((w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)), ((y, z, 2), (w, x, 2)))):
+        for a, b, weight in terms:
+            table[a, b, column] += weight
+    return table.reshape(16, 6)
+
+
+AXES_TABLE = _axes_table()
+
+
 class WindowOrientationPredictor:
-    """Stateful per-frame prediction (live driver): a ring of the last frames' vectors, same pass as `predict`."""
+    """Stateful per-frame prediction (live driver): a ring of the last frames' vectors, the same numbers as
+    `predict`, written for one frame at a time (few numpy calls: a step's cost is mostly per call)."""
 
     def __init__(self, model: WindowOrientationModel):
         self.model = model
         self.length = int(model.taps[-1]) + 1
         self.steady_slots = -model.taps % self.length  # plus the frame count, once the window is full
+        self.pair = np.empty((2, len(model.taps) * VECTOR_COUNT * 3))
         self.reset()
 
     def reset(self, body_6d: np.ndarray | None = None) -> None:
@@ -202,16 +220,35 @@ class WindowOrientationPredictor:
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:
         """World 6D (6,) from one sample of device poses (3, 3) and (3, 4), `dt` seconds after the last."""
-        vectors = frame_vectors(positions[None], rotations[None], 1.0 / dt, self.previous_positions)
-        self.ring[self.count % self.length] = vectors[0]
+        frame = self.ring[self.count % self.length]  # frame_vectors of this sample
+        frame[0] = positions[0]
+        np.subtract(positions[1:], positions[:1], out=frame[1:3])
+        previous = positions if self.previous_positions is None else self.previous_positions
+        np.multiply(positions - previous, 1.0 / dt, out=frame[3:6])
+        unit = rotations / np.sqrt(np.einsum("ij,ij->i", rotations, rotations))[:, None]
+        frame[6:] = ((unit[:, :, None] * unit[:, None, :]).reshape(3, 16) @ AXES_TABLE).reshape(6, 3)
         self.previous_positions = positions
         if self.count >= self.length:
             slots = (self.steady_slots + self.count) % self.length
         else:
             slots = np.maximum(self.count - self.model.taps, 0)
         self.count += 1
-        heading, heading_yaw = hmd_heading(vectors)
-        yaw = float(self.model.body_yaw(window_inputs(self.ring[slots][None], heading), heading_yaw)[0])
+        (x0, x1, x2), (y0, y1, y2) = frame[6:8].tolist()  # hmd_heading
+        heading_yaw = math.atan2(x2 * y1 - x1 * y2, x1 * y0 - x0 * y1)
+        cos, sin = math.cos(heading_yaw), math.sin(heading_yaw)
+        heading = np.array((((cos, 0.0, sin), (0.0, 1.0, 0.0), (-sin, 0.0, cos)),))
+        inputs = window_inputs(self.ring[slots][None], heading)
+        if self.model.mirror:
+            pair = self.pair
+            pair[0] = inputs[0]
+            np.take(inputs[0], self.model.mirrored_columns, out=pair[1])
+            pair[1] *= self.model.mirrored_signs
+            (c, s), (mirrored_c, mirrored_s) = self.model.network(pair).tolist()
+            length, mirrored_length = max(math.hypot(c, s), 1e-12), max(math.hypot(mirrored_c, mirrored_s), 1e-12)
+            c, s = c / length + mirrored_c / mirrored_length, s / length - mirrored_s / mirrored_length
+        else:
+            c, s = self.model.network(inputs)[0].tolist()
+        yaw = heading_yaw + math.atan2(s, c)
         return np.array([math.cos(yaw), 0.0, -math.sin(yaw), 0.0, 1.0, 0.0])
 
 

@@ -107,8 +107,10 @@ def test_prediction_is_invariant_to_a_global_yaw_and_shift_of_the_scene(stream):
     assert np.abs(angle_deg(moved, predicted + 2.1)).max() < 1e-7
 
 
-def test_live_steps_equal_the_offline_driver_and_reset_starts_over(stream):
+@pytest.mark.parametrize("mirror", [False, True])
+def test_live_steps_equal_the_offline_driver_and_reset_starts_over(stream, mirror):
     _, _, _, model = random_model(2)
+    model.mirror = mirror
     offline = model.predict(stream.positions, stream.rotations, 60.0)
     live = model.predictor()
     steps = np.array([live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0) for t in range(len(stream))])
