@@ -89,10 +89,6 @@ def mirror_index(taps) -> tuple[np.ndarray, np.ndarray]:
     return columns.ravel(), np.broadcast_to(MIRROR_SIGNS, (len(taps), VECTOR_COUNT, 3)).ravel().copy()
 
 
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.sqrt(np.einsum("ij,ij->i", x, x)), 1e-12)[:, None]
-
-
 def yaw_6d(yaw: np.ndarray) -> np.ndarray:
     """World 6D (..., 6) of yaw-only rotations: columns (cos, 0, -sin) and (0, 1, 0)."""
     yaw = np.asarray(yaw, dtype=float)
@@ -104,8 +100,8 @@ def yaw_6d(yaw: np.ndarray) -> np.ndarray:
 class WindowOrientationModel:
     """The MLP over a window: `layers` are (W (in, out), b (out,)) pairs, ReLU between, output (cos, sin) of the
     body's yaw against the heading; inputs normalised by `input_mean` and `input_std`. With `mirror` the network
-    also reads the window mirrored left to right, and the answer is the mean of the two unit outputs, the mirrored
-    one mirrored back (sin negated): the model is then exactly symmetric."""
+    also reads the window mirrored left to right, and the answer is the sum of the two outputs, the mirrored one
+    mirrored back (sin negated): the model is then exactly symmetric."""
 
     layers: list[tuple[np.ndarray, np.ndarray]]
     input_mean: np.ndarray
@@ -130,13 +126,11 @@ class WindowOrientationModel:
 
     def forward(self, inputs: np.ndarray) -> np.ndarray:
         """Outputs (T, 2), whose direction is (cos, sin) of the body's yaw against the heading: the network's, or
-        with `mirror` the sum of its unit outputs for the inputs and, mirrored back, for their mirror image."""
+        with `mirror` the sum of its outputs for the inputs and, mirrored back, for their mirror image."""
         if not self.mirror:
             return self.network(inputs)
         both = self.network(np.concatenate([inputs, inputs[:, self.mirrored_columns] * self.mirrored_signs]))
-        both = unit_rows(both)
-        both[len(inputs):, 1] *= -1.0
-        return both[:len(inputs)] + both[len(inputs):]
+        return both[:len(inputs)] + both[len(inputs):] * (1.0, -1.0)
 
     def body_yaw(self, inputs: np.ndarray, heading_yaw: np.ndarray) -> np.ndarray:
         """World body yaws (T,) from inputs and the heading's yaws (T,)."""
@@ -244,8 +238,7 @@ class WindowOrientationPredictor:
             np.take(inputs[0], self.model.mirrored_columns, out=pair[1])
             pair[1] *= self.model.mirrored_signs
             (c, s), (mirrored_c, mirrored_s) = self.model.network(pair).tolist()
-            length, mirrored_length = max(math.hypot(c, s), 1e-12), max(math.hypot(mirrored_c, mirrored_s), 1e-12)
-            c, s = c / length + mirrored_c / mirrored_length, s / length - mirrored_s / mirrored_length
+            c, s = c + mirrored_c, s - mirrored_s
         else:
             c, s = self.model.network(inputs)[0].tolist()
         yaw = heading_yaw + math.atan2(s, c)

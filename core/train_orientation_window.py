@@ -176,11 +176,11 @@ def build_network(inputs: int, hidden=HIDDEN_UNITS):
 
 
 def symmetric_output(body, inputs, index, signs):
-    """WindowOrientationModel.forward with `mirror` in torch: the sum of the unit outputs for the inputs and, sin
+    """WindowOrientationModel.forward with `mirror` in torch: the sum of the outputs for the inputs and, sin
     negated, for their mirror image (`inputs[:, index] * signs`)."""
     import torch
 
-    both = torch.nn.functional.normalize(body(torch.cat([inputs, inputs[:, index] * signs])), dim=1, eps=1e-12)
+    both = body(torch.cat([inputs, inputs[:, index] * signs]))
     return both[:len(inputs)] + both[len(inputs):] * torch.tensor([1.0, -1.0])
 
 
@@ -329,7 +329,7 @@ def run(args) -> int:
     print(f"train orientation: window model, {len(training_files)} training and {len(validation_files)} "
           f"validation files", file=sys.stderr)
     started = time.perf_counter()
-    augmentation = None if args.no_augment else Augmentation()
+    augmentation = None if args.no_augment else Augmentation(copies=args.copies)
     clips = prepare_window_clips(training_files, args.look_around, args.seed, augmentation, progress=progress)
     validation = prepare_window_clips(validation_files, args.look_around, 10_000 + args.seed, progress=progress)
     preparing_s = time.perf_counter() - started
@@ -344,12 +344,12 @@ def run(args) -> int:
 
     model, curve, finished = train(clips, validation, args.epochs, args.samples_per_epoch, args.seed,
                                    tuple(args.hidden), args.taps, save_checkpoint, resume, args.minutes,
-                                   log=lambda line: print(line, file=sys.stderr))
+                                   mirror=not args.single_pass, log=lambda line: print(line, file=sys.stderr))
     errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
     model.info = {
         "architecture": f"window MLP: {len(args.taps)} taps over {args.taps[-1] / 60:g} s of 12 device vectors each, "
                         "ReLU hidden layers",
-        "hidden_units": list(args.hidden), "taps": list(args.taps),
+        "hidden_units": list(args.hidden), "taps": list(args.taps), "mirror_pass": model.mirror,
         "data": [str(p) for p in args.data], "training_files": len(training_files),
         "validation_files": len(validation_files),
         "augmentation": None if augmentation is None else {k: v for k, v in augmentation.__dict__.items()},
@@ -380,6 +380,10 @@ def add_arguments(parser) -> None:
                         help="window model: go on from the checkpoint beside the output (FILE.checkpoint.pt)")
     parser.add_argument("--no-augment", action="store_true",
                         help="window model: no mirrored copies, speed, size, arm, attachment or latency draws")
+    parser.add_argument("--copies", type=int, default=Augmentation.copies,
+                        help=f"window model: augmented copies of every training file (default {Augmentation.copies})")
+    parser.add_argument("--single-pass", action="store_true",
+                        help="window model: no mirror pass (the window is read as it is only, not mirrored too)")
     parser.add_argument("--taps", type=int, nargs="+", default=list(TAPS), metavar="FRAMES",
                         help="window model: frames back that a window reads, from 0 up (default: orientation_window.TAPS)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (1 or 2; default 2)")
