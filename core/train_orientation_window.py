@@ -33,6 +33,8 @@ WEIGHT_DECAY = 1e-4
 TRAINING_LOOK_AROUND_DEG = 60.0
 EMPHASISED = {"walk-left": 3.0, "walk-right": 3.0, "walk-back": 3.0, "bow": 2.0, "call": 2.0}
 """Activities whose frames are drawn this many times as often: the motions one frame does not tell apart."""
+MEMBERS = 2
+"""Networks in the shipped ensemble (`merged`): their errors differ enough that the sum beats each."""
 INPUT_NOISE = 0.05
 """Standard deviation of the noise added to the normalised inputs while training (a regulariser)."""
 
@@ -215,6 +217,37 @@ def export(body, mean: np.ndarray, std: np.ndarray, taps, mirror: bool = False) 
     return WindowOrientationModel(layers, mean.astype(np.float64), std.astype(np.float64), np.array(taps), mirror=mirror)
 
 
+def merged(models: list[WindowOrientationModel]) -> WindowOrientationModel:
+    """One MLP whose output is the sum of the members' (an ensemble in the same file format): first layers side by
+    side, the others block-diagonal, the last ones stacked. Every member's input normalisation is re-expressed in
+    the first's: ((x - m) / s) W + b = ((x - m0) / s0) (s0 / s W) + b + ((m0 - m) / s) W."""
+    if len(models) == 1:
+        return models[0]
+    first = models[0]
+    mean, std = first.input_mean, first.input_std
+    layers = []
+    for depth in range(len(first.layers)):
+        weights, biases = [], []
+        for model in models:
+            w, b = model.layers[depth]
+            if depth == 0:
+                w, b = w * (std / model.input_std)[:, None], b + ((mean - model.input_mean) / model.input_std) @ w
+            weights.append(w)
+            biases.append(b)
+        if depth == 0:
+            layers.append((np.concatenate(weights, axis=1), np.concatenate(biases)))
+        elif depth < len(first.layers) - 1:
+            block = np.zeros((sum(w.shape[0] for w in weights), sum(w.shape[1] for w in weights)))
+            rows = np.cumsum([0] + [w.shape[0] for w in weights])
+            columns = np.cumsum([0] + [w.shape[1] for w in weights])
+            for k, w in enumerate(weights):
+                block[rows[k]:rows[k + 1], columns[k]:columns[k + 1]] = w
+            layers.append((block, np.concatenate(biases)))
+        else:
+            layers.append((np.concatenate(weights, axis=0), np.sum(biases, axis=0)))
+    return WindowOrientationModel(layers, mean, std, first.taps, mirror=first.mirror)
+
+
 def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000, seed: int = 0,
           hidden=HIDDEN_UNITS, taps=TAPS, checkpoint=None, resume: dict | None = None, minutes: float | None = None,
           average: float = 0.0, mirror: bool = False, log=print):
@@ -333,28 +366,53 @@ def run(args) -> int:
     clips = prepare_window_clips(training_files, args.look_around, args.seed, augmentation, progress=progress)
     validation = prepare_window_clips(validation_files, args.look_around, 10_000 + args.seed, progress=progress)
     preparing_s = time.perf_counter() - started
+    training_started = time.perf_counter()
+
+    done = [WindowOrientationModel(m["layers"], m["mean"], m["std"], np.array(args.taps), mirror=m["mirror"])
+            for m in (resume or {}).get("members_done", [])]
+    curve = list((resume or {}).get("curves_done", []))
 
     def save_checkpoint(state):
+        """The finished members, and (from `train`) the state of the one in training."""
         import io
 
         state["seconds"] = (resume or {}).get("seconds", 0.0) + time.perf_counter() - started
+        state["members_done"] = [{"layers": m.layers, "mean": m.input_mean, "std": m.input_std, "mirror": m.mirror}
+                                 for m in done]
+        state["curves_done"] = list(curve)
         buffer = io.BytesIO()
         torch.save(state, buffer)
         write_bytes(checkpoint_path, buffer.getvalue())
 
-    model, curve, finished = train(clips, validation, args.epochs, args.samples_per_epoch, args.seed,
-                                   tuple(args.hidden), args.taps, save_checkpoint, resume, args.minutes,
-                                   mirror=not args.single_pass, log=lambda line: print(line, file=sys.stderr))
+    finished, in_training = True, resume if resume and "network" in resume else None
+    model = merged(done) if done else None
+    for member in range(len(done), args.members):
+        minutes = None if args.minutes is None else max(0.0, args.minutes - (time.perf_counter() - training_started) / 60.0)
+        print(f"member {member + 1} of {args.members} (seed {args.seed + member})", file=sys.stderr)
+        model, member_curve, finished = train(
+            clips, validation, args.epochs, args.samples_per_epoch, args.seed + member, tuple(args.hidden), args.taps,
+            save_checkpoint, in_training, minutes, mirror=not args.single_pass,
+            log=lambda line: print(line, file=sys.stderr))
+        in_training = None
+        curve += [dict(c, member=member) for c in member_curve]
+        if not finished:
+            model = merged(done + [model])
+            break
+        done.append(model)
+        save_checkpoint({})
+        model = merged(done)
     errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
     model.info = {
         "architecture": f"window MLP: {len(args.taps)} taps over {args.taps[-1] / 60:g} s of 12 device vectors each, "
-                        "ReLU hidden layers",
+                        f"ReLU hidden layers; {args.members} member(s) summed"
+                        f"{'' if args.single_pass else ', each reading the window as it is and mirrored'}",
         "hidden_units": list(args.hidden), "taps": list(args.taps), "mirror_pass": model.mirror,
         "data": [str(p) for p in args.data], "training_files": len(training_files),
         "validation_files": len(validation_files),
         "augmentation": None if augmentation is None else {k: v for k, v in augmentation.__dict__.items()},
         "training_frames": int(sum(len(c.vectors) for c in clips)), "look_around_deg": args.look_around,
         "fps": 60, "epochs": args.epochs, "epochs_done": curve[-1]["epoch"], "finished": finished,
+        "members": args.members, "members_done": len(done),
         "samples_per_epoch": args.samples_per_epoch, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "schedule": "cosine to 1/30", "optimiser": "AdamW", "weight_decay": WEIGHT_DECAY,
         "loss": "chord between unit output and truth (cos, sin)", "seed": args.seed,
@@ -365,7 +423,8 @@ def run(args) -> int:
     }
     model.save(output)
     write_text(output.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
-    state = "" if finished else f" (stopped after epoch {curve[-1]['epoch']}; --resume to go on)"
+    state = "" if finished else \
+        f" (stopped after member {len(done) + 1}'s epoch {curve[-1]['epoch']}; --resume to go on)"
     print(f"wrote {output}: validation {errors.mean():.2f} ± {errors.std():.2f} deg{state}", file=sys.stderr)
     return 0
 
@@ -382,6 +441,9 @@ def add_arguments(parser) -> None:
                         help="window model: no mirrored copies, speed, size, arm, attachment or latency draws")
     parser.add_argument("--copies", type=int, default=Augmentation.copies,
                         help=f"window model: augmented copies of every training file (default {Augmentation.copies})")
+    parser.add_argument("--members", type=int, default=MEMBERS,
+                        help=f"window model: networks trained one after another (seeds SEED, SEED + 1, ...) and "
+                             f"merged into one whose output is their sum (default {MEMBERS})")
     parser.add_argument("--single-pass", action="store_true",
                         help="window model: no mirror pass (the window is read as it is only, not mirrored too)")
     parser.add_argument("--taps", type=int, nargs="+", default=list(TAPS), metavar="FRAMES",

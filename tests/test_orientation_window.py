@@ -17,7 +17,7 @@ from core.orientation_window import TAPS, VECTOR_COUNT, WindowOrientationModel, 
     load_orientation_model, mirror_index, window_inputs
 from core.simulate import simulate_stream
 from core.train_orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
-    chord_loss, export, prepare_window_clips, symmetric_normalisation, symmetric_output, torch_window_inputs, train, window_clip
+    chord_loss, export, merged, prepare_window_clips, symmetric_normalisation, symmetric_output, torch_window_inputs, train, window_clip
 from conftest import DATA, DATASET_2
 
 INPUTS = len(TAPS) * VECTOR_COUNT * 3
@@ -96,6 +96,17 @@ def test_numpy_equals_torch_with_the_mirror(stream, tmp_path):
     torch_yaw = clip.heading_yaw + np.arctan2(output[:, 1], output[:, 0])
     predicted = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
     assert np.abs(angle_deg(predicted, torch_yaw)).max() < np.degrees(1e-5)
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_merged_members_answer_the_sum_of_their_outputs(mirror):
+    members = [random_model(seed)[3] for seed in (6, 7, 8)]  # each with its own normalisation
+    for member in members:
+        member.mirror = mirror
+    model = merged(members)
+    assert [w.shape for w, _ in model.layers] == [(INPUTS, 72), (72, 48), (48, 2)] and model.mirror == mirror
+    x = np.random.default_rng(1).normal(0.0, 2.0, (40, INPUTS))
+    assert np.abs(model.forward(x) - sum(m.forward(x) for m in members)).max() < 1e-10
 
 
 def test_prediction_is_invariant_to_a_global_yaw_and_shift_of_the_scene(stream):
@@ -220,7 +231,8 @@ def test_train_resume_and_eval_from_the_command_line(tmp_path):
     assert record["training_files"] == 1 and record["validation_files"] == 1
     core(*common, "--epochs", 2, "--resume")
     record = json.loads(model.with_suffix(".json").read_text())
-    assert record["finished"] is True and [c["epoch"] for c in record["curve"]] == [1, 2]
+    assert record["finished"] is True and record["members_done"] == 2
+    assert [(c["member"], c["epoch"]) for c in record["curve"]] == [(0, 1), (0, 2), (1, 1), (1, 2)]
     assert isinstance(load_orientation_model(model), WindowOrientationModel)
     done = core("eval", "orientation", "--data", *files, "--model", model, "--plot", tmp_path / "error.png", "--json")
     result = json.loads(done.stdout)
