@@ -36,7 +36,8 @@ one flips, except for the devices' x axes, which mirror into minus themselves (t
 TAPS = (0, 2, 4, 7, 10, 14, 18, 23, 28, 34, 40, 50, 60, 75, 90, 120)
 """Frames back (at 60 fps) that a window reads: dense over the last step, sparser to two seconds.
 Before a stream has that much history the oldest frame stands in for the missing ones."""
-HIDDEN_UNITS = (96, 64)
+HIDDEN_UNITS = (48, 32)
+"""Each member's hidden layers (train_orientation_window.MEMBERS of them are summed in the shipped model)."""
 CHUNK_FRAMES = 512
 """Frames per batch in the offline driver: its windows (2.4 MB) stay in cache, and memory stays bounded."""
 
@@ -202,7 +203,8 @@ class WindowOrientationPredictor:
     def __init__(self, model: WindowOrientationModel):
         self.model = model
         self.length = int(model.taps[-1]) + 1
-        self.steady_slots = -model.taps % self.length  # plus the frame count, once the window is full
+        # Ring slots of the taps once the window is full, by the frame count modulo the ring's length.
+        self.steady_slots = (np.arange(self.length)[:, None] - model.taps[None]) % self.length
         self.pair = np.empty((2, len(model.taps) * VECTOR_COUNT * 3))
         self.reset()
 
@@ -223,7 +225,7 @@ class WindowOrientationPredictor:
         frame[6:] = ((unit[:, :, None] * unit[:, None, :]).reshape(3, 16) @ AXES_TABLE).reshape(6, 3)
         self.previous_positions = positions
         if self.count >= self.length:
-            slots = (self.steady_slots + self.count) % self.length
+            slots = self.steady_slots[self.count % self.length]
         else:
             slots = np.maximum(self.count - self.model.taps, 0)
         self.count += 1

@@ -33,7 +33,7 @@ WEIGHT_DECAY = 1e-4
 TRAINING_LOOK_AROUND_DEG = 60.0
 EMPHASISED = {"walk-left": 3.0, "walk-right": 3.0, "walk-back": 3.0, "bow": 2.0, "call": 2.0}
 """Activities whose frames are drawn this many times as often: the motions one frame does not tell apart."""
-MEMBERS = 2
+MEMBERS = 3
 """Networks in the shipped ensemble (`merged`): their errors differ enough that the sum beats each."""
 INPUT_NOISE = 0.05
 """Standard deviation of the noise added to the normalised inputs while training (a regulariser)."""
@@ -43,7 +43,7 @@ INPUT_NOISE = 0.05
 class Augmentation:
     """Ranges of the per-copy augmentation (uniform draws; zero disables one)."""
 
-    copies: int = 4
+    copies: int = 8
     """Copies of every training file, every other one mirrored, each with its own draws and look-around."""
 
     speed: tuple[float, float] = (0.8, 1.25)

@@ -224,7 +224,8 @@ def test_train_resume_and_eval_from_the_command_line(tmp_path):
     files = [DATA / "Bandai-Namco-Research-Motiondataset-1" / name
              for name in ("dataset-1_walk_normal_001.bvh", "dataset-1_walk-left_childish_001.bvh")]
     model = tmp_path / "window.npz"
-    common = ["train", "orientation", "--data", *files, "-o", model, "--samples-per-epoch", 1024, "--threads", 1]
+    common = ["train", "orientation", "--data", *files, "-o", model, "--samples-per-epoch", 1024, "--threads", 1,
+              "--members", 2, "--copies", 2]
     core(*common, "--epochs", 2, "--minutes", 0.0001)
     record = json.loads(model.with_suffix(".json").read_text())
     assert record["epochs_done"] == 1 and record["finished"] is False
