@@ -28,10 +28,16 @@ FRAME_VECTORS = ("hmd_position", "left_from_hmd", "right_from_hmd", "hmd_velocit
                  "right_velocity", "hmd_x", "hmd_y", "left_x", "left_y", "right_x", "right_y")
 """The 3-vectors of one frame, in world coordinates until a window turns them into its heading frame."""
 VECTOR_COUNT = len(FRAME_VECTORS)
+MIRROR_PARTNERS = (0, 2, 1, 3, 5, 4, 6, 7, 10, 11, 8, 9)
+"""Each frame vector's partner in the scene mirrored left to right (the hands trade places)."""
+MIRROR_SIGNS = np.array([(-1.0, 1.0, 1.0)] * 6 + [(1.0, -1.0, -1.0), (-1.0, 1.0, 1.0)] * 3)
+"""(12, 3) signs of a vector's heading-frame components (lateral, up, forward) in the mirrored scene: the lateral
+one flips, except for the devices' x axes, which mirror into minus themselves (their up and forward flip)."""
 TAPS = (0, 2, 4, 7, 10, 14, 18, 23, 28, 34, 40, 50, 60, 75, 90, 120)
 """Frames back (at 60 fps) that a window reads: dense over the last step, sparser to two seconds.
 Before a stream has that much history the oldest frame stands in for the missing ones."""
-HIDDEN_UNITS = (96, 64)
+HIDDEN_UNITS = (48, 32)
+"""Each member's hidden layers (train_orientation_window.MEMBERS of them are summed in the shipped model)."""
 CHUNK_FRAMES = 512
 """Frames per batch in the offline driver: its windows (2.4 MB) stay in cache, and memory stays bounded."""
 
@@ -76,6 +82,14 @@ def hmd_heading(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return heading, yaw
 
 
+def mirror_index(taps) -> tuple[np.ndarray, np.ndarray]:
+    """Index and signs (taps * 36,) that turn window inputs into those of the scene mirrored left to right:
+    mirrored = inputs[..., index] * signs."""
+    columns = np.arange(len(taps))[:, None, None] * VECTOR_COUNT * 3 + \
+        np.array(MIRROR_PARTNERS)[None, :, None] * 3 + np.arange(3)[None, None]
+    return columns.ravel(), np.broadcast_to(MIRROR_SIGNS, (len(taps), VECTOR_COUNT, 3)).ravel().copy()
+
+
 def yaw_6d(yaw: np.ndarray) -> np.ndarray:
     """World 6D (..., 6) of yaw-only rotations: columns (cos, 0, -sin) and (0, 1, 0)."""
     yaw = np.asarray(yaw, dtype=float)
@@ -86,26 +100,38 @@ def yaw_6d(yaw: np.ndarray) -> np.ndarray:
 @dataclass
 class WindowOrientationModel:
     """The MLP over a window: `layers` are (W (in, out), b (out,)) pairs, ReLU between, output (cos, sin) of the
-    body's yaw against the heading; inputs normalised by `input_mean` and `input_std`."""
+    body's yaw against the heading; inputs normalised by `input_mean` and `input_std`. With `mirror` the network
+    also reads the window mirrored left to right, and the answer is the sum of the two outputs, the mirrored one
+    mirrored back (sin negated): the model is then exactly symmetric."""
 
     layers: list[tuple[np.ndarray, np.ndarray]]
     input_mean: np.ndarray
     input_std: np.ndarray
     taps: np.ndarray = field(default_factory=lambda: np.array(TAPS))
     info: dict = field(default_factory=dict)
+    mirror: bool = False
 
     def __post_init__(self):
         # Normalisation folded into the first layer: ((x - mean) / std) W + b = x (W / std) + (b - (mean / std) W).
         w, b = self.layers[0]
         self._pass = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w), *self.layers[1:]]
         self.taps = np.asarray(self.taps, dtype=int)
+        self.mirrored_columns, self.mirrored_signs = mirror_index(self.taps)
 
-    def forward(self, inputs: np.ndarray) -> np.ndarray:
-        """Raw outputs (T, 2) for inputs (T, taps * 36)."""
+    def network(self, inputs: np.ndarray) -> np.ndarray:
+        """The network's raw outputs (T, 2) for inputs (T, taps * 36)."""
         h = inputs @ self._pass[0][0] + self._pass[0][1]
         for w, b in self._pass[1:]:
             h = np.maximum(h, 0.0, out=h) @ w + b
         return h
+
+    def forward(self, inputs: np.ndarray) -> np.ndarray:
+        """Outputs (T, 2), whose direction is (cos, sin) of the body's yaw against the heading: the network's, or
+        with `mirror` the sum of its outputs for the inputs and, mirrored back, for their mirror image."""
+        if not self.mirror:
+            return self.network(inputs)
+        both = self.network(np.concatenate([inputs, inputs[:, self.mirrored_columns] * self.mirrored_signs]))
+        return both[:len(inputs)] + both[len(inputs):] * (1.0, -1.0)
 
     def body_yaw(self, inputs: np.ndarray, heading_yaw: np.ndarray) -> np.ndarray:
         """World body yaws (T,) from inputs and the heading's yaws (T,)."""
@@ -128,9 +154,9 @@ class WindowOrientationModel:
         return WindowOrientationPredictor(self)
 
     def save(self, path: str | Path) -> None:
-        """Weights as float32 (the model file stays small), with `taps` and the `info` record."""
+        """Weights as float32 (the model file stays small), with `taps`, `mirror` and the `info` record."""
         arrays = {"input_mean": self.input_mean.astype(np.float32), "input_std": self.input_std.astype(np.float32),
-                  "taps": self.taps.astype(np.int32)}
+                  "taps": self.taps.astype(np.int32), "mirror": np.array(self.mirror)}
         for i, (w, b) in enumerate(self.layers):
             arrays[f"w{i}"], arrays[f"b{i}"] = w.astype(np.float32), b.astype(np.float32)
         write_npz(path, compressed=False, info=np.array(json.dumps(self.info)), **arrays)
@@ -149,17 +175,37 @@ class WindowOrientationModel:
                                             f"expected {inputs} ({len(taps)} taps) to 2")
             if taps[0] != 0 or np.any(np.diff(taps) <= 0):
                 raise OrientationModelError(f"{path}: taps must start at 0 and increase, not {taps.tolist()}")
+            mirror = bool(archive.array("mirror", (), kind="b")) if "mirror" in archive.files else False
             return cls(layers, archive.array("input_mean", ("in0",)).astype(np.float64),
-                       archive.array("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"))
+                       archive.array("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"), mirror)
+
+
+def _axes_table() -> np.ndarray:
+    """(16, 6): a unit quaternion's outer product with itself (w, x, y, z order) times this is its rotation's x and
+    y axes, the first two columns of the rotation matrix."""
+    table = np.zeros((4, 4, 6))
+    w, x, y, z = range(4)
+    for column, terms in enumerate((
+            ((w, w, 1), (x, x, 1), (y, y, -1), (z, z, -1)), ((x, y, 2), (w, z, 2)), ((x, z, 2), (w, y, -2)),
+            ((x, y, 2), (w, z, -2)), ((w, w, 1), (x, x, -1), (y, y, 1), (z, z, -1)), ((y, z, 2), (w, x, 2)))):
+        for a, b, weight in terms:
+            table[a, b, column] += weight
+    return table.reshape(16, 6)
+
+
+AXES_TABLE = _axes_table()
 
 
 class WindowOrientationPredictor:
-    """Stateful per-frame prediction (live driver): a ring of the last frames' vectors, same pass as `predict`."""
+    """Stateful per-frame prediction (live driver): a ring of the last frames' vectors, the same numbers as
+    `predict`, written for one frame at a time (few numpy calls: a step's cost is mostly per call)."""
 
     def __init__(self, model: WindowOrientationModel):
         self.model = model
         self.length = int(model.taps[-1]) + 1
-        self.steady_slots = -model.taps % self.length  # plus the frame count, once the window is full
+        # Ring slots of the taps once the window is full, by the frame count modulo the ring's length.
+        self.steady_slots = (np.arange(self.length)[:, None] - model.taps[None]) % self.length
+        self.pair = np.empty((2, len(model.taps) * VECTOR_COUNT * 3))
         self.reset()
 
     def reset(self, body_6d: np.ndarray | None = None) -> None:
@@ -170,16 +216,34 @@ class WindowOrientationPredictor:
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:
         """World 6D (6,) from one sample of device poses (3, 3) and (3, 4), `dt` seconds after the last."""
-        vectors = frame_vectors(positions[None], rotations[None], 1.0 / dt, self.previous_positions)
-        self.ring[self.count % self.length] = vectors[0]
+        frame = self.ring[self.count % self.length]  # frame_vectors of this sample
+        frame[0] = positions[0]
+        np.subtract(positions[1:], positions[:1], out=frame[1:3])
+        previous = positions if self.previous_positions is None else self.previous_positions
+        np.multiply(positions - previous, 1.0 / dt, out=frame[3:6])
+        unit = rotations / np.sqrt(np.einsum("ij,ij->i", rotations, rotations))[:, None]
+        frame[6:] = ((unit[:, :, None] * unit[:, None, :]).reshape(3, 16) @ AXES_TABLE).reshape(6, 3)
         self.previous_positions = positions
         if self.count >= self.length:
-            slots = (self.steady_slots + self.count) % self.length
+            slots = self.steady_slots[self.count % self.length]
         else:
             slots = np.maximum(self.count - self.model.taps, 0)
         self.count += 1
-        heading, heading_yaw = hmd_heading(vectors)
-        yaw = float(self.model.body_yaw(window_inputs(self.ring[slots][None], heading), heading_yaw)[0])
+        (x0, x1, x2), (y0, y1, y2) = frame[6:8].tolist()  # hmd_heading
+        heading_yaw = math.atan2(x2 * y1 - x1 * y2, x1 * y0 - x0 * y1)
+        cos, sin = math.cos(heading_yaw), math.sin(heading_yaw)
+        heading = np.array((((cos, 0.0, sin), (0.0, 1.0, 0.0), (-sin, 0.0, cos)),))
+        inputs = window_inputs(self.ring[slots][None], heading)
+        if self.model.mirror:
+            pair = self.pair
+            pair[0] = inputs[0]
+            np.take(inputs[0], self.model.mirrored_columns, out=pair[1])
+            pair[1] *= self.model.mirrored_signs
+            (c, s), (mirrored_c, mirrored_s) = self.model.network(pair).tolist()
+            c, s = c + mirrored_c, s - mirrored_s
+        else:
+            c, s = self.model.network(inputs)[0].tolist()
+        yaw = heading_yaw + math.atan2(s, c)
         return np.array([math.cos(yaw), 0.0, -math.sin(yaw), 0.0, 1.0, 0.0])
 
 

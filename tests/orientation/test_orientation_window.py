@@ -14,10 +14,11 @@ from core.devices.attachments import hmd_forward
 from core.orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
     heading_of_forward
 from core.orientation.window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_heading, \
-    load_orientation_model, window_inputs
+    load_orientation_model, mirror_index, window_inputs
 from core.devices.simulate import simulate_stream
 from core.tools.train.orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
-    chord_loss, export, prepare_window_clips, torch_window_inputs, train, window_clip
+    chord_loss, export, merged, prepare_window_clips, symmetric_normalisation, symmetric_output, \
+    torch_window_inputs, train, window_clip
 from conftest import DATA, DATASET_2
 
 INPUTS = len(TAPS) * VECTOR_COUNT * 3
@@ -58,6 +59,57 @@ def test_numpy_equals_torch_over_a_sequence(stream):
     assert np.abs(numpy_output - output).max() < 1e-5
 
 
+def mirrored_scene(positions, rotations):
+    """The devices reflected through the YZ plane (x -> -x), the controllers trading hands: a device's rotation R
+    becomes M R M (its x axis mirrors into minus itself), which as a quaternion negates y and z."""
+    return positions[:, [0, 2, 1]] * [-1.0, 1.0, 1.0], rotations[:, [0, 2, 1]] * [1.0, 1.0, -1.0, -1.0]
+
+
+def test_a_mirror_model_answers_the_mirrored_scene_with_its_answer_mirrored(stream):
+    _, _, _, model = random_model(4)
+    mirrored = mirrored_scene(stream.positions, stream.rotations)
+    plain = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
+    assert np.abs(angle_deg(facing_yaw(model.predict(*mirrored, 60.0)), -plain)).max() > 1.0  # no symmetry by itself
+    model.mirror = True
+    yaw = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
+    assert np.abs(angle_deg(facing_yaw(model.predict(*mirrored, 60.0)), -yaw)).max() < 1e-9
+    index, signs = mirror_index(TAPS)
+    assert np.array_equal(index[index], np.arange(INPUTS)) and np.all(signs * signs[index] == 1.0)  # an involution
+
+
+def test_numpy_equals_torch_with_the_mirror(stream, tmp_path):
+    network, mean, std, _ = random_model(5)
+    mean, std = symmetric_normalisation(mean, std, TAPS)
+    model = export(network, mean, std, TAPS, mirror=True)
+    model.save(tmp_path / "mirror.npz")
+    assert load_orientation_model(tmp_path / "mirror.npz").mirror
+    clip = window_clip("walk", stream.positions, stream.rotations, np.zeros(len(stream)))
+    data = StackedFrames([clip])
+    index = torch.from_numpy(data.window_index(np.arange(len(stream)), np.array(TAPS)))
+    columns, signs = mirror_index(TAPS)
+    with torch.no_grad():
+        inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.headings), index)
+        inputs = (inputs - torch.from_numpy(mean.astype(np.float32))) / torch.from_numpy(std.astype(np.float32))
+        output = symmetric_output(network, inputs, torch.from_numpy(columns),
+                                  torch.from_numpy(signs.astype(np.float32))).numpy()
+    windows = data.vectors[data.window_index(np.arange(len(stream)), np.array(TAPS))].astype(np.float64)
+    assert np.abs(model.forward(window_inputs(windows, data.headings.astype(np.float64))) - output).max() < 1e-5
+    torch_yaw = clip.heading_yaw + np.arctan2(output[:, 1], output[:, 0])
+    predicted = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
+    assert np.abs(angle_deg(predicted, torch_yaw)).max() < np.degrees(1e-5)
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_merged_members_answer_the_sum_of_their_outputs(mirror):
+    members = [random_model(seed)[3] for seed in (6, 7, 8)]  # each with its own normalisation
+    for member in members:
+        member.mirror = mirror
+    model = merged(members)
+    assert [w.shape for w, _ in model.layers] == [(INPUTS, 72), (72, 48), (48, 2)] and model.mirror == mirror
+    x = np.random.default_rng(1).normal(0.0, 2.0, (40, INPUTS))
+    assert np.abs(model.forward(x) - sum(m.forward(x) for m in members)).max() < 1e-10
+
+
 def test_prediction_is_invariant_to_a_global_yaw_and_shift_of_the_scene(stream):
     model = load_orientation_model()
     turn = quat.from_yaw(np.array(2.1))
@@ -67,8 +119,10 @@ def test_prediction_is_invariant_to_a_global_yaw_and_shift_of_the_scene(stream):
     assert np.abs(angle_deg(moved, predicted + 2.1)).max() < 1e-7
 
 
-def test_live_steps_equal_the_offline_driver_and_reset_starts_over(stream):
+@pytest.mark.parametrize("mirror", [False, True])
+def test_live_steps_equal_the_offline_driver_and_reset_starts_over(stream, mirror):
     _, _, _, model = random_model(2)
+    model.mirror = mirror
     offline = model.predict(stream.positions, stream.rotations, 60.0)
     live = model.predictor()
     steps = np.array([live.step(stream.positions[t], stream.rotations[t], 1.0 / 60.0) for t in range(len(stream))])
@@ -171,14 +225,16 @@ def test_train_resume_and_eval_from_the_command_line(tmp_path):
     files = [DATA / "Bandai-Namco-Research-Motiondataset-1" / name
              for name in ("dataset-1_walk_normal_001.bvh", "dataset-1_walk-left_childish_001.bvh")]
     model = tmp_path / "window.npz"
-    common = ["train", "orientation", "--data", *files, "-o", model, "--samples-per-epoch", 1024, "--threads", 1]
+    common = ["train", "orientation", "--data", *files, "-o", model, "--samples-per-epoch", 1024, "--threads", 1,
+              "--members", 2, "--copies", 2]
     core(*common, "--epochs", 2, "--minutes", 0.0001)
     record = json.loads(model.with_suffix(".json").read_text())
     assert record["epochs_done"] == 1 and record["finished"] is False
     assert record["training_files"] == 1 and record["validation_files"] == 1
     core(*common, "--epochs", 2, "--resume")
     record = json.loads(model.with_suffix(".json").read_text())
-    assert record["finished"] is True and [c["epoch"] for c in record["curve"]] == [1, 2]
+    assert record["finished"] is True and record["members_done"] == 2
+    assert [(c["member"], c["epoch"]) for c in record["curve"]] == [(0, 1), (0, 2), (1, 1), (1, 2)]
     assert isinstance(load_orientation_model(model), WindowOrientationModel)
     done = core("eval", "orientation", "--data", *files, "--model", model, "--plot", tmp_path / "error.png", "--json")
     result = json.loads(done.stdout)

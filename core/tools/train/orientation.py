@@ -274,7 +274,7 @@ def add_command(train_group) -> None:
                         help="look-around augmentation of the simulated streams (default 60)")
     parser.add_argument("--no-mirror", action="store_true", help="mmvr: do not add mirrored copies of the clips")
     parser.add_argument("--hidden", type=int, nargs="+", default=None, metavar="UNITS",
-                        help="hidden layer widths (window: 96 64; mmvr, the paper: 32 32, wider ones need "
+                        help="hidden layer widths (window: 48 32 per member; mmvr, the paper: 32 32, wider ones need "
                              "--clip-grad-norm)")
     parser.add_argument("--clip-grad-norm", type=float, default=None, metavar="NORM",
                         help="mmvr: clip the gradient's norm before each step (the paper does not; default off)")

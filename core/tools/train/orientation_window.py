@@ -25,7 +25,7 @@ from ...files.bvh import read_bvh
 from ...files.mocap import activity
 from ...math import quat
 from ...orientation.window import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
-    hmd_heading, window_inputs
+    hmd_heading, mirror_index, window_inputs
 
 BATCH_SIZE = 256
 LEARNING_RATE = 1e-3
@@ -33,6 +33,8 @@ WEIGHT_DECAY = 1e-4
 TRAINING_LOOK_AROUND_DEG = 60.0
 EMPHASISED = {"walk-left": 3.0, "walk-right": 3.0, "walk-back": 3.0, "bow": 2.0, "call": 2.0}
 """Activities whose frames are drawn this many times as often: the motions one frame does not tell apart."""
+MEMBERS = 3
+"""Networks in the shipped ensemble (`merged`): their errors differ enough that the sum beats each."""
 INPUT_NOISE = 0.05
 """Standard deviation of the noise added to the normalised inputs while training (a regulariser)."""
 
@@ -41,7 +43,7 @@ INPUT_NOISE = 0.05
 class Augmentation:
     """Ranges of the per-copy augmentation (uniform draws; zero disables one)."""
 
-    copies: int = 4
+    copies: int = 8
     """Copies of every training file, every other one mirrored, each with its own draws and look-around."""
 
     speed: tuple[float, float] = (0.8, 1.25)
@@ -175,6 +177,15 @@ def build_network(inputs: int, hidden=HIDDEN_UNITS):
     return torch.nn.Sequential(*layers)
 
 
+def symmetric_output(body, inputs, index, signs):
+    """WindowOrientationModel.forward with `mirror` in torch: the sum of the outputs for the inputs and, sin
+    negated, for their mirror image (`inputs[:, index] * signs`)."""
+    import torch
+
+    both = body(torch.cat([inputs, inputs[:, index] * signs]))
+    return both[:len(inputs)] + both[len(inputs):] * torch.tensor([1.0, -1.0])
+
+
 def chord_loss(output, target):
     """Mean distance between the unit output and the unit target: 2 sin(angle / 2), about the angle itself."""
     import torch
@@ -192,18 +203,59 @@ def normalisation(data: StackedFrames, taps: np.ndarray, rng, samples: int = 600
     return inputs.mean(axis=0), np.where(std < 1e-3, 1.0, std)
 
 
-def export(body, mean: np.ndarray, std: np.ndarray, taps) -> WindowOrientationModel:
+def symmetric_normalisation(mean: np.ndarray, std: np.ndarray, taps) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and spread averaged with their mirror images, so that normalising commutes with mirroring: the torch
+    pass mirrors normalised inputs, the numpy one (WindowOrientationModel.forward) raw ones."""
+    index, signs = mirror_index(taps)
+    return 0.5 * (mean + mean[index] * signs), 0.5 * (std + std[index])
+
+
+def export(body, mean: np.ndarray, std: np.ndarray, taps, mirror: bool = False) -> WindowOrientationModel:
     linear = [m for m in body if hasattr(m, "weight")]
     layers = [(m.weight.detach().numpy().T.astype(np.float64).copy(), m.bias.detach().numpy().astype(np.float64).copy())
               for m in linear]
-    return WindowOrientationModel(layers, mean.astype(np.float64), std.astype(np.float64), np.array(taps))
+    return WindowOrientationModel(layers, mean.astype(np.float64), std.astype(np.float64), np.array(taps), mirror=mirror)
+
+
+def merged(models: list[WindowOrientationModel]) -> WindowOrientationModel:
+    """One MLP whose output is the sum of the members' (an ensemble in the same file format): first layers side by
+    side, the others block-diagonal, the last ones stacked. Every member's input normalisation is re-expressed in
+    the first's: ((x - m) / s) W + b = ((x - m0) / s0) (s0 / s W) + b + ((m0 - m) / s) W."""
+    if len(models) == 1:
+        return models[0]
+    first = models[0]
+    mean, std = first.input_mean, first.input_std
+    layers = []
+    for depth in range(len(first.layers)):
+        weights, biases = [], []
+        for model in models:
+            w, b = model.layers[depth]
+            if depth == 0:
+                w, b = w * (std / model.input_std)[:, None], b + ((mean - model.input_mean) / model.input_std) @ w
+            weights.append(w)
+            biases.append(b)
+        if depth == 0:
+            layers.append((np.concatenate(weights, axis=1), np.concatenate(biases)))
+        elif depth < len(first.layers) - 1:
+            block = np.zeros((sum(w.shape[0] for w in weights), sum(w.shape[1] for w in weights)))
+            rows = np.cumsum([0] + [w.shape[0] for w in weights])
+            columns = np.cumsum([0] + [w.shape[1] for w in weights])
+            for k, w in enumerate(weights):
+                block[rows[k]:rows[k + 1], columns[k]:columns[k + 1]] = w
+            layers.append((block, np.concatenate(biases)))
+        else:
+            layers.append((np.concatenate(weights, axis=0), np.sum(biases, axis=0)))
+    return WindowOrientationModel(layers, mean, std, first.taps, mirror=first.mirror)
 
 
 def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000, seed: int = 0,
           hidden=HIDDEN_UNITS, taps=TAPS, checkpoint=None, resume: dict | None = None, minutes: float | None = None,
-          log=print):
+          average: float = 0.0, mirror: bool = False, log=print):
     """Train; returns (numpy model, per-epoch curve, finished). `checkpoint(state)` is called after every
-    epoch with what `resume` takes back; `minutes` stops after the epoch that passes that much time."""
+    epoch with what `resume` takes back; `minutes` stops after the epoch that passes that much time.
+    With `average` > 0 the exported weights are an exponential moving average of the trained ones
+    (that decay per batch). With `mirror` the model reads every window mirrored too (WindowOrientationModel.mirror),
+    in training as in use."""
     import torch
 
     torch.manual_seed(seed)
@@ -213,6 +265,8 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         mean, std = resume["mean"], resume["std"]
     else:
         mean, std = normalisation(data, taps, np.random.default_rng(seed))
+        if mirror:
+            mean, std = symmetric_normalisation(mean, std, taps)
     body = build_network(len(taps) * VECTOR_COUNT * 3, hidden)
     mean_t, std_t = torch.from_numpy(mean.astype(np.float32)), torch.from_numpy(std.astype(np.float32))
     optimiser = torch.optim.AdamW(body.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
@@ -220,14 +274,20 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, T_max=epochs * batches, eta_min=LEARNING_RATE / 30)
     curve, first_epoch = [], 1
     rng = np.random.default_rng(seed)
+    averaged = torch.optim.swa_utils.AveragedModel(
+        body, multi_avg_fn=torch.optim.swa_utils.get_ema_multi_avg_fn(average)) if average else None
     if resume:
         body.load_state_dict(resume["network"])
+        if averaged is not None:
+            averaged.load_state_dict(resume["averaged"])
         optimiser.load_state_dict(resume["optimiser"])
         schedule.load_state_dict(resume["schedule"])
         rng.bit_generator.state = resume["rng"]
         curve, first_epoch = list(resume["curve"]), resume["epoch"] + 1
     vectors, headings = torch.from_numpy(data.vectors), torch.from_numpy(data.headings)
     targets = torch.from_numpy(data.targets)
+    index_m, signs_m = mirror_index(taps)
+    index_m, signs_m = torch.from_numpy(index_m), torch.from_numpy(signs_m.astype(np.float32))
     started = time.perf_counter()
     for epoch in range(first_epoch, epochs + 1):
         epoch_started = time.perf_counter()
@@ -235,15 +295,18 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         for b in range(batches):
             index = torch.from_numpy(data.window_index(data.draw(rng, BATCH_SIZE), taps))
             inputs = (torch_window_inputs(vectors, headings, index) - mean_t) / std_t
-            output = body(inputs + INPUT_NOISE * torch.randn_like(inputs))
+            inputs = inputs + INPUT_NOISE * torch.randn_like(inputs)
+            output = symmetric_output(body, inputs, index_m, signs_m) if mirror else body(inputs)
             loss = chord_loss(output, targets[index[:, 0]])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
             schedule.step()
+            if averaged is not None:
+                averaged.update_parameters(body)
             total += loss.item()
             progress_bar(epoch, epochs, b + 1, batches, total / (b + 1))
-        model = export(body, mean, std, taps)
+        model = export(body if averaged is None else averaged.module, mean, std, taps, mirror)
         errors = np.concatenate([angle_errors_deg(model, c) for c in validation]) if validation else np.array([np.nan])
         curve.append({"epoch": epoch, "loss": total / batches, "validation_mean_deg": float(errors.mean()),
                       "seconds": round(time.perf_counter() - epoch_started, 2)})
@@ -252,10 +315,11 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         if checkpoint:
             checkpoint({"network": body.state_dict(), "optimiser": optimiser.state_dict(),
                         "schedule": schedule.state_dict(), "rng": rng.bit_generator.state, "curve": list(curve),
-                        "epoch": epoch, "mean": mean, "std": std})
+                        "epoch": epoch, "mean": mean, "std": std,
+                        "averaged": None if averaged is None else averaged.state_dict()})
         if minutes is not None and time.perf_counter() - started > 60.0 * minutes and epoch < epochs:
-            return export(body, mean, std, taps), curve, False
-    return export(body, mean, std, taps), curve, True
+            return model, curve, False
+    return export(body if averaged is None else averaged.module, mean, std, taps, mirror), curve, True
 
 
 def progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) -> None:
@@ -298,32 +362,57 @@ def run(args) -> int:
     print(f"train orientation: window model, {len(training_files)} training and {len(validation_files)} "
           f"validation files", file=sys.stderr)
     started = time.perf_counter()
-    augmentation = None if args.no_augment else Augmentation()
+    augmentation = None if args.no_augment else Augmentation(copies=args.copies)
     clips = prepare_window_clips(training_files, args.look_around, args.seed, augmentation, progress=progress)
     validation = prepare_window_clips(validation_files, args.look_around, 10_000 + args.seed, progress=progress)
     preparing_s = time.perf_counter() - started
+    training_started = time.perf_counter()
+
+    done = [WindowOrientationModel(m["layers"], m["mean"], m["std"], np.array(args.taps), mirror=m["mirror"])
+            for m in (resume or {}).get("members_done", [])]
+    curve = list((resume or {}).get("curves_done", []))
 
     def save_checkpoint(state):
+        """The finished members, and (from `train`) the state of the one in training."""
         import io
 
         state["seconds"] = (resume or {}).get("seconds", 0.0) + time.perf_counter() - started
+        state["members_done"] = [{"layers": m.layers, "mean": m.input_mean, "std": m.input_std, "mirror": m.mirror}
+                                 for m in done]
+        state["curves_done"] = list(curve)
         buffer = io.BytesIO()
         torch.save(state, buffer)
         write_bytes(checkpoint_path, buffer.getvalue())
 
-    model, curve, finished = train(clips, validation, args.epochs, args.samples_per_epoch, args.seed,
-                                   tuple(args.hidden), args.taps, save_checkpoint, resume, args.minutes,
-                                   log=lambda line: print(line, file=sys.stderr))
+    finished, in_training = True, resume if resume and "network" in resume else None
+    model = merged(done) if done else None
+    for member in range(len(done), args.members):
+        minutes = None if args.minutes is None else max(0.0, args.minutes - (time.perf_counter() - training_started) / 60.0)
+        print(f"member {member + 1} of {args.members} (seed {args.seed + member})", file=sys.stderr)
+        model, member_curve, finished = train(
+            clips, validation, args.epochs, args.samples_per_epoch, args.seed + member, tuple(args.hidden), args.taps,
+            save_checkpoint, in_training, minutes, mirror=not args.single_pass,
+            log=lambda line: print(line, file=sys.stderr))
+        in_training = None
+        curve += [dict(c, member=member) for c in member_curve]
+        if not finished:
+            model = merged(done + [model])
+            break
+        done.append(model)
+        save_checkpoint({})
+        model = merged(done)
     errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
     model.info = {
         "architecture": f"window MLP: {len(args.taps)} taps over {args.taps[-1] / 60:g} s of 12 device vectors each, "
-                        "ReLU hidden layers",
-        "hidden_units": list(args.hidden), "taps": list(args.taps),
+                        f"ReLU hidden layers; {args.members} member(s) summed"
+                        f"{'' if args.single_pass else ', each reading the window as it is and mirrored'}",
+        "hidden_units": list(args.hidden), "taps": list(args.taps), "mirror_pass": model.mirror,
         "data": [str(p) for p in args.data], "training_files": len(training_files),
         "validation_files": len(validation_files),
         "augmentation": None if augmentation is None else {k: v for k, v in augmentation.__dict__.items()},
         "training_frames": int(sum(len(c.vectors) for c in clips)), "look_around_deg": args.look_around,
         "fps": 60, "epochs": args.epochs, "epochs_done": curve[-1]["epoch"], "finished": finished,
+        "members": args.members, "members_done": len(done),
         "samples_per_epoch": args.samples_per_epoch, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "schedule": "cosine to 1/30", "optimiser": "AdamW", "weight_decay": WEIGHT_DECAY,
         "loss": "chord between unit output and truth (cos, sin)", "seed": args.seed,
@@ -334,7 +423,8 @@ def run(args) -> int:
     }
     model.save(output)
     write_text(output.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
-    state = "" if finished else f" (stopped after epoch {curve[-1]['epoch']}; --resume to go on)"
+    state = "" if finished else \
+        f" (stopped after member {len(done) + 1}'s epoch {curve[-1]['epoch']}; --resume to go on)"
     print(f"wrote {output}: validation {errors.mean():.2f} ± {errors.std():.2f} deg{state}", file=sys.stderr)
     return 0
 
@@ -349,6 +439,13 @@ def add_arguments(parser) -> None:
                         help="window model: go on from the checkpoint beside the output (FILE.checkpoint.pt)")
     parser.add_argument("--no-augment", action="store_true",
                         help="window model: no mirrored copies, speed, size, arm, attachment or latency draws")
+    parser.add_argument("--copies", type=int, default=Augmentation.copies,
+                        help=f"window model: augmented copies of every training file (default {Augmentation.copies})")
+    parser.add_argument("--members", type=int, default=MEMBERS,
+                        help=f"window model: networks trained one after another (seeds SEED, SEED + 1, ...) and "
+                             f"merged into one whose output is their sum (default {MEMBERS})")
+    parser.add_argument("--single-pass", action="store_true",
+                        help="window model: no mirror pass (the window is read as it is only, not mirrored too)")
     parser.add_argument("--taps", type=int, nargs="+", default=list(TAPS), metavar="FRAMES",
                         help="window model: frames back that a window reads, from 0 up (default: orientation_window.TAPS)")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (1 or 2; default 2)")
