@@ -38,8 +38,8 @@ TAPS = (0, 2, 4, 7, 10, 14, 18, 23, 28, 34, 40, 50, 60, 75, 90, 120)
 Before a stream has that much history the oldest frame stands in for the missing ones."""
 HIDDEN_UNITS = (48, 32)
 """Each member's hidden layers (train_orientation_window.MEMBERS of them are summed in the shipped model)."""
-CHUNK_FRAMES = 512
-"""Frames per batch in the offline driver: its windows (2.4 MB) stay in cache, and memory stays bounded."""
+CHUNK_FRAMES = 256
+"""Frames per batch in the offline driver: its windows (1.2 MB) stay in cache, and memory stays bounded."""
 
 
 def frame_vectors(positions: np.ndarray, rotations: np.ndarray, fps: float,
@@ -117,10 +117,16 @@ class WindowOrientationModel:
         self._pass = [(w / self.input_std[:, None], b - (self.input_mean / self.input_std) @ w), *self.layers[1:]]
         self.taps = np.asarray(self.taps, dtype=int)
         self.mirrored_columns, self.mirrored_signs = mirror_index(self.taps)
+        # The first layer for raw inputs and, beside it, for their mirror images: (P x) W = x (W[index] * signs),
+        # the index being its own inverse and a column's sign its partner's.
+        w = self._pass[0][0]
+        self._both_first = np.concatenate([w, w[self.mirrored_columns] * self.mirrored_signs[:, None]], axis=1)
 
     def network(self, inputs: np.ndarray) -> np.ndarray:
         """The network's raw outputs (T, 2) for inputs (T, taps * 36)."""
-        h = inputs @ self._pass[0][0] + self._pass[0][1]
+        return self._hidden_to_output(inputs @ self._pass[0][0] + self._pass[0][1])
+
+    def _hidden_to_output(self, h: np.ndarray) -> np.ndarray:
         for w, b in self._pass[1:]:
             h = np.maximum(h, 0.0, out=h) @ w + b
         return h
@@ -130,8 +136,10 @@ class WindowOrientationModel:
         with `mirror` the sum of its outputs for the inputs and, mirrored back, for their mirror image."""
         if not self.mirror:
             return self.network(inputs)
-        both = self.network(np.concatenate([inputs, inputs[:, self.mirrored_columns] * self.mirrored_signs]))
-        return both[:len(inputs)] + both[len(inputs):] * (1.0, -1.0)
+        # One product gives both passes' first layers; rows t and its mirror image then go on side by side.
+        first = (inputs @ self._both_first).reshape(2 * len(inputs), -1) + self._pass[0][1]
+        both = self._hidden_to_output(first).reshape(len(inputs), 2, 2)
+        return both[:, 0] + both[:, 1] * (1.0, -1.0)
 
     def body_yaw(self, inputs: np.ndarray, heading_yaw: np.ndarray) -> np.ndarray:
         """World body yaws (T,) from inputs and the heading's yaws (T,)."""
