@@ -220,7 +220,7 @@ def test_shipped_model_beats_the_papers_network_on_held_back_sideways_walking():
 
 
 def test_train_resume_and_eval_from_the_command_line(tmp_path):
-    from test_cli import core
+    from conftest import core
 
     files = [DATA / "Bandai-Namco-Research-Motiondataset-1" / name
              for name in ("dataset-1_walk_normal_001.bvh", "dataset-1_walk-left_childish_001.bvh")]
