@@ -12,14 +12,13 @@ a few matrix products and the live one keeps a ring of past frames.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ..files.atomic import write_npz
+from ..assets import read_model, write_model
 from ..files.npz_archive import read_npz
 from ..math import quat
 from .mmvr import SHIPPED_MODEL, OrientationModel, OrientationModelError
@@ -162,20 +161,23 @@ class WindowOrientationModel:
         return WindowOrientationPredictor(self)
 
     def save(self, path: str | Path) -> None:
-        """Weights as float32 (the model file stays small), with `taps`, `mirror` and the `info` record."""
-        arrays = {"input_mean": self.input_mean.astype(np.float32), "input_std": self.input_std.astype(np.float32),
-                  "taps": self.taps.astype(np.int32), "mirror": np.array(self.mirror)}
+        """The weights in core.assets' one format (float32), with `taps`, `mirror`, the input normalisation and
+        the `info` record."""
+        parameters = {}
         for i, (w, b) in enumerate(self.layers):
-            arrays[f"w{i}"], arrays[f"b{i}"] = w.astype(np.float32), b.astype(np.float32)
-        write_npz(path, compressed=False, info=np.array(json.dumps(self.info)), **arrays)
+            parameters[f"w{i}"], parameters[f"b{i}"] = w, b
+        write_model(path, parameters, self.info, input_mean=self.input_mean.astype(np.float32),
+                    input_std=self.input_std.astype(np.float32), taps=self.taps.astype(np.int32),
+                    mirror=np.array(self.mirror))
 
     @classmethod
     def load(cls, path: str | Path) -> "WindowOrientationModel":
-        with read_npz(path, "an orientation model", OrientationModelError) as archive:
+        with read_model(path, "an orientation model", np.float64) as (archive, parameters):
             taps = archive.array("taps", ("taps",), kind="i").astype(int)
-            count = sum(1 for k in archive.files if k.startswith("w"))
-            layers = [(archive.array(f"w{i}", (f"in{i}", f"in{i + 1}")).astype(np.float64),
-                       archive.array(f"b{i}", (f"in{i + 1}",)).astype(np.float64)) for i in range(count)]
+            layers = [(parameters[f"w{i}"], parameters[f"b{i}"]) for i in range(sum(k[0] == "w" for k in parameters))]
+            for i, (w, b) in enumerate(layers):
+                archive.check_shape(f"w/w{i}", w.shape, (f"in{i}", f"in{i + 1}"))
+                archive.check_shape(f"w/b{i}", b.shape, (f"in{i + 1}",))
             inputs = len(taps) * VECTOR_COUNT * 3
             if not layers or layers[0][0].shape[0] != inputs or layers[-1][0].shape[1] != 2:
                 sizes = (layers[0][0].shape[0], layers[-1][0].shape[1]) if layers else (0, 0)
