@@ -1,6 +1,6 @@
 """Live latency against the OpenXR runtime (Monado, headless, 90 Hz): `python build.py bench` runs this under "openxr".
 
-60 s of core's Solver stepped from every frame the source locates, on one core (the solver's thread
+60 s of core's MotionMatchingSolver stepped from every frame the source locates, on one core (the solver's thread
 pinned to one CPU once the runtime's threads have started; numpy's threads to one), with the latency
 from the locate call to the posed skeleton's joint positions. Run with xr_runtime.environment()'s
 variables set.

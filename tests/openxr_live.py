@@ -97,17 +97,17 @@ def fallback() -> dict:
 
 
 def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = False) -> dict:
-    """core's Solver stepped from every located frame; with `lose_hands` "A:B", the hands' tracking is dropped
-    (flags cleared) from frame A to B of the run, then returns. `pin_core` keeps this thread (the solver's) on
+    """core's MotionMatchingSolver stepped from every located frame; with `lose_hands` "A:B", the hands' tracking
+    is dropped (flags cleared) from frame A to B of the run, then returns. `pin_core` keeps this thread (the solver's) on
     one CPU once the runtime's own threads have started, free to run on any."""
     from core.files.bvh import read_bvh
     from core.devices.attachments import joints_from_devices
     from core.devices.live import run_live
     from core.orientation.window import load_orientation_model
     from core.matching.pose_database import build_database
-    from core.matching.solver import Solver
+    from core.matching.solver import MotionMatchingSolver
 
-    solver = Solver([build_database([read_bvh(WALK_1)])], orientation_model=load_orientation_model())
+    solver = MotionMatchingSolver([build_database([read_bvh(WALK_1)])], orientation_model=load_orientation_model())
     first, last = (int(v) for v in lose_hands.split(":")) if lose_hands else (-1, -1)
     count, hand_errors = [0], []
 

@@ -1,6 +1,6 @@
 """The three-point solver (MMVR §5-6): HMD and controllers in, a full-body pose on the database skeleton out.
 
-Per frame (`Solver.step`, the live driver):
+Per frame (`MotionMatchingSolver.step`, the live driver):
 1. devices: an untracked device holds its last pose (controllers relative to the HMD's heading); a sample
    that is not finite or absurd counts as untracked, a time step that is not finite, not positive or too
    long as a one-frame pause (plausibility.py; both are counted in the state);
@@ -147,7 +147,7 @@ class SolverState:
     """Steps whose dt was not finite, not positive or too long, taken as one frame."""
 
 
-class Solver:
+class MotionMatchingSolver:
     """Motion matching over one or more databases, then foot lock and upper-body IK (live driver: `step`)."""
 
     def __init__(self, databases: list[PoseDatabase | MatchingDatabase], config: SolverConfig = SolverConfig(),
@@ -460,7 +460,7 @@ def standing_height(stream: ThreePointStream, seconds: float) -> float:
     return float(stream.positions[first, 0, 1].mean())
 
 
-def solve(stream: ThreePointStream, solver: Solver,
+def solve(stream: ThreePointStream, solver: MotionMatchingSolver,
           calibration: CalibrationConfig | StreamCalibration | None = CalibrationConfig()) -> Solution:
     """The offline driver: calibrate the devices (calibration.py: a calibration found in the stream's first
     seconds, or the one given, re-expresses the controllers as held the way the solver assumes; None: as they
@@ -472,12 +472,12 @@ def solve(stream: ThreePointStream, solver: Solver,
         calibration = calibrate_stream(without_unusable_samples(stream)[0], calibration, solver.devices)
     if calibration is not None:
         stream = calibration.apply(stream, solver.devices)
-    solution = solver.solve(stream) if not isinstance(solver, Solver) else _solve(stream, solver)
+    solution = solver.solve(stream) if not isinstance(solver, MotionMatchingSolver) else _solve(stream, solver)
     solution.calibration = calibration
     return solution
 
 
-def _solve(stream: ThreePointStream, solver: Solver) -> Solution:
+def _solve(stream: ThreePointStream, solver: MotionMatchingSolver) -> Solution:
     stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
@@ -508,7 +508,8 @@ def require_finite(motion: Motion, stream: ThreePointStream) -> None:
 
 
 def load_calibrated_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
-                           standing_hmd_height_m: float | None = None, arm_span_m: float | None = None) -> Solver:
+                           standing_hmd_height_m: float | None = None,
+                           arm_span_m: float | None = None) -> MotionMatchingSolver:
     """A solver with the user's calibration: the command line's and the add-on's shared path.
 
     `arm_span_m` (wrist to wrist in a T-pose, Parger eq. 1) replaces the avatar's arm lengths.
@@ -521,11 +522,11 @@ def load_calibrated_solver(database_paths, config: SolverConfig = SolverConfig()
 
 
 def load_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
-                standing_hmd_height_m: float | None = None) -> Solver:
+                standing_hmd_height_m: float | None = None) -> MotionMatchingSolver:
     """A solver over database files; `orientation` is a model file, 'mmvr' (the paper's network), 'hmd', or None
     for the shipped default (the window model)."""
     databases = [PoseDatabase.load(path) for path in database_paths]
     if orientation == "hmd":
-        return Solver(databases, replace(config, orientation="hmd"), None, standing_hmd_height_m)
+        return MotionMatchingSolver(databases, replace(config, orientation="hmd"), None, standing_hmd_height_m)
     model = load_orientation_model(MMVR_MODEL if orientation == "mmvr" else orientation or SHIPPED_MODEL)
-    return Solver(databases, replace(config, orientation="network"), model, standing_hmd_height_m)
+    return MotionMatchingSolver(databases, replace(config, orientation="network"), model, standing_hmd_height_m)

@@ -18,7 +18,7 @@ from ..files.stream import read_stream, write_stream
 from ..ik.upper_body_ik import UpperBodyCalibration, solve_upper_body
 from ..matching.pose_database import build_database
 from ..matching.search import FeatureIndex
-from ..matching.solver import Solver, solve
+from ..matching.solver import MotionMatchingSolver, solve
 from ..orientation.mmvr import MMVR_MODEL
 from ..orientation.window import load_orientation_model
 from .arguments import add_json_argument, add_mocap_argument
@@ -129,7 +129,7 @@ def time_matching(files, stream, model) -> dict:
     continuing the current clip as the bound to beat.
     """
     database = build_database([read_bvh(f) for f in default_database_files(files)])
-    solver = Solver([database], orientation_model=model)
+    solver = MotionMatchingSolver([database], orientation_model=model)
     index = solver.databases[0].index
     searches = []
     accelerated = index.nearest

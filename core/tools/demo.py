@@ -18,7 +18,7 @@ from ..files.bvh import read_bvh, write_bvh
 from ..files.mocap import default_database_files, default_mocap_dir, find_bvh_files, split_by_file
 from ..files.stream import read_stream, write_stream
 from ..matching.pose_database import build_database
-from ..matching.solver import Solver, solve
+from ..matching.solver import MotionMatchingSolver, solve
 from ..orientation.window import load_orientation_model
 from ..quality.metrics import score_motion
 from ..quality.report import quality_series, write_report
@@ -77,7 +77,7 @@ def solve_demo(files, clip: Path, stream, truth, out: Path) -> dict:
     database_path = out / "default.db.npz"
     database.save(database_path)
     print(f"demo: solving {len(stream)} samples over {len(database)} poses ...", file=sys.stderr)
-    solution = solve(stream, Solver([database], orientation_model=load_orientation_model()))
+    solution = solve(stream, MotionMatchingSolver([database], orientation_model=load_orientation_model()))
     solved_path = out / f"{clip.stem}.solved.bvh"
     write_bvh(solved_path, solution.motion)
     implied = implied_joint_positions(solution.stream)[:, 1:]

@@ -16,7 +16,7 @@ from core.rig.humanoid import find_mapping
 from core.matching.pose_database import build_database
 from core.orientation.window import load_orientation_model
 from core.devices.simulate import simulate_stream
-from core.matching.solver import Solver, solve
+from core.matching.solver import MotionMatchingSolver, solve
 from core.files.stream import write_stream
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
 from conftest import core
@@ -94,7 +94,7 @@ def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_c
     the hands stay within 1 cm (what is left is the gesture's own imprecision), and without it they are
     more than 1.5 cm off."""
     database = build_database([read_bvh(WALK_1), read_bvh(DATASET_2 / "dataset-2_walk_normal_002.bvh")])
-    solver = Solver([database], orientation_model=load_orientation_model())
+    solver = MotionMatchingSolver([database], orientation_model=load_orientation_model())
     hands = [database.mapping["l_hand"], database.mapping["r_hand"]]
     clean = simulate_stream(read_bvh(WALK_2)[:150], replace(NOISY, attachment_noise_m=0.0, attachment_noise_deg=0.0))
     clip = slice(noisy.clip_start, None)

@@ -20,7 +20,7 @@ from core.n3p.solver import N3PSolver
 from core.devices.openxr_source import TRACKED_FLAGS, frame_from_poses
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
-from core.matching.solver import Solver, solve
+from core.matching.solver import MotionMatchingSolver, solve
 from core.files.stream import ThreePointStream, read_stream, write_stream
 
 BROKEN = {  # what a device may hand over instead of a pose: (position, rotation)
@@ -45,7 +45,7 @@ def stream():
 @pytest.fixture(scope="module")
 def mm_solver():
     clips = [read_bvh(DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh") for i in (2, 3)]
-    return Solver([build_database(clips)], SolverConfig(orientation="hmd"))
+    return MotionMatchingSolver([build_database(clips)], SolverConfig(orientation="hmd"))
 
 
 @pytest.fixture(scope="module")

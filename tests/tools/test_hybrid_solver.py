@@ -14,7 +14,7 @@ from core.n3p.solver import N3PSolver
 from core.orientation.window import load_orientation_model
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
-from core.matching.solver import Solver, solve
+from core.matching.solver import MotionMatchingSolver, solve
 from conftest import DATASET_1, DATASET_2, WALK_1
 
 HELD_OUT_WALK = DATASET_1 / "dataset-1_walk_active_001.bvh"
@@ -38,7 +38,7 @@ def held_out_walk_scores():
     database = build_database([read_bvh(WALK_1)] + [read_bvh(DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh")
                                                      for i in (2, 3)])
     predictor = N3PSolver(N3PModel.load())
-    hybrid = MatchedLegsSolver(predictor, Solver([database], orientation_model=load_orientation_model()))
+    hybrid = MatchedLegsSolver(predictor, MotionMatchingSolver([database], orientation_model=load_orientation_model()))
     simulated = simulate_stream(read_bvh(HELD_OUT_WALK), SimulationConfig(look_around_deg=60.0))
     implied = implied_joint_positions(simulated.stream)[:, 1:]
     return {name: score_motion(solve(simulated.stream, solver).motion, simulated.truth, implied)

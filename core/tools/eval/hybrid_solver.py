@@ -24,7 +24,7 @@ import numpy as np
 from ...anim.character import body_yaw
 from ...anim.motion import Motion, local_from_global
 from ...ik.foot_lock import FootLock, Legs
-from ...matching.solver import Solution, Solver, solve
+from ...matching.solver import Solution, MotionMatchingSolver, solve
 from ...math import quat
 from ...math.angle import wrap_angle
 from ...n3p.solver import N3PSolver
@@ -81,7 +81,7 @@ class MatchedLegsSolver:
 
     method = "n3p_mm_legs"
 
-    def __init__(self, predictor: N3PSolver, matching: Solver, orientation_model=None):
+    def __init__(self, predictor: N3PSolver, matching: MotionMatchingSolver, orientation_model=None):
         """`orientation_model` gives the hips' facing (default: motion matching's; None there too: the predictor's)."""
         self.predictor, self.matching = predictor, matching
         self.orientation_model = orientation_model or matching.model

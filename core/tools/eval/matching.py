@@ -21,7 +21,7 @@ from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
 from ...files.mocap import activity
 from ...matching.pose_database import PoseDatabase
-from ...matching.solver import MatchingDatabase, Solver, solve
+from ...matching.solver import MatchingDatabase, MotionMatchingSolver, solve
 from ...orientation.window import load_orientation_model
 from ...quality.metrics import score_motion
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
@@ -35,19 +35,19 @@ METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower
            "jitter")
 
 
-def solvers(database: PoseDatabase, config: SolverConfig, model, methods) -> dict[str, Solver]:
+def solvers(database: PoseDatabase, config: SolverConfig, model, methods) -> dict[str, MotionMatchingSolver]:
     """One solver per method; those over the whole database share its features and index."""
     made = {}
     whole = MatchingDatabase.prepare(database, config)
     for method in methods:
         if method == "mm":
-            made[method] = Solver([whole], config, model)
+            made[method] = MotionMatchingSolver([whole], config, model)
         elif method == "hmd_forward":
-            made[method] = Solver([whole], replace(config, orientation="hmd"))
+            made[method] = MotionMatchingSolver([whole], replace(config, orientation="hmd"))
         elif method in ("db10", "db25"):
-            made[method] = Solver([database.subset(int(method[2:]) / 100.0)], config, model)
+            made[method] = MotionMatchingSolver([database.subset(int(method[2:]) / 100.0)], config, model)
         elif method == "alpha_0.1":
-            made[method] = Solver([whole], replace(config, alpha_m=0.1), model)
+            made[method] = MotionMatchingSolver([whole], replace(config, alpha_m=0.1), model)
         else:
             raise ValueError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")
     return made

@@ -27,7 +27,7 @@ from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
 from ...files.mocap import default_database_files, find_bvh_files
 from ...matching.pose_database import PoseDatabase, build_database
-from ...matching.solver import Solver
+from ...matching.solver import MotionMatchingSolver
 from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
 from ...orientation.window import load_orientation_model
@@ -49,13 +49,13 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
     made = {}
     for method in methods:
         if method == "mm":
-            made[method] = Solver([database], SolverConfig(), load_orientation_model())
+            made[method] = MotionMatchingSolver([database], SolverConfig(), load_orientation_model())
         elif method == "n3p":
             made[method] = N3PSolver(model)
         elif method == "n3p_hmd_only":
             made[method] = N3PSolver(model, N3PConfig(hmd_only=True))
         elif method == "n3p_mm_legs":
-            made[method] = MatchedLegsSolver(N3PSolver(model), Solver([database], SolverConfig(),
+            made[method] = MatchedLegsSolver(N3PSolver(model), MotionMatchingSolver([database], SolverConfig(),
                                                                       load_orientation_model()))
         else:
             raise ValueError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")

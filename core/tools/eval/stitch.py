@@ -182,14 +182,14 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
     from ...devices.simulate import simulate_stream
     from ...files.bvh import read_bvh
     from ...matching.pose_database import build_database
-    from ...matching.solver import MatchingDatabase, Solver, solve
+    from ...matching.solver import MatchingDatabase, MotionMatchingSolver, solve
     from ...orientation.window import load_orientation_model
     from ...quality.metrics import score_motion
     from .matching import LOOK_AROUND_DEG
 
     config = SolverConfig()
     database = build_database([read_bvh(f) for f in database_files], DatabaseConfig())
-    solver = Solver([MatchingDatabase.prepare(database, config)], config, load_orientation_model())
+    solver = MotionMatchingSolver([MatchingDatabase.prepare(database, config)], config, load_orientation_model())
     simulation = SimulationConfig(look_around_deg=LOOK_AROUND_DEG)
     rows = {"mm": [], "mm_rmr": []}
     for i, path in enumerate(files):
