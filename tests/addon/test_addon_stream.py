@@ -186,6 +186,19 @@ def test_bad_stream_reports_the_line_and_creates_nothing(bpy, empty_scene, strea
     assert empty_scene.vr_avatar.stream.head is None and empty_scene.vr_avatar.stream.stream_path == ""
 
 
+def test_export_and_record_refuse_to_replace_the_loaded_stream(bpy, installed, loaded, stream_csv, monkeypatch):
+    scene, _ = loaded
+    before = stream_csv.read_bytes()
+    with pytest.raises(RuntimeError, match="is also an input"):
+        bpy.ops.vr_avatar.export_stream(filepath=str(stream_csv))
+    monkeypatch.setattr(installed.operators.stream, "vr_session_running", lambda _context: True)
+    scene.vr_avatar.stream.record_path = str(stream_csv)
+    with pytest.raises(RuntimeError, match="is also an input"):
+        bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT')
+    assert not installed.operators.stream.VR_AVATAR_OT_record_stream.is_recording()
+    assert stream_csv.read_bytes() == before
+
+
 def test_export_without_a_stream_says_to_load_one(bpy, empty_scene, tmp_path):
     with pytest.raises(RuntimeError, match="Load a stream first"):
         bpy.ops.vr_avatar.export_stream(filepath=str(tmp_path / "none.csv"))

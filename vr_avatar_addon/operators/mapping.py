@@ -50,9 +50,10 @@ class VR_AVATAR_OT_save_mapping_preset(bpy.types.Operator, ExportHelper):
             return {'CANCELLED'}
         guessed = [item.joint for item in settings.bone_map if item.guessed]
         try:
+            core.files.atomic.check_outputs([self.filepath], [bpy.data.filepath or None])
             path = core.rig.mapping_preset.save_preset(self.filepath, bone_map(settings), rig=settings.bone_map_armature,
                                                    guessed=guessed, notes=settings.bone_map_notes)
-        except (OSError, core.rig.humanoid.HumanoidMappingError) as error:
+        except (OSError, ValueError) as error:  # HumanoidMappingError and core's OutputError are ValueErrors
             self.report({'ERROR'}, f"cannot save the mapping preset: {error}")
             return {'CANCELLED'}
         self.report({'INFO'}, f"Saved the bone mapping of '{settings.bone_map_armature}' to {path}")

@@ -27,6 +27,23 @@ def _format_error(error) -> str:
     return f"Cannot load stream {where}: {message}"
 
 
+def scene_inputs(context) -> list[str]:
+    """The files the scene was made from, which no output may replace: the loaded stream and the .blend."""
+    stream = context.scene.vr_avatar.stream.stream_path
+    return [bpy.path.abspath(stream) if stream else None, bpy.data.filepath or None]
+
+
+def write_stream_or_report(operator, path, stream, comments) -> bool:
+    """Write `stream` to `path` unless it is one of the scene's inputs; a refusal or failure is one error report."""
+    try:
+        core.files.atomic.check_outputs([path], scene_inputs(bpy.context))
+        core.files.stream.write_stream(path, stream, comments)
+    except (OSError, ValueError) as error:  # core's OutputError says the path and what happened
+        operator.report({'ERROR'}, f"Cannot write {path}: {error}" if isinstance(error, OSError) else str(error))
+        return False
+    return True
+
+
 def vr_session_running(context) -> bool:
     """Whether Blender's VR session (OpenXR) is running in this window manager."""
     session_type = getattr(bpy.types, "XrSessionState", None)
@@ -103,11 +120,8 @@ class VR_AVATAR_OT_export_stream(bpy.types.Operator, ExportHelper):
                        else (scene.frame_start, scene.frame_end))
         frames = np.arange(int(round(first)), int(round(last)) + 1)
         stream = stream_from_empties(*devices, frames, scene_fps(scene), settings.head.get(TIME_START, 0.0))
-        try:
-            core.files.stream.write_stream(self.filepath, stream, [f"exported from {bpy.data.filepath or 'an unsaved file'} "
-                                                             "by the VR Avatar add-on"])
-        except (OSError, ValueError) as error:
-            self.report({'ERROR'}, f"Cannot write {self.filepath}: {error.strerror or error}")
+        if not write_stream_or_report(self, self.filepath, stream, [f"exported from {bpy.data.filepath or 'an unsaved file'} "
+                                                                    "by the VR Avatar add-on"]):
             return {'CANCELLED'}
         self.report({'INFO'}, f"Exported {len(stream)} frames to {self.filepath}")
         return {'FINISHED'}
@@ -149,6 +163,11 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         self.path = Path(bpy.path.abspath(record_path))
         if not self.path.parent.is_dir():
             self.report({'ERROR'}, f"Record To folder {self.path.parent} does not exist")
+            return {'CANCELLED'}
+        try:  # refused before recording, not after
+            core.files.atomic.check_outputs([self.path], scene_inputs(context))
+        except ValueError as error:
+            self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
         if context.window is None:
             self.report({'ERROR'}, "Recording needs a Blender window")
@@ -213,10 +232,7 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         else:
             stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
             comments = ["recorded from Blender's VR session by the VR Avatar add-on"]
-        try:
-            core.files.stream.write_stream(self.path, stream, comments)
-        except (OSError, ValueError) as error:
-            self.report({'ERROR'}, f"Cannot write {self.path}: {error.strerror or error}")
+        if not write_stream_or_report(self, self.path, stream, comments):
             return {'CANCELLED'}
         self.report({'INFO'}, f"Recorded {len(stream)} samples ({stream.duration:.1f} s) to {self.path}")
         return {'FINISHED'}
