@@ -44,7 +44,7 @@ import bmesh
 import numpy as np
 from mathutils import Vector
 
-from core.files.atomic import write_text
+from core.files.atomic import write_text, written_path
 from core.files.bvh import read_bvh
 from core.config import SimulationConfig, describe
 from core.devices.attachments import controller_axes, hmd_forward, implied_joint_positions
@@ -348,13 +348,11 @@ def write_png(path: Path, pixels: np.ndarray) -> None:
     image.pixels.foreach_set(np.ascontiguousarray(pixels[::-1]).ravel())
     settings = bpy.context.scene.render.image_settings
     settings.file_format, settings.color_mode, settings.compression = 'PNG', 'RGB', 100
-    temporary = path.with_name(f".{path.stem}.tmp.png")
     try:
-        image.save_render(str(temporary), scene=bpy.context.scene)
-        os.replace(temporary, path)
+        with written_path(path, suffix=".png") as temporary:
+            image.save_render(str(temporary), scene=bpy.context.scene)
     finally:
         bpy.data.images.remove(image)
-        temporary.unlink(missing_ok=True)
 
 
 def solve_hand_cm(scene) -> float | None:

@@ -67,19 +67,18 @@ def _file_mode(path: Path) -> int:
 
 
 @contextmanager
-def written(path):
-    """A binary file whose content replaces `path` when the block ends without an error (see the module doc)."""
+def written_path(path, suffix: str = ".part"):
+    """A temporary file's path in `path`'s folder, for writers that take a file name (Blender's image saving);
+    the file replaces `path` when the block ends without an error (see the module doc)."""
     path = Path(path)
     target = Path(os.path.realpath(path))  # a link to a file: the file it points to is replaced
     try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+        os.close(handle)
     except OSError as error:
         raise OutputError(f"{path}: cannot write in {target.parent}: {error.strerror or error}") from None
     try:
-        with os.fdopen(handle, "wb") as file:
-            yield file
-            file.flush()
-            os.fsync(file.fileno())
+        yield Path(temporary)
         os.chmod(temporary, _file_mode(target))
         os.replace(temporary, target)
     except BaseException as error:
@@ -91,6 +90,15 @@ def written(path):
             kept = "the previous file is unchanged" if target.exists() else "nothing was written"
             raise OutputError(f"{path}: cannot write: {error.strerror or error}; {kept}") from None
         raise
+
+
+@contextmanager
+def written(path):
+    """A binary file whose content replaces `path` when the block ends without an error (see the module doc)."""
+    with written_path(path) as temporary, open(temporary, "wb") as file:
+        yield file
+        file.flush()
+        os.fsync(file.fileno())
 
 
 def write_bytes(path, data: bytes) -> None:

@@ -10,7 +10,6 @@ import pytest
 
 from conftest import DATASET_2, WALK_2
 
-from core.math import quat
 from core.files.bvh import read_bvh, write_bvh
 from core.config import SimulationConfig, SolverConfig
 from core.devices.attachments import head_on_floor
