@@ -493,29 +493,35 @@ class Retargeting:
         about its heel (toes up, a foot ahead of the hips), whichever reaches with the smaller share of its
         limit, or else comes closer."""
         reach = OVERREACH_SLACK * leg.length
-        out_of_reach = planted & (length(hip - ankle) > reach)
-        toe_point = ankle + quat.rotate(foot_rotation, leg.toe_offset)
-        forward = unit_across(toe_point - ankle, UP, np.array([0.0, 0.0, 1.0]))
+        rolling = np.flatnonzero(planted & (length(hip - ankle) > reach))
+        if not len(rolling):
+            return ankle, foot_rotation, toe_rotation
+        hip, flat, turn = hip[rolling], ankle[rolling], foot_rotation[rolling]
+        toe_point = flat + quat.rotate(turn, leg.toe_offset)
+        forward = unit_across(toe_point - flat, UP, np.array([0.0, 0.0, 1.0]))
         side_axis = np.cross(UP, forward)
         rolls = []
         for pivot, axis, limit in ((toe_point, side_axis, HEEL_RISE_LIMIT_DEG),
-                                   (ankle + quat.rotate(foot_rotation, leg.heel_offset), -side_axis, TOE_RISE_LIMIT_DEG)):
-            low, high = np.zeros(len(ankle)), np.where(out_of_reach, np.radians(limit), 0.0)
+                                   (flat + quat.rotate(turn, leg.heel_offset), -side_axis, TOE_RISE_LIMIT_DEG)):
+            low, high = np.zeros(len(rolling)), np.full(len(rolling), np.radians(limit))
             for _ in range(12):  # bisection on the tilt: the smallest that brings the ankle within reach
                 middle = 0.5 * (low + high)
-                tilted = pivot + quat.rotate(quat.from_rotation_vector(middle[:, None] * axis), ankle - pivot)
+                tilted = pivot + quat.rotate(quat.from_rotation_vector(middle[:, None] * axis), flat - pivot)
                 short = length(hip - tilted) > reach
                 low, high = np.where(short, middle, low), np.where(short, high, middle)
             tilt = quat.from_rotation_vector(high[:, None] * axis)
-            rolled = pivot + quat.rotate(tilt, ankle - pivot)
+            rolled = pivot + quat.rotate(tilt, flat - pivot)
             rolls.append((tilt, rolled, high / np.radians(limit), length(hip - rolled)))
         (heel_tilt, heel_up, heel_share, heel_miss), (toe_tilt, toes_up, toe_share, toe_miss) = rolls
         reached = np.minimum(heel_miss, toe_miss) <= reach
         heel = np.where(reached, heel_share <= toe_share, heel_miss <= toe_miss)[:, None]
         tilt = np.where(heel, heel_tilt, toe_tilt)
+        ankle, foot_rotation = ankle.copy(), foot_rotation.copy()
+        ankle[rolling], foot_rotation[rolling] = np.where(heel, heel_up, toes_up), quat.multiply(tilt, turn)
         if toe_rotation is not None:
-            toe_rotation = np.where(heel, toe_rotation, quat.multiply(tilt, toe_rotation))
-        return np.where(heel, heel_up, toes_up), quat.multiply(tilt, foot_rotation), toe_rotation
+            toe_rotation = toe_rotation.copy()
+            toe_rotation[rolling] = np.where(heel, toe_rotation[rolling], quat.multiply(tilt, toe_rotation[rolling]))
+        return ankle, foot_rotation, toe_rotation
 
     def _dip(self, leg: Legs, ankle, foot_rotation, toe_rotation) -> np.ndarray:
         """(F,) how far to lift the ankle so that neither the heel nor the toes are under their standing heights
