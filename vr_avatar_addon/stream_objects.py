@@ -26,11 +26,9 @@ def held_poses(positions, rotations, tracked):
     Frames before the first tracked one take the first tracked pose; a device never tracked sits at
     the origin with the identity rotation.
     """
-    frames = np.arange(len(tracked))
     if not tracked.any():
         return np.zeros((len(tracked), 3)), np.tile([1.0, 0.0, 0.0, 0.0], (len(tracked), 1))
-    last = np.maximum.accumulate(np.where(tracked, frames, -1))
-    source = np.where(last >= 0, last, np.flatnonzero(tracked)[0])
+    source = core.files.stream.held_samples(tracked)
     return positions[source], rotations[source]
 
 

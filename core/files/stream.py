@@ -211,6 +211,13 @@ def read_comments(path: str | Path) -> list[tuple[int, str]]:
     return comments
 
 
+def held_samples(tracked: np.ndarray) -> np.ndarray:
+    """Per sample, the index of the last tracked sample up to it, of each device (`tracked` (N,) or (N, D)): a
+    lost device holds its last pose, and before it is first tracked it takes its first (0 if never tracked)."""
+    frames = np.arange(len(tracked)).reshape((-1,) + (1,) * (tracked.ndim - 1))
+    return np.maximum.accumulate(np.where(tracked, frames, tracked.argmax(axis=0)), axis=0)
+
+
 def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str] = ()) -> None:
     """Write CSV v1 with the optional validity columns; untracked poses are written as empty fields."""
     values = np.concatenate([stream.positions, stream.rotations], axis=-1).reshape(len(stream), -1)

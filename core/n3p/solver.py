@@ -25,7 +25,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..config import DeviceOffsets, N3PConfig, SolverConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
-from ..files.stream import ThreePointStream
+from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.leg_ik import two_bone_ik
 from ..matching.solver import Solution, require_finite, standing_height
@@ -184,7 +184,7 @@ class N3PSolver:
                         np.concatenate([f.positions for f in frames]), self.fps, "n3p")
         require_finite(motion, stream)
         count = len(motion)
-        held = np.maximum.accumulate(np.where(stream.tracked[:, 0], np.arange(count), first))
+        held = held_samples(stream.tracked[:, 0])
         targets = head_on_floor(stream.positions[held, 0], stream.rotations[held, 0], HEAD_CENTRE_FROM_HMD)
         return Solution(motion, stream, np.zeros(count, int), np.zeros(count, int), targets,
                         np.zeros(count, bool), height, self.method)

@@ -23,8 +23,9 @@ import numpy as np
 
 from ...anim.character import body_yaw
 from ...anim.motion import Motion, local_from_global
+from ...files.stream import held_samples
 from ...ik.foot_lock import FootLock, Legs
-from ...matching.solver import Solution, MotionMatchingSolver, solve
+from ...matching.solver import MotionMatchingSolver, Solution, solve
 from ...math import quat
 from ...math.angle import wrap_angle
 from ...n3p.solver import N3PSolver
@@ -57,8 +58,7 @@ def facing_of_stream(model, stream, fps: float) -> np.ndarray:
     """The body's yaw per frame (radians) that the orientation model predicts over a whole stream sampled at `fps`
     (its offline driver), each device held at its last tracked pose where it is not tracked (its first before
     it is first tracked); NaN where the model sees a device that was never tracked."""
-    frames = np.arange(len(stream))
-    held = np.maximum.accumulate(np.where(stream.tracked, frames[:, None], stream.tracked.argmax(axis=0)), axis=0)
+    held = held_samples(stream.tracked)
     positions = np.take_along_axis(stream.positions, held[:, :, None], 0)
     rotations = np.take_along_axis(stream.rotations, held[:, :, None], 0)
     yaw = facing_yaw(model.predict(positions, rotations, fps))
