@@ -309,10 +309,13 @@ def contact_sheet(path: Path, armature, meshes, inputs: Inputs, series: dict) ->
 
     frames, hips, head = series["frames"], series["hips"], series["head"]
     picks = np.linspace(0, len(frames) - 1, SHEET_FRAMES).round().astype(int)
-    # One scale for the whole sheet: from under the lowest mesh point to over the headset.
+    # One scale for the whole sheet: from under the lowest mesh point to over the headset and the mesh's top.
     stature = series["rest_hips"] * STATURE_PER_HIPS
     bottom = min(-0.15 * stature, float(series["lowest"][picks].min()) - 0.05)
-    top = max(1.1 * stature, float(inputs.implied[:, 0, 1].max()) + 0.2, float(head[picks, 2].max()) + 0.3)
+    mesh_top = max(float((np.array(obj.bound_box) @ np.array(obj.matrix_world)[2, :3]).max() + obj.matrix_world[2][3])
+                   for obj in meshes)
+    top = max(1.1 * stature, float(inputs.implied[:, 0, 1].max()) + 0.2, float(head[picks, 2].max()) + 0.3,
+              mesh_top + 0.1)
     sheet = np.zeros((3 * TILE_PX, SHEET_FRAMES * TILE_PX, 4), dtype=np.float32)
     elevation = math.radians(VIEW_ELEVATION_DEG)
     camera.data.ortho_scale = top - bottom
