@@ -1,7 +1,7 @@
 """The three-point solver (MMVR §5-6): HMD and controllers in, a full-body pose on the database skeleton out.
 
 Per frame (`MotionMatchingSolver.step`, the live driver):
-1. devices: an untracked device holds its last pose (controllers relative to the HMD's heading); a sample
+1. devices: an untracked device holds its last pose (controllers relative to the HMD's frame); a sample
    that is not finite or absurd counts as untracked, a time step that is not finite, not positive or too
    long as a one-frame pause (plausibility.py; both are counted in the state);
 2. trajectory: the target is the centre of the head on the floor (§5.3); its velocity and the
@@ -36,7 +36,7 @@ from ..ik.upper_body_ik import UpperBodyCalibration, arm_length_from_span
 from ..ik.upper_body_pose import DeviceAttachments, UpperBodyJoints, calibrate_upper_body, pose_upper_body
 from ..math import quat
 from ..math.spring import angle_spring_toward, spring_toward
-from ..orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, facing_yaw, heading_rotations
+from ..orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, facing_yaw, hmd_frame_rotations
 from ..orientation.window import WindowOrientationModel, load_orientation_model
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .pose_database import DatabaseError, PoseDatabase
@@ -134,7 +134,7 @@ class SolverState:
     """The HMD's pose (position, rotation) in the last frame it was tracked in."""
     last_tracked: tuple | None = None
     """The device poses of the last frame all three were tracked in, while they still are."""
-    hands_in_heading: tuple | None = None
+    hands_in_hmd_frame: tuple | None = None
     standing_height_m: float | None = None
     """The calibrated standing HMD height; None while it is being measured."""
     height_samples: list = field(default_factory=list)
@@ -278,9 +278,9 @@ class MotionMatchingSolver:
                               placed, dt)
 
     def hold_untracked(self, positions, rotations, tracked):
-        """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's heading."""
+        """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's frame."""
         state = self.state
-        if tracked.all():  # nothing to hold; the hands' poses in the heading frame are found if tracking is lost
+        if tracked.all():  # nothing to hold; the hands' poses in the HMD frame are found if tracking is lost
             positions, rotations = positions.copy(), rotations.copy()
             state.last_tracked = (positions, rotations)
             state.hmd = (positions[0], rotations[0])
@@ -291,22 +291,22 @@ class MotionMatchingSolver:
             raise ValueError("the HMD has not been tracked yet: the solver needs its pose to place the avatar")
         if state.last_tracked is not None:
             seen_positions, seen_rotations = state.last_tracked
-            state.hands_in_heading = hands_in_heading(seen_positions, seen_rotations,
-                                                      heading_rotations(seen_rotations[0]))
+            state.hands_in_hmd_frame = hands_in_hmd_frame(seen_positions, seen_rotations,
+                                                      hmd_frame_rotations(seen_rotations[0]))
             state.last_tracked = None
-        elif state.hands_in_heading is None:
-            state.hands_in_heading = (np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]]), quat.identity(2))
+        elif state.hands_in_hmd_frame is None:
+            state.hands_in_hmd_frame = (np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]]), quat.identity(2))
         positions, rotations = positions.copy(), rotations.copy()
         positions[0], rotations[0] = state.hmd
-        heading = heading_rotations(rotations[0])
-        local_positions, local_rotations = hands_in_heading(positions, rotations, heading)
-        held_positions, held_rotations = state.hands_in_heading
+        hmd_frame = hmd_frame_rotations(rotations[0])
+        local_positions, local_rotations = hands_in_hmd_frame(positions, rotations, hmd_frame)
+        held_positions, held_rotations = state.hands_in_hmd_frame
         hands = tracked[1:]
         held_positions = np.where(hands[:, None], local_positions, held_positions)
         held_rotations = np.where(hands[:, None], local_rotations, held_rotations)
-        state.hands_in_heading = (held_positions, held_rotations)
-        positions[1:] = positions[0] + quat.rotate(heading, held_positions)
-        rotations[1:] = quat.multiply(heading, held_rotations)
+        state.hands_in_hmd_frame = (held_positions, held_rotations)
+        positions[1:] = positions[0] + quat.rotate(hmd_frame, held_positions)
+        rotations[1:] = quat.multiply(hmd_frame, held_rotations)
         return positions, rotations
 
     def predict_body_yaw(self, positions, rotations, dt: float, teleported: bool) -> float:
@@ -444,10 +444,10 @@ class Solution:
     """What calibration.py found in the stream's first seconds (and applied), or None if not asked."""
 
 
-def hands_in_heading(positions: np.ndarray, rotations: np.ndarray, heading: np.ndarray):
-    """The controllers' positions (2, 3) and rotations (2, 4) in the frame `heading` (the HMD's, heading_rotations)."""
-    return (quat.inverse_rotate(heading, positions[1:] - positions[0]),
-            quat.inverse_multiply(heading, rotations[1:]))
+def hands_in_hmd_frame(positions: np.ndarray, rotations: np.ndarray, hmd_frame: np.ndarray):
+    """The controllers' positions (2, 3) and rotations (2, 4) in the frame `hmd_frame` (the HMD's, hmd_frame_rotations)."""
+    return (quat.inverse_rotate(hmd_frame, positions[1:] - positions[0]),
+            quat.inverse_multiply(hmd_frame, rotations[1:]))
 
 
 def standing_height(stream: ThreePointStream, seconds: float) -> float:

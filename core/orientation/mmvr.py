@@ -3,10 +3,10 @@
 Input per frame, exactly as MMVR §4.1, x = {x^v, x^w, x^r, x^d} in R^(3*12+6):
 velocities (3 per device), angular velocities as rotation vectors (3 per device) and 6D
 rotations (6 per device) of HMD, left and right controller, then the previously predicted body
-orientation (6D). Everything is expressed in the heading frame: the HMD's forward direction
+orientation (6D). Everything is expressed in the HMD frame: the HMD's forward direction
 projected on the floor, the world up axis and their cross product. Output: the body orientation
 (the virtual root's rotation) as 6D in the same frame. The prediction is fed back: it is kept in
-world space and re-expressed in the next frame's heading frame.
+world space and re-expressed in the next frame's HMD frame.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ SHIPPED_MODEL = asset("orientation.npz")
 orientation_window.load_orientation_model), trained by the project (assets/orientation.json records how)."""
 MMVR_MODEL = asset("orientation_mmvr.npz")
 """This module's network as the paper has it, trained by the project (assets/orientation_mmvr.json records how)."""
-# 6D of the identity: the body facing exactly where the heading frame faces.
+# 6D of the identity: the body facing exactly where the HMD frame faces.
 IDENTITY_6D = np.array([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
 IDENTITY_ROWS = IDENTITY_6D.reshape(2, 3)
 SETTLE_STEPS = 50
@@ -40,17 +40,17 @@ starting from HMD-forward and feeding it the first frame 50 times lets it reach 
 frame instead of taking about a second of real frames to recover from the guess."""
 
 
-def heading_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
-    """Yaw-only rotations (..., 4) of the heading frame: +Z along the HMD's forward on the floor.
+def hmd_frame_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
+    """Yaw-only rotations (..., 4) of the HMD frame: +Z along the HMD's forward on the floor.
 
-    The body faces +Z in character space while devices look along -Z, so the heading frame
+    The body faces +Z in character space while devices look along -Z, so the HMD frame
     turns +Z onto the HMD's floor-projected view direction.
     """
     return quat.from_yaw(quat.yaw_of_direction(hmd_forward(hmd_rotations)))
 
 
-def heading_of_forward(forward: np.ndarray) -> np.ndarray:
-    """The heading frame's rotation matrix (..., 3, 3) for the HMD's view directions (..., 3)."""
+def hmd_frame_of_forward(forward: np.ndarray) -> np.ndarray:
+    """The HMD frame's rotation matrix (..., 3, 3) for the HMD's view directions (..., 3)."""
     yaw = quat.yaw_of_direction(forward)
     matrices = np.zeros(yaw.shape + (3, 3))
     matrices[..., 0, 0] = matrices[..., 2, 2] = np.cos(yaw)
@@ -63,7 +63,7 @@ def heading_of_forward(forward: np.ndarray) -> np.ndarray:
 def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,
                     previous_positions: np.ndarray | None = None,
                     previous_rotations: np.ndarray | None = None):
-    """Features (T, 36) in MMVR order {x^v, x^w, x^r} and heading frames as rotation matrices (T, 3, 3).
+    """Features (T, 36) in MMVR order {x^v, x^w, x^r} and HMD frames as rotation matrices (T, 3, 3).
 
     `positions` (T, 3, 3) and `rotations` (T, 3, 4) are device poses in world space, devices in
     stream order (HMD, left, right). Velocities are backward differences; the first frame uses
@@ -75,19 +75,19 @@ def device_features(positions: np.ndarray, rotations: np.ndarray, fps: float,
     previous_positions = np.concatenate([previous_positions[None], positions[:-1]])
     previous_rotations = np.concatenate([previous_rotations[None], rotations[:-1]])
     matrices = quat.to_matrix(rotations)
-    heading = heading_of_forward(-matrices[:, 0, :, 2])  # the HMD looks along its -Z column
+    hmd_frame = hmd_frame_of_forward(-matrices[:, 0, :, 2])  # the HMD looks along its -Z column
     velocity = (positions - previous_positions) * fps
     angular = quat.to_rotation_vector(quat.multiply_inverse(rotations, previous_rotations)) * fps
     axes = np.swapaxes(matrices[..., :2], -1, -2)  # each device's first two columns, as rows
-    # Per device: velocity, angular velocity and the 6D's two columns, all turned into the heading frame
+    # Per device: velocity, angular velocity and the 6D's two columns, all turned into the HMD frame
     # at once (a row vector times H is H^T v).
-    local = np.concatenate([velocity[:, :, None], angular[:, :, None], axes], axis=2) @ heading[:, None]
+    local = np.concatenate([velocity[:, :, None], angular[:, :, None], axes], axis=2) @ hmd_frame[:, None]
     frames = len(positions)
     if offline and frames > 1:  # the first frame has no predecessor: it takes its successor's rates
         local[0, :, :2] = local[1, :, :2]
     features = np.concatenate([local[:, :, 0].reshape(frames, -1), local[:, :, 1].reshape(frames, -1),
                                local[:, :, 2:].reshape(frames, -1)], axis=1)
-    return features, heading
+    return features, hmd_frame
 
 
 def orthonormalize_6d(d: np.ndarray) -> np.ndarray:
@@ -178,7 +178,7 @@ class OrientationModel:
 
 def next_prediction(model: OrientationModel, activations: np.ndarray, previous_rows: np.ndarray) -> np.ndarray:
     """One pass of the network: the prediction (2, 3) from a frame's feature activations and the previous
-    prediction (2, 3), both as the rows c0^T, c1^T in this frame's heading coordinates; orthonormalised, as it
+    prediction (2, 3), both as the rows c0^T, c1^T in this frame's HMD-frame coordinates; orthonormalised, as it
     is fed back."""
     return orthonormalize_6d(model.forward_from(activations, previous_rows.ravel())).reshape(2, 3)
 
@@ -188,20 +188,20 @@ def predict_body_orientation(model: OrientationModel, positions: np.ndarray, rot
     """Raw predicted body orientations, world 6D (T, 6), for a whole stream (offline driver).
 
     `initial` is the world 6D orientation before the first frame; by default the network settles on the
-    first frame from the HMD's heading (SETTLE_STEPS).
+    first frame from the HMD's frame (SETTLE_STEPS).
     """
-    features, heading = device_features(positions, rotations, fps)
+    features, hmd_frame = device_features(positions, rotations, fps)
     activations = model.feature_activations(features)
     predictor = OrientationPredictor(model)
     predictor.reset(initial)
-    # The prediction is carried in each frame's heading coordinates, c^T H_t: from one frame's to the
+    # The prediction is carried in each frame's HMD-frame coordinates, c^T H_t: from one frame's to the
     # next's is the product with H_{t-1}^T H_t, one (3, 3) per frame computed for all frames at once.
-    turns = np.swapaxes(heading[:-1], -1, -2) @ heading[1:]
+    turns = np.swapaxes(hmd_frame[:-1], -1, -2) @ hmd_frame[1:]
     fed = np.empty((len(features), 2, 3))
-    fed[0] = predictor.advance(activations[0], heading[0]).reshape(2, 3) @ heading[0]
+    fed[0] = predictor.advance(activations[0], hmd_frame[0]).reshape(2, 3) @ hmd_frame[0]
     for t in range(1, len(features)):
         fed[t] = next_prediction(model, activations[t], fed[t - 1] @ turns[t - 1])
-    return (fed @ np.swapaxes(heading, -1, -2)).reshape(-1, 6)
+    return (fed @ np.swapaxes(hmd_frame, -1, -2)).reshape(-1, 6)
 
 
 class OrientationPredictor:
@@ -212,31 +212,31 @@ class OrientationPredictor:
         self.reset()
 
     def reset(self, body_6d: np.ndarray | None = None) -> None:
-        """Forget the history; `body_6d` (world) seeds the previous prediction, else the HMD heading is used."""
+        """Forget the history; `body_6d` (world) seeds the previous prediction, else the HMD frame is used."""
         self.previous_6d = None if body_6d is None else np.asarray(body_6d, dtype=float)
         self.previous_pose = None
 
-    def advance(self, activations: np.ndarray, heading_matrix: np.ndarray) -> np.ndarray:
-        """One frame from its feature activations (32,) and heading matrix (3, 3); returns world 6D (orthonormal).
+    def advance(self, activations: np.ndarray, hmd_frame_matrix: np.ndarray) -> np.ndarray:
+        """One frame from its feature activations (32,) and HMD-frame matrix (3, 3); returns world 6D (orthonormal).
 
-        Without a previous prediction (after an unseeded reset) the body starts facing the heading and the
+        Without a previous prediction (after an unseeded reset) the body starts facing the HMD frame and the
         network settles on this frame for SETTLE_STEPS passes."""
-        # 6D as two row vectors: the heading frame's view of a world column c is c^T H, and back c^T H^T.
+        # 6D as two row vectors: the HMD frame's view of a world column c is c^T H, and back c^T H^T.
         passes = 1
         if self.previous_6d is None:
-            self.previous_6d = (IDENTITY_ROWS @ heading_matrix.T).ravel()
+            self.previous_6d = (IDENTITY_ROWS @ hmd_frame_matrix.T).ravel()
             passes = SETTLE_STEPS
         for _ in range(passes):
-            fed = next_prediction(self.model, activations, self.previous_6d.reshape(2, 3) @ heading_matrix)
-            self.previous_6d = (fed @ heading_matrix.T).ravel()
+            fed = next_prediction(self.model, activations, self.previous_6d.reshape(2, 3) @ hmd_frame_matrix)
+            self.previous_6d = (fed @ hmd_frame_matrix.T).ravel()
         return self.previous_6d
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, dt: float) -> np.ndarray:
         """Predict from one sample of device poses (3, 3) and (3, 4), `dt` seconds after the last."""
         previous = self.previous_pose or (positions, rotations)
-        features, heading = device_features(positions[None], rotations[None], 1.0 / dt, *previous)
+        features, hmd_frame = device_features(positions[None], rotations[None], 1.0 / dt, *previous)
         self.previous_pose = (positions, rotations)
-        return self.advance(self.model.feature_activations(features[0]), heading[0])
+        return self.advance(self.model.feature_activations(features[0]), hmd_frame[0])
 
 
 def facing_yaw(body_6d: np.ndarray) -> np.ndarray:

@@ -5,9 +5,9 @@ cannot tell apart (sideways and backward walking, bows) differ in how the device
 two. This model sees TAPS frames of the past two seconds at once, each as 12 vectors
 (FRAME_VECTORS): where the HMD was against where it is now, each hand against the HMD, the three
 devices' velocities and the first two axes of each device's rotation. All of them are turned into the
-current frame's heading frame (the HMD's forward on the floor, as the paper's), so the answer does not
+current frame's HMD frame (the HMD's forward on the floor, as the paper's), so the answer does not
 depend on where the scene faces or stands. There is no feedback: the output is the body's yaw against
-the heading, as (cos, sin), for every frame on its own, so the offline driver runs the whole stream in
+the hmd_frame, as (cos, sin), for every frame on its own, so the offline driver runs the whole stream in
 a few matrix products and the live one keeps a ring of past frames.
 """
 from __future__ import annotations
@@ -25,12 +25,12 @@ from .mmvr import SHIPPED_MODEL, OrientationModel, OrientationModelError
 
 FRAME_VECTORS = ("hmd_position", "left_from_hmd", "right_from_hmd", "hmd_velocity", "left_velocity",
                  "right_velocity", "hmd_x", "hmd_y", "left_x", "left_y", "right_x", "right_y")
-"""The 3-vectors of one frame, in world coordinates until a window turns them into its heading frame."""
+"""The 3-vectors of one frame, in world coordinates until a window turns them into its HMD frame."""
 VECTOR_COUNT = len(FRAME_VECTORS)
 MIRROR_PARTNERS = (0, 2, 1, 3, 5, 4, 6, 7, 10, 11, 8, 9)
 """Each frame vector's partner in the scene mirrored left to right (the hands trade places)."""
 MIRROR_SIGNS = np.array([(-1.0, 1.0, 1.0)] * 6 + [(1.0, -1.0, -1.0), (-1.0, 1.0, 1.0)] * 3)
-"""(12, 3) signs of a vector's heading-frame components (lateral, up, forward) in the mirrored scene: the lateral
+"""(12, 3) signs of a vector's HMD-frame components (lateral, up, forward) in the mirrored scene: the lateral
 one flips, except for the devices' x axes, which mirror into minus themselves (their up and forward flip)."""
 TAPS = (0, 2, 4, 7, 10, 14, 18, 23, 28, 34, 40, 50, 60, 75, 90, 120)
 """Frames back (at 60 fps) that a window reads: dense over the last step, sparser to two seconds.
@@ -60,25 +60,25 @@ def frame_vectors(positions: np.ndarray, rotations: np.ndarray, fps: float,
     return vectors
 
 
-def window_inputs(windows: np.ndarray, heading: np.ndarray) -> np.ndarray:
+def window_inputs(windows: np.ndarray, hmd_frame: np.ndarray) -> np.ndarray:
     """Network inputs (T, TAPS * 36) from windows of frame vectors (T, K, 12, 3), tap 0 the current frame,
-    and the current frames' heading matrices (T, 3, 3): the HMD's past positions taken from its current one,
-    every vector turned into the heading frame (a row vector times H is H^T v). `windows` is scratch: both
+    and the current frames' HMD-frame matrices (T, 3, 3): the HMD's past positions taken from its current one,
+    every vector turned into the HMD frame (a row vector times H is H^T v). `windows` is scratch: both
     drivers gather it afresh, and its HMD positions are changed in place."""
     windows[:, :, 0] -= windows[:, :1, 0]
-    return (windows.reshape(len(windows), -1, 3) @ heading).reshape(len(windows), -1)
+    return (windows.reshape(len(windows), -1, 3) @ hmd_frame).reshape(len(windows), -1)
 
 
-def hmd_heading(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def hmd_frames(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Heading matrices (T, 3, 3) and yaws (T,) from frame vectors (T, 12, 3): the HMD looks along -Z = -(x × y)
     of its axes, whose floor projection's yaw is atan2 of its x and z components."""
     x, y = vectors[:, 6], vectors[:, 7]
     yaw = np.arctan2(x[:, 2] * y[:, 1] - x[:, 1] * y[:, 2], x[:, 1] * y[:, 0] - x[:, 0] * y[:, 1])
     cos, sin = np.cos(yaw), np.sin(yaw)
-    heading = np.zeros((len(yaw), 3, 3))
-    heading[:, 0, 0] = heading[:, 2, 2] = cos
-    heading[:, 0, 2], heading[:, 2, 0], heading[:, 1, 1] = sin, -sin, 1.0
-    return heading, yaw
+    hmd_frame = np.zeros((len(yaw), 3, 3))
+    hmd_frame[:, 0, 0] = hmd_frame[:, 2, 2] = cos
+    hmd_frame[:, 0, 2], hmd_frame[:, 2, 0], hmd_frame[:, 1, 1] = sin, -sin, 1.0
+    return hmd_frame, yaw
 
 
 def mirror_index(taps) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +99,7 @@ def yaw_6d(yaw: np.ndarray) -> np.ndarray:
 @dataclass
 class WindowOrientationModel:
     """The MLP over a window: `layers` are (W (in, out), b (out,)) pairs, ReLU between, output (cos, sin) of the
-    body's yaw against the heading; inputs normalised by `input_mean` and `input_std`. With `mirror` the network
+    body's yaw against the HMD frame; inputs normalised by `input_mean` and `input_std`. With `mirror` the network
     also reads the window mirrored left to right, and the answer is the sum of the two outputs, the mirrored one
     mirrored back (sin negated): the model is then exactly symmetric."""
 
@@ -131,7 +131,7 @@ class WindowOrientationModel:
         return h
 
     def forward(self, inputs: np.ndarray) -> np.ndarray:
-        """Outputs (T, 2), whose direction is (cos, sin) of the body's yaw against the heading: the network's, or
+        """Outputs (T, 2), whose direction is (cos, sin) of the body's yaw against the HMD frame: the network's, or
         with `mirror` the sum of its outputs for the inputs and, mirrored back, for their mirror image."""
         if not self.mirror:
             return self.network(inputs)
@@ -140,21 +140,21 @@ class WindowOrientationModel:
         both = self._hidden_to_output(first).reshape(len(inputs), 2, 2)
         return both[:, 0] + both[:, 1] * (1.0, -1.0)
 
-    def body_yaw(self, inputs: np.ndarray, heading_yaw: np.ndarray) -> np.ndarray:
-        """World body yaws (T,) from inputs and the heading's yaws (T,)."""
+    def body_yaw(self, inputs: np.ndarray, hmd_yaw: np.ndarray) -> np.ndarray:
+        """World body yaws (T,) from inputs and the HMD frames' yaws (T,)."""
         out = self.forward(inputs)
-        return heading_yaw + np.arctan2(out[:, 1], out[:, 0])
+        return hmd_yaw + np.arctan2(out[:, 1], out[:, 0])
 
     def predict(self, positions: np.ndarray, rotations: np.ndarray, fps: float) -> np.ndarray:
         """World 6D body orientations (T, 6) of a whole stream (offline driver)."""
         vectors = frame_vectors(positions, rotations, fps)
-        heading, heading_yaw = hmd_heading(vectors)
+        hmd_frame, hmd_yaw = hmd_frames(vectors)
         frames = np.arange(len(positions))
         yaw = np.empty(len(positions))
         for start in range(0, len(positions), CHUNK_FRAMES):
             t = frames[start:start + CHUNK_FRAMES]
             windows = vectors[np.maximum(t[:, None] - self.taps[None], 0)]
-            yaw[t] = self.body_yaw(window_inputs(windows, heading[t]), heading_yaw[t])
+            yaw[t] = self.body_yaw(window_inputs(windows, hmd_frame[t]), hmd_yaw[t])
         return yaw_6d(yaw)
 
     def predictor(self) -> "WindowOrientationPredictor":
@@ -239,11 +239,11 @@ class WindowOrientationPredictor:
         else:
             slots = np.maximum(self.count - self.model.taps, 0)
         self.count += 1
-        (x0, x1, x2), (y0, y1, y2) = frame[6:8].tolist()  # hmd_heading
-        heading_yaw = math.atan2(x2 * y1 - x1 * y2, x1 * y0 - x0 * y1)
-        cos, sin = math.cos(heading_yaw), math.sin(heading_yaw)
-        heading = np.array((((cos, 0.0, sin), (0.0, 1.0, 0.0), (-sin, 0.0, cos)),))
-        inputs = window_inputs(self.ring[slots][None], heading)
+        (x0, x1, x2), (y0, y1, y2) = frame[6:8].tolist()  # as hmd_frames
+        hmd_yaw = math.atan2(x2 * y1 - x1 * y2, x1 * y0 - x0 * y1)
+        cos, sin = math.cos(hmd_yaw), math.sin(hmd_yaw)
+        hmd_frame = np.array((((cos, 0.0, sin), (0.0, 1.0, 0.0), (-sin, 0.0, cos)),))
+        inputs = window_inputs(self.ring[slots][None], hmd_frame)
         if self.model.mirror:
             pair = self.pair
             pair[0] = inputs[0]
@@ -253,7 +253,7 @@ class WindowOrientationPredictor:
             c, s = c + mirrored_c, s - mirrored_s
         else:
             c, s = self.model.network(inputs)[0].tolist()
-        yaw = heading_yaw + math.atan2(s, c)
+        yaw = hmd_yaw + math.atan2(s, c)
         return np.array([math.cos(yaw), 0.0, -math.sin(yaw), 0.0, 1.0, 0.0])
 
 

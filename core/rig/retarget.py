@@ -434,25 +434,25 @@ class Retargeting:
         leg cannot reach them flat), neither heel nor toes dip under their standing heights nor the foot's skin
         under the floor, and the hips come down where a stance leg could not reach even a rolled foot, the
         torso then leaning toward the head target. Offline, each stance holds the foot at its mean place and
-        heading; live (`stances`), where the stance began."""
+        yaw; live (`stances`), where the stance began."""
         rotations = rotations.copy()
         axes = self.target.standing_pose()[0]
         plans = []
         for side, leg in enumerate(self.legs):
-            # Flat: the standing foot turned about the vertical by the foot's own heading change.
-            heading = _heading_turn(rotations[:, leg.foot], axes[leg.foot])
+            # Flat: the standing foot turned about the vertical by the foot's own turn.
+            yaw = _yaw_turn(rotations[:, leg.foot], axes[leg.foot])
             ankle = positions[:, leg.foot].copy()
             toe = source_positions[:, leg.source_toe]
             if stances is None:
                 planted = contact_weights(toe, fps)
-                ankle, heading = held_over_stances(planted, ankle, heading)
+                ankle, yaw = held_over_stances(planted, ankle, yaw)
             else:
-                planted, ankle, heading = stances.hold(side, toe, ankle, heading, fps)
-            foot_rotation = quat.slerp(rotations[:, leg.foot], quat.multiply(heading, axes[leg.foot]), planted)
+                planted, ankle, yaw = stances.hold(side, toe, ankle, yaw, fps)
+            foot_rotation = quat.slerp(rotations[:, leg.foot], quat.multiply(yaw, axes[leg.foot]), planted)
             ankle[:, 1] = (1.0 - planted) * ankle[:, 1] + planted * leg.ankle_height
             toe_rotation = None
             if leg.toes is not None:
-                toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(heading, axes[leg.toes]), planted)
+                toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(yaw, axes[leg.toes]), planted)
             ankle, foot_rotation, toe_rotation = self._roll(leg, positions[:, leg.thigh], ankle, foot_rotation,
                                                             toe_rotation, planted > 0.0)
             ankle[:, 1] += self._dip(leg, ankle, foot_rotation, toe_rotation)
@@ -698,8 +698,8 @@ def _legs(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, sc
                 scale * leg_length(heads, tm, side, 0.0), source_mapping[f"{side}_toes"])
 
 
-def _heading_turn(rotations: np.ndarray, rest: np.ndarray) -> np.ndarray:
-    """(F, 4) the turn about the vertical that carries a bone's standing heading onto its posed one."""
+def _yaw_turn(rotations: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """(F, 4) the turn about the vertical that carries a bone's standing direction onto its posed one."""
     forward = quat.rotate(quat.multiply_inverse(rotations, rest), np.array([0.0, 0.0, 1.0]))
     return quat.from_yaw(quat.yaw_of_direction(forward))
 
@@ -719,16 +719,16 @@ def contact_weights(toe_positions: np.ndarray, fps: float) -> np.ndarray:
     return contact_weight(height, length(velocity))
 
 
-def held_over_stances(planted: np.ndarray, ankle: np.ndarray, heading: np.ndarray) -> tuple:
-    """(ankle, heading) of one leg over a whole motion with each stance held at its mean place and heading,
+def held_over_stances(planted: np.ndarray, ankle: np.ndarray, yaw: np.ndarray) -> tuple:
+    """(ankle, yaw) of one leg over a whole motion with each stance held at its mean place and turn,
     blended in and out by the contact weights `planted` (F,)."""
-    ankle, heading = ankle.copy(), heading.copy()
+    ankle, yaw = ankle.copy(), yaw.copy()
     for start, stop in contact_segments(planted):
         weights = planted[start:stop, None]
         ankle[start:stop, [0, 2]] = (1.0 - weights) * ankle[start:stop, [0, 2]] + weights * np.average(
             ankle[start:stop, [0, 2]], axis=0, weights=weights[:, 0] + 1e-9)
-        heading[start:stop] = quat.mean(heading[start:stop], weights[:, 0] + 1e-9)
-    return ankle, heading
+        yaw[start:stop] = quat.mean(yaw[start:stop], weights[:, 0] + 1e-9)
+    return ankle, yaw
 
 
 class LiveStances:
@@ -747,21 +747,21 @@ class LiveStances:
         toes = standing.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]], 1]
         return cls(float(np.percentile(toes, 5)))
 
-    def hold(self, side: int, toe: np.ndarray, ankle: np.ndarray, heading: np.ndarray, fps: float) -> tuple:
-        """(planted (1,), ankle (1, 3), heading (1, 4)) of leg `side` (0 left, 1 right) this frame."""
+    def hold(self, side: int, toe: np.ndarray, ankle: np.ndarray, yaw: np.ndarray, fps: float) -> tuple:
+        """(planted (1,), ankle (1, 3), yaw (1, 4)) of leg `side` (0 left, 1 right) this frame."""
         previous = self.previous_toes[side]
         speed = 0.0 if previous is None else float(length(toe[0, [0, 2]] - previous[[0, 2]])) * fps
         self.previous_toes[side] = toe[0].copy()
         planted = np.atleast_1d(contact_weight(toe[0, 1] - self.source_floor, speed))
         if planted[0] <= 0.0:
             self.held[side] = None
-            return planted, ankle, heading
+            return planted, ankle, yaw
         if self.held[side] is None:
-            self.held[side] = (ankle[0, [0, 2]].copy(), heading[0].copy())
-        place, held_heading = self.held[side]
+            self.held[side] = (ankle[0, [0, 2]].copy(), yaw[0].copy())
+        place, held_yaw = self.held[side]
         ankle = ankle.copy()
         ankle[:, [0, 2]] = (1.0 - planted[0]) * ankle[:, [0, 2]] + planted[0] * place
-        return planted, ankle, held_heading[None].copy()
+        return planted, ankle, held_yaw[None].copy()
 
 
 def contact_segments(weights: np.ndarray) -> list[tuple[int, int]]:

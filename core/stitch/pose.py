@@ -135,8 +135,8 @@ def lower_body_velocities(x: np.ndarray, layout: PoseLayout, fps: float) -> np.n
     return v.reshape(frames, -1)
 
 
-def step_headings(r: np.ndarray) -> np.ndarray:
-    """Heading (T,) each displacement of r (T, 3) is taken in, relative to the frame before r_0."""
+def step_yaws(r: np.ndarray) -> np.ndarray:
+    """Yaw (T,) of the frame each displacement of r (T, 3) is taken in, relative to the frame before r_0."""
     return np.concatenate([[0.0], np.cumsum(r[:-1, 1])])
 
 
@@ -148,13 +148,13 @@ def match_root_path(r: np.ndarray, reference: np.ndarray) -> np.ndarray:
     r[:, 1] += (reference[:, 1].sum() - r[:, 1].sum()) / len(r)
 
     def end_point(displacements):
-        headings = quat.from_yaw(step_headings(displacements))
+        yaws = quat.from_yaw(step_yaws(displacements))
         steps = np.stack([displacements[:, 0], np.zeros(len(displacements)), displacements[:, 2]], axis=-1)
-        return quat.rotate(headings, steps).sum(axis=0), headings
+        return quat.rotate(yaws, steps).sum(axis=0), yaws
 
     target, _ = end_point(reference)
-    reached, headings = end_point(r)
-    share = quat.inverse_rotate(headings, np.broadcast_to((target - reached) / len(r), (len(r), 3)))
+    reached, yaws = end_point(r)
+    share = quat.inverse_rotate(yaws, np.broadcast_to((target - reached) / len(r), (len(r), 3)))
     r[:, 0] += share[:, 0]
     r[:, 2] += share[:, 2]
     return r

@@ -363,7 +363,7 @@ def test_tracking_loss_time_gaps_and_a_teleport_neither_crash_nor_produce_nan(da
         assert np.isfinite(pose.positions).all()
 
 
-def test_a_lost_controller_is_held_where_it_was_relative_to_the_hmds_heading(database, model, walk_stream):
+def test_a_lost_controller_is_held_where_it_was_relative_to_the_hmds_frame(database, model, walk_stream):
     solver = MotionMatchingSolver([database], SolverConfig(), model)
     positions, rotations = walk_stream.positions[10], walk_stream.rotations[10]
     for t in range(5):  # all tracked: passed through unchanged
@@ -377,7 +377,7 @@ def test_a_lost_controller_is_held_where_it_was_relative_to_the_hmds_heading(dat
     held_p, held_r = solver.hold_untracked(lost_p, lost_r, np.array([True, False, True]))
     assert np.abs(held_p - moved_p).max() < 1e-9
     assert np.abs(np.abs(np.sum(held_r * moved_r, axis=-1)) - 1.0).max() < 1e-9
-    # Still lost a frame later, after a further turn: it keeps following the heading.
+    # Still lost a frame later, after a further turn: it keeps following the HMD frame.
     held_again, _ = solver.hold_untracked(quat.rotate(turn, lost_p), quat.multiply(turn, lost_r),
                                           np.array([True, False, True]))
     assert np.abs(held_again - quat.rotate(turn, moved_p)).max() < 1e-9

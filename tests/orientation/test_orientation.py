@@ -10,7 +10,7 @@ from core.config import SimulationConfig
 from core.quality.metrics import angle_deg
 from core.files.mocap import is_validation
 from core.orientation.mmvr import IDENTITY_6D, INPUT_SIZE, OrientationModel, OrientationPredictor, device_features, \
-    facing_yaw, heading_rotations, orthonormalize_6d, predict_body_orientation
+    facing_yaw, hmd_frame_rotations, orthonormalize_6d, predict_body_orientation
 from core.devices.simulate import simulate_stream
 from core.tools.train.orientation import export, prepare_clips, rollout_loss, train
 from conftest import DATASET_2
@@ -30,22 +30,22 @@ def random_network(seed=0):
 
 
 def test_features_are_invariant_to_a_global_yaw_and_shift_of_the_scene(stream):
-    features, heading = device_features(stream.positions, stream.rotations, 60.0)
+    features, hmd_frame = device_features(stream.positions, stream.rotations, 60.0)
     turn = quat.from_yaw(np.array(2.1))
     moved, moved_heading = device_features(quat.rotate(turn, stream.positions) + np.array([4.0, 0.0, -2.0]),
                                            quat.multiply(turn, stream.rotations), 60.0)
     assert features.shape == (len(stream), 36)
     assert np.abs(moved - features).max() < 1e-9
-    assert np.abs(moved_heading - quat.to_matrix(turn) @ heading).max() < 1e-9
-    np.testing.assert_allclose(heading, quat.to_matrix(heading_rotations(stream.rotations[:, 0])), atol=1e-12)
+    assert np.abs(moved_heading - quat.to_matrix(turn) @ hmd_frame).max() < 1e-9
+    np.testing.assert_allclose(hmd_frame, quat.to_matrix(hmd_frame_rotations(stream.rotations[:, 0])), atol=1e-12)
 
 
 def test_features_follow_the_paper_layout(stream):
-    features, heading = device_features(stream.positions, stream.rotations, 60.0)
+    features, hmd_frame = device_features(stream.positions, stream.rotations, 60.0)
     t = 40
     velocity = (stream.positions[t] - stream.positions[t - 1]) * 60.0
-    assert np.allclose(features[t, :9].reshape(3, 3), velocity @ heading[t])
-    # The HMD's own rotation in the heading frame keeps its forward in the heading frame's YZ plane.
+    assert np.allclose(features[t, :9].reshape(3, 3), velocity @ hmd_frame[t])
+    # The HMD's own rotation in the hmd_frame frame keeps its forward in the hmd_frame frame's YZ plane.
     hmd = quat.from_6d(features[t, 18:24])
     assert abs(quat.rotate(hmd, np.array([0.0, 0.0, -1.0]))[0]) < 1e-9
 
@@ -61,12 +61,12 @@ def test_live_steps_equal_the_offline_driver(stream):
 
 
 def test_offline_driver_feeds_back_as_stepping_each_frame_does(stream):
-    # The offline driver carries the prediction from frame to frame in heading coordinates; stepping the
+    # The offline driver carries the prediction from frame to frame in hmd_frame coordinates; stepping the
     # shared per-frame pass through world coordinates, frame by frame, must give the same predictions.
     model = export(random_network(2), np.zeros(INPUT_SIZE), np.ones(INPUT_SIZE))
-    features, heading = device_features(stream.positions, stream.rotations, 60.0)
+    features, hmd_frame = device_features(stream.positions, stream.rotations, 60.0)
     predictor = OrientationPredictor(model)
-    stepped = [predictor.advance(model.feature_activations(features[t]), heading[t]) for t in range(len(stream))]
+    stepped = [predictor.advance(model.feature_activations(features[t]), hmd_frame[t]) for t in range(len(stream))]
     offline = predict_body_orientation(model, stream.positions, stream.rotations, 60.0)
     assert offline.shape == (len(stream), 6)
     assert np.abs(offline - np.array(stepped)).max() < 1e-12
@@ -121,11 +121,11 @@ def test_rollout_loss_is_algorithm_1():
 
 
 def test_rollout_loss_re_expresses_the_feedback_in_each_heading_frame():
-    """Feedback lives in world space: a quarter-turn heading turns the network's view of it."""
+    """Feedback lives in world space: a quarter-turn hmd_frame turns the network's view of it."""
     quarter = torch.from_numpy(quat.to_matrix(quat.from_yaw(np.array(np.pi / 2))).astype(np.float32))
     headings = torch.stack([torch.eye(3), quarter])[None]
     previous = torch.tensor([IDENTITY_6D.tolist()])
-    # Step 1 (identity heading): o1 = identity. Step 2: the world identity seen from a frame turned
+    # Step 1 (identity hmd_frame): o1 = identity. Step 2: the world identity seen from a frame turned
     # +90 deg about Y is a -90 deg turn, whose 6D is (0, 0, 1, 0, 1, 0).
     loss = rollout_loss(AddConstant([0.0] * 6), torch.zeros(1, 2, 36), headings, previous, torch.zeros(1, 6))
     expected = orthonormalize_6d(quat.to_6d(quat.from_yaw(np.array(-np.pi / 2))))
@@ -154,7 +154,7 @@ def test_shipped_model_beats_hmd_forward_on_a_held_back_clip():
     clip = prepare_clips([held_back_clip()], look_around_deg=60.0, seed=123)[0]
     predicted = predict_body_orientation(model, clip.positions, clip.rotations, 60.0)
     network = angle_deg(facing_yaw(predicted), clip.truth_yaw).mean()
-    hmd_forward = angle_deg(quat.yaw_of_direction(clip.headings[:, :, 2]), clip.truth_yaw).mean()
+    hmd_forward = angle_deg(quat.yaw_of_direction(clip.hmd_frames[:, :, 2]), clip.truth_yaw).mean()
     assert network < 0.6 * hmd_forward, (network, hmd_forward)
 
 
@@ -163,10 +163,10 @@ def test_a_fresh_predictor_settles_on_its_first_frame_instead_of_starting_from_h
     settled, started, hmd = [], [], []
     for seed in range(5):  # look-around draws: the head starts turned from the body by up to 66 degrees
         clip = prepare_clips([held_back_clip()], look_around_deg=60.0, seed=seed)[0]
-        heading_6d = (IDENTITY_6D.reshape(2, 3) @ clip.headings[0].T).ravel()
+        hmd_frame_6d = (IDENTITY_6D.reshape(2, 3) @ clip.hmd_frames[0].T).ravel()
         settled.append(predict_body_orientation(model, clip.positions, clip.rotations, 60.0))
-        started.append(predict_body_orientation(model, clip.positions, clip.rotations, 60.0, initial=heading_6d))
-        hmd.append(angle_deg(quat.yaw_of_direction(clip.headings[:30, :, 2]), clip.truth_yaw[:30]))
+        started.append(predict_body_orientation(model, clip.positions, clip.rotations, 60.0, initial=hmd_frame_6d))
+        hmd.append(angle_deg(quat.yaw_of_direction(clip.hmd_frames[:30, :, 2]), clip.truth_yaw[:30]))
         settled[-1], started[-1] = (angle_deg(facing_yaw(p[:30]), clip.truth_yaw[:30]) for p in (settled[-1], started[-1]))
     settled, started, hmd = np.array(settled), np.array(started), np.array(hmd)
     # Settled, the very first frame is already the network's answer, far from the HMD's facing.

@@ -12,8 +12,8 @@ from core.quality.metrics import angle_deg
 from core.files.mocap import is_validation
 from core.devices.attachments import hmd_forward
 from core.orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
-    heading_of_forward
-from core.orientation.window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_heading, \
+    hmd_frame_of_forward
+from core.orientation.window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_frames, \
     load_orientation_model, mirror_index, window_inputs
 from core.devices.simulate import simulate_stream
 from core.tools.train.orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
@@ -43,19 +43,19 @@ def test_numpy_equals_torch_over_a_sequence(stream):
     data = StackedFrames([clip])
     index = torch.from_numpy(data.window_index(np.arange(len(stream)), np.array(TAPS)))
     with torch.no_grad():
-        inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.headings), index)
+        inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.hmd_frames), index)
         output = network((inputs - torch.from_numpy(mean.astype(np.float32))) /
                          torch.from_numpy(std.astype(np.float32))).numpy()
-    heading, heading_yaw = hmd_heading(frame_vectors(stream.positions, stream.rotations, 60.0))
+    hmd_frame, hmd_yaw = hmd_frames(frame_vectors(stream.positions, stream.rotations, 60.0))
     forward = hmd_forward(stream.rotations[:, 0])
-    assert np.abs(heading - heading_of_forward(forward)).max() < 1e-12
-    assert np.abs(heading_yaw - quat.yaw_of_direction(forward)).max() < 1e-12
-    torch_yaw = heading_yaw + np.arctan2(output[:, 1], output[:, 0])
+    assert np.abs(hmd_frame - hmd_frame_of_forward(forward)).max() < 1e-12
+    assert np.abs(hmd_yaw - quat.yaw_of_direction(forward)).max() < 1e-12
+    torch_yaw = hmd_yaw + np.arctan2(output[:, 1], output[:, 0])
     predicted = model.predict(stream.positions, stream.rotations, 60.0)
     assert predicted.shape == (len(stream), 6)
     assert np.abs(angle_deg(facing_yaw(predicted), torch_yaw)).max() < np.degrees(1e-5)
     windows = data.vectors[data.window_index(np.arange(len(stream)), np.array(TAPS))].astype(np.float64)
-    numpy_output = model.forward(window_inputs(windows, data.headings.astype(np.float64)))
+    numpy_output = model.forward(window_inputs(windows, data.hmd_frames.astype(np.float64)))
     assert np.abs(numpy_output - output).max() < 1e-5
 
 
@@ -88,13 +88,13 @@ def test_numpy_equals_torch_with_the_mirror(stream, tmp_path):
     index = torch.from_numpy(data.window_index(np.arange(len(stream)), np.array(TAPS)))
     columns, signs = mirror_index(TAPS)
     with torch.no_grad():
-        inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.headings), index)
+        inputs = torch_window_inputs(torch.from_numpy(data.vectors), torch.from_numpy(data.hmd_frames), index)
         inputs = (inputs - torch.from_numpy(mean.astype(np.float32))) / torch.from_numpy(std.astype(np.float32))
         output = symmetric_output(network, inputs, torch.from_numpy(columns),
                                   torch.from_numpy(signs.astype(np.float32))).numpy()
     windows = data.vectors[data.window_index(np.arange(len(stream)), np.array(TAPS))].astype(np.float64)
-    assert np.abs(model.forward(window_inputs(windows, data.headings.astype(np.float64))) - output).max() < 1e-5
-    torch_yaw = clip.heading_yaw + np.arctan2(output[:, 1], output[:, 0])
+    assert np.abs(model.forward(window_inputs(windows, data.hmd_frames.astype(np.float64))) - output).max() < 1e-5
+    torch_yaw = clip.hmd_yaw + np.arctan2(output[:, 1], output[:, 0])
     predicted = facing_yaw(model.predict(stream.positions, stream.rotations, 60.0))
     assert np.abs(angle_deg(predicted, torch_yaw)).max() < np.degrees(1e-5)
 
@@ -214,7 +214,7 @@ def test_shipped_model_beats_the_papers_network_on_held_back_sideways_walking():
         for name, model in (("window", window), ("mmvr", mmvr)):
             errors[name].append(angle_deg(facing_yaw(model.predict(clip.positions, clip.rotations, 60.0)),
                                           clip.truth_yaw).mean())
-        errors["hmd"].append(angle_deg(clip.heading_yaw, clip.truth_yaw).mean())
+        errors["hmd"].append(angle_deg(clip.hmd_yaw, clip.truth_yaw).mean())
     window_deg, mmvr_deg, hmd_deg = (np.mean(errors[k]) for k in ("window", "mmvr", "hmd"))
     assert window_deg < 0.7 * mmvr_deg and window_deg < 0.5 * hmd_deg, errors
 

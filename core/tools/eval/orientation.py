@@ -30,8 +30,8 @@ PLOT_BIN_S = 10.0
 
 
 def hmd_forward_errors_deg(clip) -> np.ndarray:
-    """The baseline: the body faces where the HMD looks (the heading frame's +Z)."""
-    return angle_deg(clip.heading_yaw, clip.truth_yaw)
+    """The baseline: the body faces where the HMD looks (the HMD frame's +Z)."""
+    return angle_deg(clip.hmd_yaw, clip.truth_yaw)
 
 
 def evaluate(files, models: dict, look_around_deg: float, seed: int = 10_000):

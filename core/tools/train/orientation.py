@@ -36,13 +36,13 @@ TRAINING_LOOK_AROUND_DEG = 60.0
 
 @dataclass
 class OrientationClip:
-    """One simulated stream, prepared: features (T, 36), heading matrices (T, 3, 3), truth (T, 6) world 6D."""
+    """One simulated stream, prepared: features (T, 36), HMD-frame matrices (T, 3, 3), truth (T, 6) world 6D."""
 
     name: str
     positions: np.ndarray
     rotations: np.ndarray
     features: np.ndarray
-    headings: np.ndarray
+    hmd_frames: np.ndarray
     truth_6d: np.ndarray
     truth_yaw: np.ndarray
 
@@ -59,9 +59,9 @@ def prepare_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DEG, seed
             simulated = simulate_stream(variant, config)
             stream = simulated.stream
             yaw = body_yaw(simulated.truth.global_positions(), simulated.mapping)
-            features, heading = device_features(stream.positions, stream.rotations, fps)
+            features, hmd_frame = device_features(stream.positions, stream.rotations, fps)
             clips.append(OrientationClip(variant.name, stream.positions, stream.rotations, features,
-                                         heading, quat.to_6d(quat.from_yaw(yaw)), yaw))
+                                         hmd_frame, quat.to_6d(quat.from_yaw(yaw)), yaw))
         if progress:
             progress(i + 1, len(files))
     return clips
@@ -73,20 +73,20 @@ def angle_errors_deg(model: OrientationModel, clip: OrientationClip, fps: float 
     return np.degrees(np.abs(wrap_angle(facing_yaw(predicted) - clip.truth_yaw)))
 
 
-def rollout_loss(network, features, headings, previous_world, target_local):
+def rollout_loss(network, features, hmd_frames, previous_world, target_local):
     """Algorithm 1 for a batch: roll r steps feeding predictions back (orthonormalised), MSE of the last one.
 
-    features (B, r, 36), headings (B, r, 3, 3), previous_world (B, 6): the truth before the
-    window, target_local (B, 6): the truth at the window's last frame in its heading frame.
+    features (B, r, 36), hmd_frames (B, r, 3, 3), previous_world (B, 6): the truth before the
+    window, target_local (B, 6): the truth at the window's last frame in its HMD frame.
     """
     import torch
 
     previous = previous_world
     for j in range(features.shape[1]):
-        heading = headings[:, j]
-        local_previous = _rotate_6d_torch(heading.transpose(1, 2), previous)
+        hmd_frame = hmd_frames[:, j]
+        local_previous = _rotate_6d_torch(hmd_frame.transpose(1, 2), previous)
         output = network(torch.cat([features[:, j], local_previous], dim=1))
-        previous = _rotate_6d_torch(heading, _orthonormalize_6d_torch(output))
+        previous = _rotate_6d_torch(hmd_frame, _orthonormalize_6d_torch(output))
     return torch.mean((output - target_local) ** 2)
 
 
@@ -109,9 +109,9 @@ class _Stacked:
 
     def __init__(self, clips: list[OrientationClip], rollout: int):
         self.features = np.concatenate([c.features for c in clips]).astype(np.float32)
-        self.headings = np.concatenate([c.headings for c in clips]).astype(np.float32)
+        self.hmd_frames = np.concatenate([c.hmd_frames for c in clips]).astype(np.float32)
         self.truth_world = np.concatenate([c.truth_6d for c in clips]).astype(np.float32)
-        self.truth_local = rotate_6d(np.swapaxes(self.headings, -1, -2), self.truth_world).astype(np.float32)
+        self.truth_local = rotate_6d(np.swapaxes(self.hmd_frames, -1, -2), self.truth_world).astype(np.float32)
         starts, offset = [], 0
         for c in clips:
             # Window [s, s + r) needs the truth at s - 1 from the same clip.
@@ -123,7 +123,7 @@ class _Stacked:
 def normalisation(stacked: _Stacked) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature mean and standard deviation over the training frames (the previous-orientation
     part from the truth of the previous frame, which is what a good predictor feeds back)."""
-    previous_local = rotate_6d(np.swapaxes(stacked.headings[1:], -1, -2), stacked.truth_world[:-1])
+    previous_local = rotate_6d(np.swapaxes(stacked.hmd_frames[1:], -1, -2), stacked.truth_world[:-1])
     inputs = np.concatenate([stacked.features[1:], previous_local], axis=1)
     std = inputs.std(axis=0)
     # A feature (almost) constant in training, such as the upright second column of a yaw-only
@@ -161,7 +161,7 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
     # the HMD-forward level (18.0 against 9.3 degrees on a subset run, docs/decisions.md).
     optimiser = torch.optim.AdamW(body.parameters(), lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
     features = torch.from_numpy(data.features)
-    headings = torch.from_numpy(data.headings)
+    hmd_frames = torch.from_numpy(data.hmd_frames)
     truth_world = torch.from_numpy(data.truth_world)
     truth_local = torch.from_numpy(data.truth_local)
     steps = torch.arange(rollout)
@@ -174,7 +174,7 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
         for b in range(batches):
             start = order[b * BATCH_SIZE:(b + 1) * BATCH_SIZE]
             window = start[:, None] + steps[None]
-            loss = rollout_loss(network, features[window], headings[window], truth_world[start - 1],
+            loss = rollout_loss(network, features[window], hmd_frames[window], truth_world[start - 1],
                                 truth_local[start + rollout - 1])
             optimiser.zero_grad()
             loss.backward()

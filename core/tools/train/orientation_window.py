@@ -4,8 +4,8 @@ Data: three-point streams simulated at 60 fps from mocap with look-around, every
 several copies (Augmentation: every other one mirrored), each with its own playback speed, body size,
 arm proportions, device attachment errors, controller latency and look-around. Each sample is one
 frame, the ambiguous activities drawn more often (EMPHASISED): its window of past frames is gathered
-and turned into the frame's heading frame as the numpy model does, and the loss is the chord between
-the unit output and the truth's (cos, sin) against the heading, about the angle itself, so the mean
+and turned into the frame's HMD frame as the numpy model does, and the loss is the chord between
+the unit output and the truth's (cos, sin) against the HMD frame, about the angle itself, so the mean
 angle error is what is minimised. AdamW, cosine-decayed rate, noise on the normalised inputs.
 Training is resumable: a checkpoint beside the output after every epoch, `--minutes` to stop early.
 """
@@ -25,7 +25,7 @@ from ...files.bvh import read_bvh
 from ...files.mocap import activity
 from ...math import quat
 from ...orientation.window import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
-    hmd_heading, mirror_index, window_inputs
+    hmd_frames, mirror_index, window_inputs
 
 BATCH_SIZE = 256
 LEARNING_RATE = 1e-3
@@ -62,14 +62,14 @@ class Augmentation:
 
 @dataclass
 class WindowClip:
-    """One simulated stream: device poses, frame vectors (T, 12, 3), headings (T, 3, 3) and yaws, truth yaw."""
+    """One simulated stream: device poses, frame vectors (T, 12, 3), HMD frames (T, 3, 3) and yaws, truth yaw."""
 
     name: str
     positions: np.ndarray
     rotations: np.ndarray
     vectors: np.ndarray
-    headings: np.ndarray
-    heading_yaw: np.ndarray
+    hmd_frames: np.ndarray
+    hmd_yaw: np.ndarray
     truth_yaw: np.ndarray
 
 
@@ -92,8 +92,8 @@ def augmented_devices(positions, rotations, rng, augmentation: Augmentation):
 
 def window_clip(name, positions, rotations, truth_yaw, fps: float = 60.0) -> WindowClip:
     vectors = frame_vectors(positions, rotations, fps)
-    heading, heading_yaw = hmd_heading(vectors)
-    return WindowClip(name, positions, rotations, vectors.astype(np.float32), heading.astype(np.float32), heading_yaw,
+    hmd_frame, hmd_yaw = hmd_frames(vectors)
+    return WindowClip(name, positions, rotations, vectors.astype(np.float32), hmd_frame.astype(np.float32), hmd_yaw,
                       truth_yaw)
 
 
@@ -134,12 +134,12 @@ def angle_errors_deg(model, clip, fps: float = 60.0) -> np.ndarray:
 
 
 class StackedFrames:
-    """All clips end to end: vectors, headings, targets (cos, sin of the truth against the heading), clip starts."""
+    """All clips end to end: vectors, HMD frames, targets (cos, sin of the truth against the HMD frame), clip starts."""
 
     def __init__(self, clips: list[WindowClip]):
         self.vectors = np.concatenate([c.vectors for c in clips])
-        self.headings = np.concatenate([c.headings for c in clips])
-        relative = np.concatenate([c.truth_yaw - c.heading_yaw for c in clips])
+        self.hmd_frames = np.concatenate([c.hmd_frames for c in clips])
+        relative = np.concatenate([c.truth_yaw - c.hmd_yaw for c in clips])
         self.targets = np.stack([np.cos(relative), np.sin(relative)], axis=1).astype(np.float32)
         self.starts = np.concatenate([np.full(len(c.vectors), s) for c, s in
                                       zip(clips, np.cumsum([0] + [len(c.vectors) for c in clips[:-1]]))])
@@ -156,14 +156,14 @@ class StackedFrames:
         return np.maximum(frames[:, None] - taps[None], self.starts[frames][:, None])
 
 
-def torch_window_inputs(vectors, headings, index):
-    """window_inputs in torch: vectors (N, 12, 3), headings (N, 3, 3), index (B, K) with column 0 the frames."""
+def torch_window_inputs(vectors, hmd_frames, index):
+    """window_inputs in torch: vectors (N, 12, 3), hmd_frames (N, 3, 3), index (B, K) with column 0 the frames."""
     import torch
 
     windows = vectors[index]
     windows = torch.cat([windows[:, :, :1] - windows[:, :1, :1], windows[:, :, 1:]], dim=2)
     batch = windows.shape[0]
-    return torch.bmm(windows.reshape(batch, -1, 3), headings[index[:, 0]]).reshape(batch, -1)
+    return torch.bmm(windows.reshape(batch, -1, 3), hmd_frames[index[:, 0]]).reshape(batch, -1)
 
 
 def build_network(inputs: int, hidden=HIDDEN_UNITS):
@@ -198,7 +198,7 @@ def normalisation(data: StackedFrames, taps: np.ndarray, rng, samples: int = 600
     """Per-input mean and standard deviation over random training frames (tiny spreads left unscaled)."""
     frames = rng.choice(len(data.vectors), min(samples, len(data.vectors)), replace=False)
     index = data.window_index(frames, taps)
-    inputs = window_inputs(data.vectors[index].astype(np.float64), data.headings[frames].astype(np.float64))
+    inputs = window_inputs(data.vectors[index].astype(np.float64), data.hmd_frames[frames].astype(np.float64))
     std = inputs.std(axis=0)
     return inputs.mean(axis=0), np.where(std < 1e-3, 1.0, std)
 
@@ -284,7 +284,7 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         schedule.load_state_dict(resume["schedule"])
         rng.bit_generator.state = resume["rng"]
         curve, first_epoch = list(resume["curve"]), resume["epoch"] + 1
-    vectors, headings = torch.from_numpy(data.vectors), torch.from_numpy(data.headings)
+    vectors, hmd_frames = torch.from_numpy(data.vectors), torch.from_numpy(data.hmd_frames)
     targets = torch.from_numpy(data.targets)
     index_m, signs_m = mirror_index(taps)
     index_m, signs_m = torch.from_numpy(index_m), torch.from_numpy(signs_m.astype(np.float32))
@@ -294,7 +294,7 @@ def train(clips, validation, epochs: int = 20, samples_per_epoch: int = 400_000,
         total = 0.0
         for b in range(batches):
             index = torch.from_numpy(data.window_index(data.draw(rng, BATCH_SIZE), taps))
-            inputs = (torch_window_inputs(vectors, headings, index) - mean_t) / std_t
+            inputs = (torch_window_inputs(vectors, hmd_frames, index) - mean_t) / std_t
             inputs = inputs + INPUT_NOISE * torch.randn_like(inputs)
             output = symmetric_output(body, inputs, index_m, signs_m) if mirror else body(inputs)
             loss = chord_loss(output, targets[index[:, 0]])

@@ -73,10 +73,10 @@ def root_trajectory(r):
     import torch
 
     theta = torch.cat([torch.zeros_like(r[..., :1, 1]), torch.cumsum(r[..., 1:, 1], dim=-1)], dim=-1)
-    heading = theta[..., :-1]
+    yaw = theta[..., :-1]
     dx, dz = r[..., 1:, 0], r[..., 1:, 2]
-    step_x = dx * torch.cos(heading) + dz * torch.sin(heading)
-    step_z = -dx * torch.sin(heading) + dz * torch.cos(heading)
+    step_x = dx * torch.cos(yaw) + dz * torch.sin(yaw)
+    step_z = -dx * torch.sin(yaw) + dz * torch.cos(yaw)
     zero = torch.zeros_like(r[..., :1, 0])
     x = torch.cat([zero, torch.cumsum(step_x, dim=-1)], dim=-1)
     z = torch.cat([zero, torch.cumsum(step_z, dim=-1)], dim=-1)
