@@ -321,3 +321,29 @@ class N3PConfig:
     """Half-life over which a released foot returns to the predicted pose."""
     calibration_s: float = 0.5
     """Standing calibration: the head's height over the stream's first half second scales the user to the model."""
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """The default solve (core/hybrid): Neural3Points' body with motion matching's steps while the body travels.
+
+    The predictor (`n3p`) and motion matching (`matching`, over the user's databases) run side by side; these
+    settings say how their answers are put together."""
+
+    standing_m_s: float = 0.15
+    """Under this floor speed of the predicted hips the predictor's own legs are kept (both feet locked)."""
+    travelling_m_s: float = 0.45
+    """Over this floor speed the legs are motion matching's (smoothstep in between)."""
+    speed_window_s: float = 0.25
+    """The hips' floor speed is averaged over this long: centred offline, the last this many seconds live."""
+    facing_window_s: float = 0.25
+    """The orientation model's body yaw is averaged over this long, centred (offline)."""
+    live_facing_window_s: float = 0.0833
+    """Live, over the last this many seconds (five 60 Hz frames: a centred average needs the future)."""
+    face_with_model: bool = True
+    """Turn the hips and legs to where motion matching's orientation model says the body faces (off: the
+    predictor's own hips' facing)."""
+    foot_lock: bool = True
+    """MMVR §6.2 on the result: the matched poses' contacts while travelling, both feet while standing."""
+    n3p: N3PConfig = N3PConfig()
+    matching: SolverConfig = field(default_factory=SolverConfig)

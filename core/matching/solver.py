@@ -110,6 +110,8 @@ class LowerBodyFrame:
     placed: bool
     """The avatar was put at the target this frame (first frame, teleport): the foot lock starts afresh."""
     dt: float
+    body_yaw: float = 0.0
+    """The orientation model's answer this frame (radians about +Y), before the facing spring."""
 
 
 @dataclass
@@ -275,7 +277,7 @@ class MotionMatchingSolver:
         rotations_out[0], positions_out[0] = state.root_rotation, state.root_position
         return LowerBodyFrame(rotations_out, positions_out, positions, rotations, state.database, state.frame,
                               target, searched, standing, self.databases[state.database].poses.contacts[state.frame],
-                              placed, dt)
+                              placed, dt, body_yaw)
 
     def hold_untracked(self, positions, rotations, tracked):
         """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's frame."""
@@ -477,7 +479,10 @@ def solve(stream: ThreePointStream, solver: MotionMatchingSolver,
     return solution
 
 
-def _solve(stream: ThreePointStream, solver: MotionMatchingSolver) -> Solution:
+def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
+    """Steps 1-5 over a whole stream: resampled to the solver's rate, the standing height measured on its first
+    `calibration_s`, every frame from the HMD's first tracked one stepped. Returns the stream as stepped, the
+    height, the frames and the index of the first stepped frame."""
     stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
@@ -486,6 +491,11 @@ def _solve(stream: ThreePointStream, solver: MotionMatchingSolver) -> Solution:
     for t in range(first, len(stream)):
         dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
         frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+    return stream, height, frames, first
+
+
+def _solve(stream: ThreePointStream, solver: MotionMatchingSolver) -> Solution:
+    stream, height, frames, first = lower_body_frames(stream, solver)
     motion = solver.finish_poses(frames, solver.upper_body_calibration(height))
     if first > 0:  # before the HMD is first seen the avatar waits in its first pose
         motion = Motion(motion.skeleton, np.concatenate([np.repeat(motion.rotations[:1], first, 0), motion.rotations]),

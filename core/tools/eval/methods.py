@@ -26,6 +26,7 @@ from ...config import CalibrationConfig, N3PConfig, SimulationConfig, SolverConf
 from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
 from ...files.mocap import default_database_files, find_bvh_files
+from ...hybrid.solver import HybridSolver
 from ...matching.pose_database import PoseDatabase, build_database
 from ...matching.solver import MotionMatchingSolver
 from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
@@ -35,7 +36,7 @@ from ..arguments import add_data_arguments, add_json_argument, add_selection_arg
 from .hybrid_solver import MatchedLegsSolver
 from .matching import LOOK_AROUND_DEG, METRICS, score_solvers
 
-METHODS = ("mm", "n3p", "n3p_hmd_only", "n3p_mm_legs")
+METHODS = ("mm", "n3p", "n3p_hmd_only", "hybrid", "n3p_mm_legs")
 DEFAULT_METHODS = ("mm", "n3p", "n3p_hmd_only")
 ATTACHMENT_NOISE = {"attachment_noise_m": 0.03, "attachment_noise_deg": 15.0, "calibration_pose_s": 2.0}
 """Issue 28's devices held differently (per clip, random), and the calibration gesture before each clip."""
@@ -54,6 +55,9 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
             made[method] = N3PSolver(model)
         elif method == "n3p_hmd_only":
             made[method] = N3PSolver(model, N3PConfig(hmd_only=True))
+        elif method == "hybrid":
+            made[method] = HybridSolver(N3PSolver(model), MotionMatchingSolver([database], SolverConfig(),
+                                                                               load_orientation_model()))
         elif method == "n3p_mm_legs":
             made[method] = MatchedLegsSolver(N3PSolver(model), MotionMatchingSolver([database], SolverConfig(),
                                                                       load_orientation_model()))
@@ -117,9 +121,9 @@ def mpjpe_plot(path: str | None) -> str | None:
 def run(args) -> int:
     """Solve simulated streams with motion matching and Neural3Points; score both against the clips (SPEC §5)."""
     check_outputs([args.plot or None, mpjpe_plot(args.plot)], [args.db, args.model], make_folders=True)
-    database = PoseDatabase.load(args.db) if {"mm", "n3p_mm_legs"} & set(args.methods) and args.db else None
+    database = PoseDatabase.load(args.db) if {"mm", "hybrid", "n3p_mm_legs"} & set(args.methods) and args.db else None
     files = selected_files(args)
-    if {"mm", "n3p_mm_legs"} & set(args.methods):
+    if {"mm", "hybrid", "n3p_mm_legs"} & set(args.methods):
         if database is None:
             chosen = default_database_files(find_bvh_files(args.data))
             print(f"eval full: building the default database from {len(chosen)} training clips (--db to reuse one)",

@@ -1,0 +1,166 @@
+"""The default solve (`hybrid`): Neural3Points' body with motion matching's steps and facing.
+
+Neural3Points (`n3p`) places the body and the upper body well but its legs barely step while its root follows
+the headset, and its hips face 14° off; motion matching (`mm`) steps but places the body worse (15 cm) over a
+locomotion database. Both solve the same devices; on the predictor's skeleton the result keeps the
+predictor's pose (root, spine, neck, head, arms: its hands on the controllers through its own IK), then:
+1. facing: the hips and legs turn about the vertical through the spine's base so the hips face where motion
+   matching's orientation model says (averaged over `facing_window_s`: centred offline, trailing live); the
+   spine turns back, so the upper body (head, arms, hands on the devices) keeps its world pose;
+2. legs: each leg joint (thigh, shin, foot, toes) turns in the world toward motion matching's, by the travel
+   weight of the predicted hips' floor speed (blend.travel_weights);
+3. feet: the foot lock (MMVR §6.2) holds the feet on the matched poses' contacts while travelling, and
+   both feet while standing.
+`step` is the live driver (one frame); `solve` the offline one, which runs the predictor's own offline
+driver (30 Hz, resampled to motion matching's rate) and motion matching's steps 1-5, then puts every frame
+together with the same `combine`. Measured against its parents in docs/default_method.md.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..anim.character import body_yaw
+from ..anim.motion import Motion, forward_kinematics, local_from_global
+from ..config import HybridConfig
+from ..ik.foot_lock import FootLock, Legs
+from ..matching.solver import MotionMatchingSolver, Solution, load_solver, lower_body_frames, require_finite
+from ..math import quat
+from ..math.angle import wrap_angle
+from ..n3p.model import N3PModel
+from ..n3p.solver import N3PSolver
+from ..rig.humanoid import find_mapping
+from .blend import LegTransfer, TrailingMean, centred_mean, floor_speeds, travel_weights, turn_lower_body, \
+    unwrapped_after
+
+
+class HybridSolver:
+    """The predictor's body with motion matching's legs and facing (module docstring); motion matching's
+    interface (`step`, `solve`, `reset`, `standing_motion`)."""
+
+    method = "hybrid"
+
+    def __init__(self, predictor: N3PSolver, matching: MotionMatchingSolver, config: HybridConfig = HybridConfig()):
+        """The two solvers become the hybrid's parts: the predictor's foot lock and motion matching's foot lock and
+        arm IK are switched off in them (the hybrid locks the feet itself; the arms are the predictor's)."""
+        self.predictor, self.matching, self.config = predictor, matching, config
+        predictor.config = replace(predictor.config, foot_lock=False)
+        matching.config = replace(matching.config, foot_lock=False, arm_ik=False)
+        self.devices = predictor.devices
+        self.fps = matching.fps
+        self.skeleton = predictor.skeleton
+        self.mapping = find_mapping(self.skeleton)
+        self.legs = Legs.of(self.skeleton, self.mapping)
+        self.transfer = LegTransfer.between(predictor, matching)
+        self.hips = self.mapping["hips"]
+        self.lower = [self.hips, *self.transfer.own]
+        self.matched_toes = [matching.mapping[f"{s}_toes"] for s in "lr"]
+        self.faces_with_model = config.face_with_model and matching.model is not None \
+            and matching.config.orientation == "network"
+        self.reset()
+
+    def standing_motion(self) -> Motion:
+        """The predictor's standing reference: the body is the predictor's."""
+        return self.predictor.standing_motion()
+
+    def reset(self, standing_hmd_height_m: float | None = None) -> None:
+        """Forget the user: the next step starts a new avatar where the devices are."""
+        self.predictor.reset(standing_hmd_height_m)
+        self.matching.reset(standing_hmd_height_m)
+        self.foot_lock = FootLock(self.matching.config.foot_unlock_distance_m,
+                                  self.matching.config.foot_unlock_halflife_s)
+        self.speed = TrailingMean(self.config.speed_window_s * self.fps)
+        self.facing = TrailingMean(self.config.live_facing_window_s * self.fps)
+        self.previous_hips: np.ndarray | None = None
+        self.previous_yaw: float | None = None
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
+        """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
+        body = self.predictor.step(positions, rotations, tracked, dt)
+        lower = self.matching.step_lower_body(positions, rotations, tracked, dt)
+        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
+        hips = pose[1][0, self.hips]
+        speed = 0.0 if self.previous_hips is None or lower.placed else \
+            float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / lower.dt
+        self.previous_hips = hips
+        weight = travel_weights(self.speed.add(speed), self.config.standing_m_s, self.config.travelling_m_s)
+        facing = None
+        if self.faces_with_model:
+            yaw = lower.body_yaw if self.previous_yaw is None else unwrapped_after(self.previous_yaw, lower.body_yaw)
+            self.previous_yaw = yaw
+            facing = np.array([self.facing.add(yaw)])
+        rotations_out, positions_out = self.combine(body, pose, self.matched_legs(lower.rotations[None],
+                                                                                  lower.positions[None]),
+                                                    facing, np.array([weight]), lower.contacts[None], lower.dt,
+                                                    np.array([lower.placed]))
+        return Motion(self.skeleton, rotations_out, positions_out, self.fps)
+
+    def solve(self, stream) -> Solution:
+        """The offline driver: the predictor's solve of the stream (30 Hz, resampled) and motion matching's steps
+        1-5, put together frame by frame with centred averages (the stream comes calibrated:
+        `matching.solver.solve` does it)."""
+        predicted = self.predictor.solve(stream)
+        stepped, height, frames, first = lower_body_frames(stream, self.matching)
+        frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
+        body = predicted.motion.resampled(self.fps)
+        count = min(len(body), len(frames))
+        body, frames = body[:count], frames[:count]
+        config = self.config
+        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
+        speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)
+        facing = None
+        if self.faces_with_model:
+            facing = centred_mean(np.unwrap([f.body_yaw for f in frames]), config.facing_window_s * self.fps)
+        matched = self.matched_legs(np.array([f.rotations for f in frames]), np.array([f.positions for f in frames]))
+        self.foot_lock.reset()
+        rotations, positions = self.combine(
+            body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
+            np.array([f.contacts for f in frames]), np.array([f.dt for f in frames]),
+            np.array([f.placed for f in frames]))
+        motion = Motion(self.skeleton, rotations, positions, self.fps, self.method)
+        require_finite(motion, stepped)
+        return Solution(motion, stepped, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
+                        np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height,
+                        self.method)
+
+    def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs."""
+        world, _ = forward_kinematics(self.matching.skeleton.parents, rotations, positions, self.matched_toes)
+        return self.transfer.carry(world)
+
+    def combine(self, body: Motion, pose, matched_legs: np.ndarray, facing: np.ndarray | None, weights: np.ndarray,
+                contacts: np.ndarray, dt, restarts: np.ndarray):
+        """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its global `pose`
+        (rotations, positions), the matched legs' world rotations (T, 8, 4), the body's facing (T,) or None (the
+        predictor's), travel weights (T,), the matched contacts (T, 2), time steps and foot-lock restarts (T,)."""
+        parents = self.skeleton.parents
+        rotations, positions = pose[0].copy(), pose[1].copy()
+        parent = parents[self.hips]
+        if facing is not None:
+            turns = wrap_angle(facing - body_yaw(positions, self.mapping))
+            turn_lower_body(rotations, positions, self.lower, self.mapping["spine"],
+                            np.where(np.isfinite(turns), turns, 0.0))  # unknown: the predictor's facing
+        own = self.transfer.own
+        rotations[:, own] = quat.slerp(rotations[:, own], matched_legs, weights[:, None])
+        local = local_from_global(parents, rotations)
+        local[:, 0] = body.rotations[:, 0]
+        out_positions = body.positions.copy()
+        hips = positions[:, self.hips]
+        if parent >= 0:  # the hips where the turn put them, in their parent's frame
+            hips = quat.inverse_rotate(pose[0][:, parent], hips - pose[1][:, parent])
+        out_positions[:, self.hips] = hips
+        if self.config.foot_lock:
+            self.legs.plant(local, out_positions, self.foot_lock, np.where(weights[:, None] > 0.5, contacts, True),
+                            dt, restarts)
+        return local, out_positions
+
+
+def load_hybrid_solver(database_paths, config: HybridConfig = HybridConfig(), orientation: str | None = None,
+                       model_path=None, standing_hmd_height_m: float | None = None) -> HybridSolver:
+    """The default solver over database files (motion matching's steps) and a predictor model file (None: the
+    shipped one); `orientation` as `matching.solver.load_solver` takes it."""
+    predictor = N3PSolver(N3PModel.load(model_path) if model_path else N3PModel.load(), config.n3p,
+                          standing_hmd_height_m)
+    matching = load_solver(database_paths, config.matching, orientation, standing_hmd_height_m)
+    return HybridSolver(predictor, matching, config)
