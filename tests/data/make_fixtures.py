@@ -4,8 +4,8 @@ A procedural humanoid (the 21 canonical joints under a root, named the Unity hum
 core.rig.humanoid reads: Hips, Spine, Chest, ..., UpperLeg_L, Toes_R; +Y up, facing +Z, T-pose rest)
 walks a scheduled path: it stands, walks off, turns, walks on and stops. Footsteps are planned on the
 path, each foot planted flat on the floor between steps and swung in an arc to the next one; the legs
-reach their feet by two-bone IK, the arms swing against the legs and the head looks around while
-standing. Written with core's own BVH writer (centimetres, 30 fps).
+reach their feet by two-bone IK, the arms swing against the legs, the wrists twist and the head looks
+around while standing. Written with core's own BVH writer (centimetres, 30 fps).
 
     python tests/data/make_fixtures.py     rewrites the files in tests/data/mocap
 """
@@ -162,7 +162,8 @@ def make_clip(walk: Walk) -> Motion:
         rotations[:, index(f"UpperArm_{side}")] = quat.multiply(body, arm)
         elbow = quat.from_axis_rotation("x", -0.3 - 0.2 * walking * (1.0 + np.sin(cycle + phase)))
         rotations[:, index(f"LowerArm_{side}")] = quat.multiply(body, quat.multiply(elbow, quat.from_axis_rotation("z", -x * 1.3)))
-        rotations[:, index(f"Hand_{side}")] = rotations[:, index(f"LowerArm_{side}")]
+        twist = quat.from_axis_rotation("x", x * 0.4 * np.sin(2.0 * np.pi * t / 1.7 + phase))
+        rotations[:, index(f"Hand_{side}")] = quat.multiply(rotations[:, index(f"LowerArm_{side}")], twist)
     hips_height = 0.95 * walk.scale - 0.03 * walking + 0.012 * walking * np.cos(2.0 * cycle)
     positions = np.repeat(skeleton.offsets[None], len(t), axis=0)
     positions[:, index("Hips")] = floor + np.stack([np.zeros_like(t), hips_height, np.zeros_like(t)], axis=-1)
