@@ -160,7 +160,7 @@ def make_clip(walk: Walk) -> Motion:
         swing = 0.35 * walking * np.sin(cycle + phase)
         arm = quat.multiply(quat.from_axis_rotation("x", -swing), quat.from_axis_rotation("z", -x * 1.3))
         rotations[:, index(f"UpperArm_{side}")] = quat.multiply(body, arm)
-        elbow = quat.from_axis_rotation("x", -0.3 - 0.2 * walking * (1.0 + np.sin(cycle + phase)))
+        elbow = quat.from_axis_rotation("x", -0.5 - 0.3 * walking * (1.0 + np.sin(cycle + phase)))
         rotations[:, index(f"LowerArm_{side}")] = quat.multiply(body, quat.multiply(elbow, quat.from_axis_rotation("z", -x * 1.3)))
         twist = quat.from_axis_rotation("x", x * 0.4 * np.sin(2.0 * np.pi * t / 1.7 + phase))
         rotations[:, index(f"Hand_{side}")] = quat.multiply(rotations[:, index(f"LowerArm_{side}")], twist)
