@@ -46,6 +46,8 @@ Frame Time: 0.0333333
 0 90 0 0 0 0 0 0 0
 """
 
+NO_SHARED = os.environ.get("VR_AVATAR_NO_SHARED") == "1"
+"""VR_AVATAR_NO_SHARED=1: the suite behaves as if ../shared were not beside the repository."""
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "bandai"
 DATASET_1 = DATA / "Bandai-Namco-Research-Motiondataset-1"
 DATASET_2 = DATA / "Bandai-Namco-Research-Motiondataset-2"
@@ -53,8 +55,19 @@ WALK_1 = DATASET_1 / "dataset-1_walk_normal_001.bvh"
 WALK_2 = DATASET_2 / "dataset-2_walk_normal_001.bvh"
 
 
+FIXTURES = TESTS / "data" / "mocap"
+"""The procedural clips tests/data/make_fixtures.py writes: the unit tests' motion, beside the repository or not."""
+FIXTURE_WALK_1 = FIXTURES / "dataset-0_walk-turn-left_normal_001.bvh"
+FIXTURE_WALK_2 = FIXTURES / "dataset-0_walk-turn-right_normal_002.bvh"
+
 SHARED = DATA.parents[1]
 """../shared beside the repository: the motion data, the third-party rigs, the OpenXR runtime's source."""
+RIGS = SHARED / "rigs"
+
+
+def shared_exists(path: Path) -> bool:
+    """Whether a path under ../shared is there, False for all of them under VR_AVATAR_NO_SHARED=1."""
+    return not NO_SHARED and path.exists()
 
 
 def _under_data(value) -> bool:
@@ -103,7 +116,7 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(config, items):
     """Without ../shared/data the unit tests still run; each test that reads the motion data skips, saying why."""
-    if WALK_1.exists() and WALK_2.exists():
+    if shared_exists(WALK_1) and shared_exists(WALK_2):
         return
     skip = pytest.mark.skip(reason=f"needs the shared motion data, which is not beside the repository ({DATA})")
     for item in items:
@@ -132,6 +145,18 @@ def walk1():
 @pytest.fixture(scope="session")
 def walk2():
     return read_bvh(WALK_2)
+
+
+@pytest.fixture(scope="session")
+def fixture_walk1():
+    """The procedural walk that stands, turns 90° left and stops (tests/data/mocap)."""
+    return read_bvh(FIXTURE_WALK_1)
+
+
+@pytest.fixture(scope="session")
+def fixture_walk2():
+    """The second procedural walk: a smaller figure, faster, turning 60° right."""
+    return read_bvh(FIXTURE_WALK_2)
 
 
 # --- Blender: the extension zip installed into the real bpy module, once per test session ---------

@@ -1,15 +1,14 @@
 """The add-on's bone mapping on real third-party rigs in the real bpy: Map Bones by structure, guessed joints
 marked, mapping presets saved and loaded through the operators, built-in presets, a VRM file's own map."""
 import json
-from pathlib import Path
 
 import pytest
 
-RIGS = Path(__file__).resolve().parents[3] / "shared" / "rigs"
+from conftest import RIGS, shared_exists
 
 
 def import_rig(bpy, scene, name: str):
-    if not (RIGS / name).is_file():
+    if not shared_exists(RIGS / name):
         pytest.skip(f"the shared rigs are missing: expected {RIGS / name}")
     bpy.ops.import_scene.gltf(filepath=str(RIGS / name))
     obj = max((o for o in bpy.data.objects if o.type == 'ARMATURE'), key=lambda o: len(o.data.bones))
@@ -72,7 +71,7 @@ def test_built_in_and_vrm_presets(bpy, empty_scene):
 def test_ik_rig_with_a_foot_outside_its_leg(bpy, empty_scene):
     """Quaternius Male Casual (FBX): Foot.L hangs from the root bone; it is the foot all the same, and no toes."""
     scene = empty_scene
-    if not (RIGS / "quaternius_male_casual.fbx").is_file():
+    if not shared_exists(RIGS / "quaternius_male_casual.fbx"):
         pytest.skip(f"the shared rigs are missing: expected {RIGS}")
     bpy.ops.import_scene.fbx(filepath=str(RIGS / "quaternius_male_casual.fbx"))
     obj = next(o for o in bpy.data.objects if o.type == 'ARMATURE')

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import RIGS, shared_exists
+
 ROOT = Path(__file__).resolve().parents[2]
-RIGS = ROOT.parent / "shared" / "rigs"
 MANNEQUIN, CHIBI, FBX = "quaternius_ual1_mannequin.glb", "kenney_mini_female_a.glb", "quaternius_male_casual.fbx"
 ROBOT = "godot_platformer_robot.glb"
 MANNEQUIN_MAPPING = {"hips": "DEF-hips", "neck": "DEF-neck", "head": "DEF-head"}
@@ -26,7 +27,7 @@ SECONDS, FPS = 2.0, 30
 METRICS = ("mesh_below_floor_frames", "mesh_lowest_cm", "toe_below_rest_cm", "planted_share", "foot_slide_cm_s",
            "clip_foot_slide_cm_s", "foot_slide_ratio", "hand_cm", "head_cm", "seconds", "contact_sheet_seconds")
 
-pytestmark = pytest.mark.skipif(not all((RIGS / rig).exists() for rig in (MANNEQUIN, CHIBI, FBX, ROBOT)),
+pytestmark = pytest.mark.skipif(not all(shared_exists(RIGS / rig) for rig in (MANNEQUIN, CHIBI, FBX, ROBOT)),
                                 reason=f"the third-party rigs are not in {RIGS}")
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import xr_runtime
+from conftest import NO_SHARED
 from core.devices.openxr_source import PROFILES
 from core.files.stream import read_stream
 
@@ -25,6 +26,8 @@ SCRIPT = ROOT / "tests" / "openxr_live.py"
 
 
 def _skip_reason() -> str | None:
+    if NO_SHARED:
+        return "the OpenXR runtime (Monado) is built from ../shared/openxr, absent under VR_AVATAR_NO_SHARED=1"
     if xr_runtime.is_built():
         return None
     if xr_runtime.UNAVAILABLE.exists():

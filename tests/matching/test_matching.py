@@ -22,17 +22,21 @@ from core.matching.solver import MotionMatchingSolver, solve
 from core.math.spring import angle_spring_toward
 from core.files.stream import ThreePointStream
 from core.ik.upper_body_ik import ik_constants
-from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
+from conftest import DATASET_1, DATASET_2, FIXTURE_WALK_1, FIXTURE_WALK_2, WALK_2
 from conftest import core
 
-DB_CLIPS = [DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh" for i in (2, 3)] + [
-    DATASET_1 / f"dataset-1_walk-{d}_normal_001.bvh" for d in ("back", "left", "right")]
-RUN = DATASET_2 / "dataset-2_run_normal_001.bvh"
 
 
 @pytest.fixture(scope="module")
 def database():
-    return build_database([read_bvh(p) for p in DB_CLIPS])
+    """The fixture walk turning left, and mirrored: turning right."""
+    return build_database([read_bvh(FIXTURE_WALK_1)], DatabaseConfig(mirror=True))
+
+
+@pytest.fixture(scope="module")
+def bandai_database():
+    return build_database([read_bvh(DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh") for i in (2, 3)] +
+                          [read_bvh(DATASET_1 / f"dataset-1_walk-{d}_normal_001.bvh") for d in ("back", "left", "right")])
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +47,7 @@ def model():
 @pytest.fixture(scope="module")
 def walk_stream():
     """Four seconds of a held-out walk with look-around, as a user's devices would report it."""
-    return simulate_stream(read_bvh(WALK_2)[:120], SimulationConfig(look_around_deg=30.0, seed=3)).stream
+    return simulate_stream(read_bvh(FIXTURE_WALK_2)[:120], SimulationConfig(look_around_deg=30.0, seed=3)).stream
 
 
 # -- databases and features -------------------------------------------------------------------------------------------
@@ -58,8 +62,8 @@ def straight_walk(skeleton, yaw: float, frames: int = 90, fps: float = 60.0) -> 
     return Motion.from_root(skeleton, rotations, root, fps, "glide")
 
 
-def test_features_of_a_hand_made_clip_match_hand_computed_values(walk2):
-    skeleton = walk2.skeleton
+def test_features_of_a_hand_made_clip_match_hand_computed_values(fixture_walk2):
+    skeleton = fixture_walk2.skeleton
     for yaw in (0.0, 1.1):
         database = build_database([straight_walk(skeleton, yaw)])
         features = pose_features(database)
@@ -91,8 +95,8 @@ def test_feature_normalisation_keeps_group_shape_and_applies_weights(database):
     np.testing.assert_allclose(scale.scale[21:27] / heavier.scale[21:27], 2.0)
 
 
-def test_database_virtual_root_contacts_mirror_and_round_trip(tmp_path, walk1):
-    motion = walk1
+def test_database_virtual_root_contacts_mirror_and_round_trip(tmp_path, fixture_walk1):
+    motion = fixture_walk1
     database = build_database([motion], DatabaseConfig(mirror=True))
     single = len(motion.resampled(60.0))
     assert len(database) == 2 * single and list(database.range_stops) == [single, 2 * single]
@@ -118,13 +122,13 @@ def test_database_virtual_root_contacts_mirror_and_round_trip(tmp_path, walk1):
         PoseDatabase.load(tmp_path / "bad.npz")
 
 
-def test_database_rejects_what_it_cannot_hold(walk1):
+def test_database_rejects_what_it_cannot_hold(fixture_walk1):
     with pytest.raises(DatabaseError, match="shorter than 1.0 s"):
-        build_database([walk1[:20]])
-    other = walk1.skeleton
+        build_database([fixture_walk1[:20]])
+    other = fixture_walk1.skeleton
     renamed = type(other)(tuple(n if n != "Toes_L" else "Toe_L" for n in other.names), other.parents, other.offsets)
     with pytest.raises(DatabaseError, match="differs from the first clip"):
-        build_database([walk1, Motion(renamed, walk1.rotations, walk1.positions, walk1.fps, "renamed")])
+        build_database([fixture_walk1, Motion(renamed, fixture_walk1.rotations, fixture_walk1.positions, fixture_walk1.fps, "renamed")])
 
 
 # -- inertialization and foot lock --------------------------------------------------------------------------------------
@@ -254,10 +258,10 @@ def test_live_stepping_and_offline_solving_give_identical_output(database, model
                                rtol=0, atol=1e-12)
 
 
-def test_a_small_database_is_scanned_and_solves_as_with_the_box_layers(walk1, model, walk_stream):
+def test_a_small_database_is_scanned_and_solves_as_with_the_box_layers(fixture_walk1, model, walk_stream):
     """The live latency benchmark's database (one walk, fewer frames than FeatureIndex.brute_force_rows) is searched
     by a scan, not the box layers: the same matches, so the same solve."""
-    solver = MotionMatchingSolver([build_database([walk1])], SolverConfig(), model, standing_hmd_height_m=1.55)
+    solver = MotionMatchingSolver([build_database([fixture_walk1])], SolverConfig(), model, standing_hmd_height_m=1.55)
     index = solver.databases[0].index
     assert len(index.rows) < index.brute_force_rows
     scanned = solve(walk_stream, solver)
@@ -270,8 +274,11 @@ def test_a_small_database_is_scanned_and_solves_as_with_the_box_layers(walk1, mo
     np.testing.assert_allclose(scanned.motion.positions, boxed.motion.positions, rtol=0, atol=1e-12)
 
 
-def test_the_arm_ik_takes_its_constants_from_the_solver_config(database, model, walk_stream):
-    """SolverConfig.upper_body reaches the IK: other elbow constants move the elbows, never the hands."""
+def test_the_arm_ik_takes_its_constants_from_the_solver_config(bandai_database, model):
+    """SolverConfig.upper_body reaches the IK: other elbow constants move the elbows, never the hands. On a real
+    walk (on the fixture walk both sets of constants put the elbows alike)."""
+    database = bandai_database
+    walk_stream = simulate_stream(read_bvh(WALK_2)[:120], SimulationConfig(look_around_deg=30.0, seed=3)).stream
     stream = ThreePointStream(walk_stream.times[:60], walk_stream.positions[:60], walk_stream.rotations[:60],
                               walk_stream.tracked[:60])
     paper_solver = MotionMatchingSolver([database], SolverConfig(upper_body=ik_constants("paper")), model)
@@ -384,8 +391,8 @@ def test_a_lost_controller_is_held_where_it_was_relative_to_the_hmds_frame(datab
 
 
 def test_the_hmd_height_ratio_picks_the_database_and_a_switch_searches(model, walk_stream):
-    upright = build_database([read_bvh(p) for p in DB_CLIPS[:2]], DatabaseConfig(height_range=(0.9, 10.0)))
-    low = build_database([read_bvh(RUN)], DatabaseConfig(height_range=(0.0, 0.9)))
+    upright = build_database([read_bvh(FIXTURE_WALK_1)], DatabaseConfig(height_range=(0.9, 10.0)))
+    low = build_database([read_bvh(FIXTURE_WALK_1)], DatabaseConfig(height_range=(0.0, 0.9), mirror=True))
     positions = walk_stream.positions.copy()
     positions[120:, :, 1] *= 0.8  # the user crouches two seconds in
     stream = ThreePointStream(walk_stream.times, positions, walk_stream.rotations, walk_stream.tracked)
@@ -394,7 +401,7 @@ def test_the_hmd_height_ratio_picks_the_database_and_a_switch_searches(model, wa
     switch = np.flatnonzero(np.diff(solution.databases))[0] + 1
     assert solution.searches[switch]
     with pytest.raises(DatabaseError, match="share one skeleton"):
-        MotionMatchingSolver([upright, build_database([read_bvh(WALK_1)], DatabaseConfig(fps=30.0))], SolverConfig(),
+        MotionMatchingSolver([upright, build_database([read_bvh(FIXTURE_WALK_1)], DatabaseConfig(fps=30.0))], SolverConfig(),
                              model)
 
 
@@ -403,10 +410,10 @@ def test_the_hmd_height_ratio_picks_the_database_and_a_switch_searches(model, wa
 
 def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
     db = tmp_path / "walk.npz"
-    built = json.loads(core("db", "build", *DB_CLIPS[:2], "-o", db, "--mirror", "--json").stdout)
+    built = json.loads(core("db", "build", FIXTURE_WALK_1, FIXTURE_WALK_2, "-o", db, "--mirror", "--json").stdout)
     assert built["poses"] == len(PoseDatabase.load(db)) and built["clips"] == 4
     stream = tmp_path / "walk.csv"
-    core("stream", "simulate", WALK_2, "-o", stream, "--look-around", "20")
+    core("stream", "simulate", FIXTURE_WALK_2, "-o", stream, "--look-around", "20")
     out = tmp_path / "walk.bvh"
     core("solve", stream, "--db", db, "-o", out, "--alpha", "0.1", "--orientation", "hmd")
     solved = read_bvh(out, scale=1.0)
@@ -414,7 +421,7 @@ def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
     report = json.loads((tmp_path / "walk.report.json").read_text())
     assert report["summary"]["root_cm"]["max"] <= 10.0 + 1e-6
     assert (tmp_path / "walk.report.png").stat().st_size > 10_000
-    figures = json.loads(core("eval", "matching", "--data", WALK_2, "--split", "all", "--db", db,
+    figures = json.loads(core("eval", "matching", "--data", FIXTURE_WALK_2, "--split", "all", "--db", db,
                               "--methods", "mm", "alpha_0.1", "--json").stdout)
     for method in ("mm", "alpha_0.1"):
         for key in ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm",

@@ -21,7 +21,7 @@ from core.devices.simulate import simulate_stream
 from core.matching.solver import solve
 from core.files.stream import ThreePointStream, read_stream, write_stream
 from core.tools.train.n3p import EpisodeData, Trainer, compose_headings, fk_loss, prepare_clips, signals_into_torch
-from conftest import DATA, DATASET_1, DATASET_2
+from conftest import DATA, FIXTURE_WALK_1, FIXTURE_WALK_2
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +31,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def training_bits():
-    files = [DATASET_1 / "dataset-1_walk_normal_001.bvh", DATASET_2 / "dataset-2_walk-turn-left_active_001.bvh"]
-    return prepare_clips(files, look_around_deg=30.0)
+    return prepare_clips([FIXTURE_WALK_1, FIXTURE_WALK_2], look_around_deg=30.0)
 
 
 @pytest.fixture(scope="module")
@@ -90,15 +89,15 @@ def test_signals_in_the_heading_frame_ignore_where_the_scene_stands(training_bit
     np.testing.assert_allclose(signals_into(moved_h, moved), signals_into(h, clip.signals), atol=1e-9)
 
 
-def test_states_rebuild_the_clip(walk2):
-    rotations, positions = canonical_transforms(walk2)
+def test_states_rebuild_the_clip(fixture_walk2):
+    rotations, positions = canonical_transforms(fixture_walk2)
     reference = reference_orientations([(rotations, positions)])
     states = body_states(rotations, positions, reference)
     assert states.g_up.shape == (len(rotations), 108) and states.g_lo.shape == (len(rotations), 95)
     world_rotations, world_positions = global_pose(states.heading, states.g_up, states.g_lo, reference)
-    motion = OutputSkeleton.of(walk2.skeleton).motion(world_rotations, world_positions[:, 0], 30.0)
-    truth = walk2.resampled(30.0).global_positions()[:, find_mapping(walk2.skeleton).indices()]
-    assert np.abs(motion.global_positions()[:, find_mapping(walk2.skeleton).indices()] - truth).max() < 1e-6
+    motion = OutputSkeleton.of(fixture_walk2.skeleton).motion(world_rotations, world_positions[:, 0], 30.0)
+    truth = fixture_walk2.resampled(30.0).global_positions()[:, find_mapping(fixture_walk2.skeleton).indices()]
+    assert np.abs(motion.global_positions()[:, find_mapping(fixture_walk2.skeleton).indices()] - truth).max() < 1e-6
     # dh of the first frame is zero and the changes rebuild the heading frames.
     rebuilt = heading.accumulate(states.heading[0], states.z[1:, 9:12])
     np.testing.assert_allclose(rebuilt[:, :2], states.heading[1:, :2], atol=1e-9)
@@ -161,8 +160,8 @@ def test_the_shipped_model_beats_a_standing_pose_that_follows_the_head_on_a_vali
     assert ours_cm < 0.8 * baseline_cm, (ours_cm, baseline_cm)
 
 
-def test_live_stepping_and_offline_solving_agree(model, validation_walk):
-    stream = validation_walk.stream.resampled(30.0)
+def test_live_stepping_and_offline_solving_agree(model, fixture_walk2):
+    stream = simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=30.0, seed=4)).stream.resampled(30.0)
     stream = ThreePointStream(stream.times[:40], stream.positions[:40], stream.rotations[:40], stream.tracked[:40])
     solver = N3PSolver(model, standing_hmd_height_m=1.6)
     offline = solve(stream, solver).motion

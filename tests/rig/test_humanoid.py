@@ -5,6 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import RIGS, shared_exists
+
 from core.math import quat
 from core.rig.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping, split_side
 from core.files.bvh import read_bvh
@@ -171,7 +173,6 @@ def test_split_side():
 
 # --- Real third-party rigs (../shared/rigs), imported with Blender's own importers --------------------------------
 
-RIGS = Path(__file__).resolve().parents[3] / "shared" / "rigs"
 # Each rig's facing in core's frame (+Y up), from ../shared/rigs/README.md ("faces": Blender's -Y is core's +Z).
 FACING = {"vrm0_cryptovoxels.vrm": (0.0, 0.0, -1.0)}
 
@@ -200,7 +201,7 @@ def import_rig(bpy, path: Path):
 
 @pytest.fixture(scope="module")
 def rigs(bpy):
-    if not RIGS.is_dir():
+    if not shared_exists(RIGS):
         pytest.skip(f"the shared rigs are missing: expected {RIGS} beside the repository")
     found = {path.name: import_rig(bpy, path) for path in sorted(RIGS.iterdir())
              if path.suffix in (".glb", ".vrm", ".fbx")}

@@ -5,14 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import WALK_1
+from conftest import RIGS, WALK_1, shared_exists
 from core.files.bvh import read_bvh
 from core.tools.cli import main
 from core.rig.humanoid import CANONICAL_JOINTS, HumanoidMappingError, find_mapping
 from core.rig.mapping_preset import (builtin_presets, load_preset, mapping_override, preset_for_rig, read_vrm_humanoid,
                                  save_preset)
 
-RIGS = Path(__file__).resolve().parents[3] / "shared" / "rigs"
 
 
 def test_preset_round_trip(tmp_path, walk1):
@@ -60,7 +59,7 @@ def test_vrm_humanoid_map(tmp_path):
     (tmp_path / "text.vrm").write_text("not glTF")
     with pytest.raises(HumanoidMappingError, match="not a glTF/GLB file"):
         read_vrm_humanoid(tmp_path / "text.vrm")
-    if not (RIGS / "vrm0_cryptovoxels.vrm").is_file():
+    if not shared_exists(RIGS / "vrm0_cryptovoxels.vrm"):
         pytest.skip(f"the shared rigs are missing: expected {RIGS}")
     real = read_vrm_humanoid(RIGS / "vrm0_cryptovoxels.vrm")  # VRM 0.x: a list of {bone, node}
     assert set(real) == set(CANONICAL_JOINTS)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import WALK_1
+from conftest import FIXTURE_WALK_1
 
 from core.files.bvh import read_bvh, write_bvh
 from core.tools.cli import main
@@ -34,10 +34,10 @@ ASSETS = ROOT / "assets"
 def good(tmp_path_factory):
     """Good inputs, made once: a short clip, its stream and a database (never modified by the tests)."""
     folder = tmp_path_factory.mktemp("good")
-    clip = read_bvh(WALK_1)[:90]
+    clip = read_bvh(FIXTURE_WALK_1)[:90]
     write_bvh(folder / "clip.bvh", clip)
     write_stream(folder / "walk.csv", simulate_stream(clip).stream, ["a short walk"])
-    build_database([read_bvh(WALK_1)]).save(folder / "db.npz")
+    build_database([read_bvh(FIXTURE_WALK_1)]).save(folder / "db.npz")
     return folder
 
 
