@@ -94,11 +94,14 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     """Solver settings (core SolverConfig, N3PConfig) and the cached solve."""
     method: EnumProperty(
         name="Method", description="How the full body is found from the three devices",
-        items=[('MM', "Motion Matching", "Motion matching over the library's databases, Parger IK for the arms "
+        items=[('HYBRID', "Predictor + Matched Steps", "The default: the learned full-body predictor's body and "
+                "arms, with motion matching's steps (over the library's databases) while the body travels and the "
+                "orientation model's facing: the pose of the one, the feet of the other"),
+               ('MM', "Motion Matching", "Motion matching over the library's databases, Parger IK for the arms "
                 "(MMVR): few foot artefacts, the root within α of the headset"),
                ('N3P', "Neural3Points", "The learned full-body predictor (Ye et al., direct mode) with IK for "
                 "hands and feet; needs no database, also runs from the headset alone")],
-        default='MM', update=_mark_stale)
+        default='HYBRID', update=_mark_stale)
     hmd_only: BoolProperty(name="Headset Only", description="Neural3Points: ignore the controllers and let the "
                            "predictor forecast the hands (§8.2); a stream without controller columns loads too",
                            default=False, update=_mark_stale)

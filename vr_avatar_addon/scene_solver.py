@@ -59,7 +59,8 @@ def avatar_target(context):
 
 
 def load_solver(context):
-    """A core solver with the panel's method, settings and calibration (motion matching: over the scene's databases)."""
+    """A core solver with the panel's method, settings and calibration (the default and motion matching: over the
+    scene's databases)."""
     settings = context.scene.vr_avatar
     solve = settings.solve
     explicit = solve.calibration == 'EXPLICIT'
@@ -71,13 +72,20 @@ def load_solver(context):
             raise VRAvatarError(str(error)) from None
     paths = database_paths(settings)
     if not paths:
-        raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library)")
+        raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library): the method "
+                            f"{'Predictor + Matched Steps' if solve.method == 'HYBRID' else 'Motion Matching'} takes "
+                            "its steps from it; Neural3Points needs none")
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:
         raise VRAvatarError(f"motion database not found: {missing[0]}")
+    orientation = None if solve.orientation == 'NETWORK' else solve.orientation.lower()
     try:
+        if solve.method == 'HYBRID':
+            config = core.config.HybridConfig(foot_lock=solve.foot_lock, matching=solver_config(solve))
+            return core.hybrid.solver.load_hybrid_solver(paths, config, orientation, None,
+                                                         solve.user_height if explicit else None)
         return core.matching.solver.load_calibrated_solver(
-            paths, solver_config(solve), None if solve.orientation == 'NETWORK' else solve.orientation.lower(),
+            paths, solver_config(solve), orientation,
             solve.user_height if explicit else None, solve.arm_span if explicit else None)
     except (core.matching.pose_database.DatabaseError, ValueError) as error:
         raise VRAvatarError(str(error)) from None

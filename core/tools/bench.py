@@ -16,9 +16,12 @@ from ..files.bvh import read_bvh
 from ..files.mocap import default_database_files, default_mocap_dir, find_bvh_files
 from ..files.stream import read_stream, write_stream
 from ..ik.upper_body_ik import UpperBodyCalibration, solve_upper_body
+from ..hybrid.solver import HybridSolver
 from ..matching.pose_database import build_database
 from ..matching.search import FeatureIndex
 from ..matching.solver import MotionMatchingSolver, solve
+from ..n3p.model import N3PModel
+from ..n3p.solver import N3PSolver
 from ..orientation.mmvr import MMVR_MODEL
 from ..orientation.window import load_orientation_model
 from .arguments import add_json_argument, add_mocap_argument
@@ -163,6 +166,7 @@ def time_matching(files, stream, model) -> dict:
         runs.append(np.array(steps) * 1000.0)
     steps, searched = min(runs, key=np.mean), np.array(searched)
     return {
+        **time_hybrid(database, stream, model),
         "poses": len(database),
         "searches": len(searches),
         "search_brute_us": round(brute * 1e6, 1),
@@ -177,6 +181,28 @@ def time_matching(files, stream, model) -> dict:
         "pipeline_ms_p50_other_frames": round(float(np.median(steps[~searched])), 3),
         "offline_frames_per_s": round(len(stream) / min(offline_s), 1),
     }
+
+
+def time_hybrid(database, stream, model) -> dict:
+    """The default solve (`hybrid`) over the same database: stepped live, frame by frame at the stream's 60 Hz
+    (the fastest of SOLVER_RUNS runs), and offline."""
+    solver = HybridSolver(N3PSolver(N3PModel.load()), MotionMatchingSolver([database], orientation_model=model))
+    start = time.perf_counter()
+    solve(stream, solver)
+    offline_s = time.perf_counter() - start
+    runs = []
+    for _ in range(SOLVER_RUNS):
+        solver.reset()
+        steps = []
+        for t in range(len(stream)):
+            start = time.perf_counter()
+            solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0)
+            steps.append(time.perf_counter() - start)
+        runs.append(np.array(steps) * 1000.0)
+    steps = min(runs, key=np.mean)
+    return {"hybrid_live_ms_mean": round(float(steps.mean()), 3),
+            "hybrid_live_ms_p99": round(float(np.percentile(steps, 99)), 3),
+            "hybrid_offline_frames_per_s": round(len(stream) / offline_s, 1)}
 
 
 def run(args) -> int:

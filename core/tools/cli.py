@@ -7,8 +7,8 @@ import math
 import sys
 from pathlib import Path
 
-from ..config import CalibrationConfig, DatabaseConfig, DeviceOffsets, N3PConfig, SimulationConfig, SolverConfig, \
-    StitchConfig, describe
+from ..config import CalibrationConfig, DatabaseConfig, DeviceOffsets, HybridConfig, N3PConfig, SimulationConfig, \
+    SolverConfig, StitchConfig, describe
 from ..devices.calibration import calibrate_stream, stored_calibration
 from ..devices.openxr_source import OpenXRUnavailable, record
 from ..devices.plausibility import check_stream
@@ -17,6 +17,7 @@ from ..files.atomic import check_outputs
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from ..files.stream import DEVICES, read_comments, read_stream, write_stream
+from ..hybrid.solver import load_hybrid_solver
 from ..ik.upper_body_ik import ik_constants
 from ..matching.pose_database import build_database
 from ..matching.solver import load_calibrated_solver, solve
@@ -237,9 +238,13 @@ def solve_stream(args) -> int:
         config = N3PConfig(hmd_only=args.hmd_only, foot_lock=not args.no_foot_lock)
         solver = load_n3p_solver(args.model, config, args.height)
     elif not args.db:
-        raise ValueError("solve --method mm needs --db DB.npz (python -m core db build)")
+        raise ValueError(f"solve --method {args.method} needs --db DB.npz for motion matching's steps (python -m core "
+                         "db build), or --method n3p, which needs none")
     elif args.hmd_only:
-        raise ValueError("--hmd-only is a mode of --method n3p; motion matching needs the controllers")
+        raise ValueError(f"--hmd-only is a mode of --method n3p; --method {args.method} needs the controllers")
+    elif args.method == "hybrid":
+        config = HybridConfig(foot_lock=not args.no_foot_lock, matching=SolverConfig(alpha_m=args.alpha))
+        solver = load_hybrid_solver(args.db, config, args.orientation, args.model, args.height)
     else:
         config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock,
                               upper_body=ik_constants(args.ik_constants))
@@ -348,11 +353,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve_parser = groups.add_parser("solve", help=solve_stream.__doc__, description=solve_stream.__doc__)
     solve_parser.add_argument("stream", help="three-point stream, CSV v1")
-    solve_parser.add_argument("--db", nargs="+", help="pose database(s) for mm; several for height ranges")
+    solve_parser.add_argument("--db", nargs="+", help="pose database(s) for hybrid and mm; several for height ranges")
     solve_parser.add_argument("-o", "--output", required=True, help="BVH to write; the report goes beside it")
-    solve_parser.add_argument("--method", choices=("mm", "n3p"), default="mm",
-                              help="solver: mm (default) motion matching; n3p the Neural3Points predictor")
-    solve_parser.add_argument("--model", help="n3p: model file (default: the shipped assets/n3p.npz)")
+    solve_parser.add_argument("--method", choices=("hybrid", "mm", "n3p"), default="hybrid",
+                              help="solver: hybrid (default) the Neural3Points predictor's body with motion matching's "
+                                   "steps and facing; mm motion matching (MMVR); n3p the predictor alone (no --db)")
+    solve_parser.add_argument("--model", help="n3p, hybrid: predictor model file (default: the shipped assets/n3p.npz)")
     solve_parser.add_argument("--hmd-only", action="store_true",
                               help="n3p: ignore the controllers (the stream may lack their columns)")
     solve_parser.add_argument("--alpha", type=float, default=SolverConfig.alpha_m,
@@ -361,7 +367,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "(default: the shipped window model)")
     solve_parser.add_argument("--height", type=float, help="standing HMD height in metres (default: measured over "
                                                            "the first half second)")
-    solve_parser.add_argument("--arm-span", type=float, help="T-pose wrist-to-wrist span in metres (default: the avatar's arms)")
+    solve_parser.add_argument("--arm-span", type=float, help="mm: T-pose wrist-to-wrist span in metres (default: the avatar's "
+                                                                "arms)")
     solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as the solver returns them")
     solve_parser.add_argument("--no-calibrate", action="store_true",
                               help="take the controllers as held the default way (default: a calibration stored with "

@@ -2,8 +2,9 @@
 
 It reads a held-out clip, simulates the devices (with look-around), writes the stream, a BVH copy
 and the ground truth; builds the default motion-matching database (the training split's
-locomotion clips); solves the stream as it was written; and writes the solved BVH with its quality
-report (PNG and JSON) and the SPEC §5 figures against the ground truth.
+locomotion clips); solves the stream as it was written with the default method (`hybrid`: the
+predictor's body with motion matching's steps); and writes the solved BVH with its quality report
+(PNG and JSON) and the SPEC §5 figures against the ground truth.
 """
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ from ..files.bvh import read_bvh, write_bvh
 from ..files.mocap import default_database_files, default_mocap_dir, find_bvh_files, split_by_file
 from ..files.stream import read_stream, write_stream
 from ..matching.pose_database import build_database
+from ..hybrid.solver import HybridSolver
 from ..matching.solver import MotionMatchingSolver, solve
+from ..n3p.model import N3PModel
+from ..n3p.solver import N3PSolver
 from ..orientation.window import load_orientation_model
 from ..quality.metrics import score_motion
 from ..quality.report import quality_series, write_report
@@ -70,14 +74,16 @@ def run_demo(mocap: Path, out: Path) -> dict:
 
 
 def solve_demo(files, clip: Path, stream, truth, out: Path) -> dict:
-    """Build the default database, solve the written stream, write the solved BVH and its report."""
+    """Build the default database, solve the written stream with the default method (`hybrid`), write the solved
+    BVH and its report."""
     chosen = default_database_files(files, clip)
     print(f"demo: building the database from {len(chosen)} clips ...", file=sys.stderr)
     database = build_database([read_bvh(f) for f in chosen])
     database_path = out / "default.db.npz"
     database.save(database_path)
     print(f"demo: solving {len(stream)} samples over {len(database)} poses ...", file=sys.stderr)
-    solution = solve(stream, MotionMatchingSolver([database], orientation_model=load_orientation_model()))
+    matching = MotionMatchingSolver([database], orientation_model=load_orientation_model())
+    solution = solve(stream, HybridSolver(N3PSolver(N3PModel.load()), matching))
     solved_path = out / f"{clip.stem}.solved.bvh"
     write_bvh(solved_path, solution.motion)
     implied = implied_joint_positions(solution.stream)[:, 1:]

@@ -194,6 +194,8 @@ def test_changing_a_setting_marks_the_solve_stale(bpy, installed, session):
 
 
 def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_elbows(bpy, installed, session):
+    """Motion matching's arm IK (the default method's arms are the predictor's)."""
+    bpy.context.scene.vr_avatar.solve.method = 'MM'
     settings = _solve(bpy, session["mixamo"])
     assert settings.solve.elbow_constants == 'FITTED'
     config = installed.scene_solver.solver_config(settings.solve)
@@ -214,21 +216,31 @@ def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_el
         np.testing.assert_allclose(fitted[:, hands], paper[:, hands], atol=1e-3)
     finally:
         settings.solve.elbow_constants = 'FITTED'
+        settings.solve.method = 'HYBRID'
 
 
 def test_the_body_orientation_setting_picks_the_window_model_the_papers_network_or_the_hmd(bpy, installed, session):
+    """Motion matching's, and the default's facing (its motion matching part's)."""
     settings = _solve(bpy, session["mixamo"])
+    assert settings.solve.method == 'HYBRID'
     models = {}
     try:
-        for item in ('NETWORK', 'MMVR', 'HMD'):
-            settings.solve.orientation = item
-            assert settings.solve.cache_stale
-            solver = installed.scene_solver.load_solver(bpy.context)
-            models[item] = (type(solver.model).__name__ if solver.model else None, solver.config.orientation)
+        for method in ('HYBRID', 'MM'):
+            settings.solve.method = method
+            for item in ('NETWORK', 'MMVR', 'HMD'):
+                settings.solve.orientation = item
+                assert settings.solve.cache_stale
+                solver = installed.scene_solver.load_solver(bpy.context)
+                matching = solver.matching if method == 'HYBRID' else solver
+                models[method, item] = (type(matching.model).__name__ if matching.model else None,
+                                        matching.config.orientation)
     finally:
         settings.solve.orientation = 'NETWORK'
-    assert models == {"NETWORK": ("WindowOrientationModel", "network"), "MMVR": ("OrientationModel", "network"),
-                      "HMD": (None, "hmd")}
+        settings.solve.method = 'HYBRID'
+    for method in ('HYBRID', 'MM'):
+        assert {item: models[method, item] for item in ('NETWORK', 'MMVR', 'HMD')} == {
+            "NETWORK": ("WindowOrientationModel", "network"), "MMVR": ("OrientationModel", "network"),
+            "HMD": (None, "hmd")}
 
 
 def _bake(bpy, session, rig):

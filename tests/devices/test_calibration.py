@@ -17,6 +17,9 @@ from core.matching.pose_database import build_database
 from core.orientation.window import load_orientation_model
 from core.devices.simulate import simulate_stream
 from core.matching.solver import MotionMatchingSolver, solve
+from core.hybrid.solver import HybridSolver
+from core.n3p.model import N3PModel
+from core.n3p.solver import N3PSolver
 from core.files.stream import write_stream
 from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
 from conftest import core
@@ -87,7 +90,8 @@ def test_arms_spread_in_plain_motion_are_not_taken_for_the_gesture():
         assert not calibrate_stream(stream).found, name
 
 
-def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_cm(noisy):
+@pytest.mark.parametrize("method", ["hybrid", "mm"])
+def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_cm(noisy, method):
     """The same gesture and walk with the controllers held as assumed and held off. The calibration is
     equivariant (a grip held off by a fixed offset and turn gives the same estimates, moved by them), so
     after it both solve alike to rounding; against the solve of the devices held as assumed, uncalibrated,
@@ -95,7 +99,9 @@ def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_c
     more than 1.5 cm off."""
     database = build_database([read_bvh(WALK_1), read_bvh(DATASET_2 / "dataset-2_walk_normal_002.bvh")])
     solver = MotionMatchingSolver([database], orientation_model=load_orientation_model())
-    hands = [database.mapping["l_hand"], database.mapping["r_hand"]]
+    if method == "hybrid":
+        solver = HybridSolver(N3PSolver(N3PModel.load()), solver)
+    hands = [solver.mapping["l_hand"], solver.mapping["r_hand"]]
     clean = simulate_stream(read_bvh(WALK_2)[:150], replace(NOISY, attachment_noise_m=0.0, attachment_noise_deg=0.0))
     clip = slice(noisy.clip_start, None)
 

@@ -415,7 +415,7 @@ def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
     stream = tmp_path / "walk.csv"
     core("stream", "simulate", FIXTURE_WALK_2, "-o", stream, "--look-around", "20")
     out = tmp_path / "walk.bvh"
-    core("solve", stream, "--db", db, "-o", out, "--alpha", "0.1", "--orientation", "hmd")
+    core("solve", stream, "--db", db, "-o", out, "--method", "mm", "--alpha", "0.1", "--orientation", "hmd")
     solved = read_bvh(out, scale=1.0)
     assert solved.skeleton.names[0] == "root" and len(solved) > 100
     report = json.loads((tmp_path / "walk.report.json").read_text())

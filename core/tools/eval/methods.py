@@ -1,9 +1,10 @@
 """Side by side: motion matching (MMVR) and the Neural3Points predictor (direct mode) on the same simulated streams.
 
 Each clip becomes a stream with look-around; every method solves it; the output is scored with SPEC
-§5 against the clip. Methods (SPEC §4 keys): `mm` (the motion-matching solver with its defaults),
+§5 against the clip. Methods (SPEC §4 keys): `hybrid` (the default solve, core/hybrid: the predictor's
+body with motion matching's steps and facing), `mm` (the motion-matching solver with its defaults),
 `n3p` (the shipped predictor with its IK) and `n3p_hmd_only` (the same model ignoring the
-controllers, §8.2); `n3p_mm_legs` (hybrid_solver.py, an experiment, on request). With `--attachment-noise` every method also solves streams whose controllers are
+controllers, §8.2). With `--attachment-noise` every method also solves streams whose controllers are
 held differently from what the solvers assume (random per clip: up to 3 cm off the grip, turned up
 to 15°), each starting with the calibration gesture (calibration.py), as `<method>+noise` (calibrated,
 the default solve) and `<method>+noise_uncalibrated`; the gesture's frames are not scored.
@@ -33,11 +34,10 @@ from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
 from ...orientation.window import load_orientation_model
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
-from .hybrid_solver import MatchedLegsSolver
 from .matching import LOOK_AROUND_DEG, METRICS, score_solvers
 
-METHODS = ("mm", "n3p", "n3p_hmd_only", "hybrid", "n3p_mm_legs")
-DEFAULT_METHODS = ("mm", "n3p", "n3p_hmd_only")
+METHODS = ("hybrid", "mm", "n3p", "n3p_hmd_only")
+DEFAULT_METHODS = METHODS
 ATTACHMENT_NOISE = {"attachment_noise_m": 0.03, "attachment_noise_deg": 15.0, "calibration_pose_s": 2.0}
 """Issue 28's devices held differently (per clip, random), and the calibration gesture before each clip."""
 NOISE_ROWS = {"+noise": CalibrationConfig(), "+noise_uncalibrated": None}
@@ -58,9 +58,6 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
         elif method == "hybrid":
             made[method] = HybridSolver(N3PSolver(model), MotionMatchingSolver([database], SolverConfig(),
                                                                                load_orientation_model()))
-        elif method == "n3p_mm_legs":
-            made[method] = MatchedLegsSolver(N3PSolver(model), MotionMatchingSolver([database], SolverConfig(),
-                                                                      load_orientation_model()))
         else:
             raise ValueError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")
     return made
@@ -121,9 +118,9 @@ def mpjpe_plot(path: str | None) -> str | None:
 def run(args) -> int:
     """Solve simulated streams with motion matching and Neural3Points; score both against the clips (SPEC §5)."""
     check_outputs([args.plot or None, mpjpe_plot(args.plot)], [args.db, args.model], make_folders=True)
-    database = PoseDatabase.load(args.db) if {"mm", "hybrid", "n3p_mm_legs"} & set(args.methods) and args.db else None
+    database = PoseDatabase.load(args.db) if {"mm", "hybrid"} & set(args.methods) and args.db else None
     files = selected_files(args)
-    if {"mm", "hybrid", "n3p_mm_legs"} & set(args.methods):
+    if {"mm", "hybrid"} & set(args.methods):
         if database is None:
             chosen = default_database_files(find_bvh_files(args.data))
             print(f"eval full: building the default database from {len(chosen)} training clips (--db to reuse one)",
@@ -156,8 +153,7 @@ def add_command(eval_group) -> None:
     parser.add_argument("--db", help="motion-matching database (default: built from the data's training locomotion)")
     parser.add_argument("--model", help="Neural3Points model file (default: the shipped assets/n3p.npz)")
     parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), choices=METHODS,
-                        help="methods to run (default: all but n3p_mm_legs, the predictor with motion matching's "
-                             "legs, an experiment: docs/default_method.md)")
+                        help="methods to run (default: all; hybrid is the default solve)")
     parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
     parser.add_argument("--attachment-noise", action="store_true",

@@ -1,4 +1,4 @@
-"""The predictor's body with motion matching's legs while travelling (hybrid_solver.py, issue 28's experiment)."""
+"""The default solve against the predictor alone on a held-out walk; the travel weight and the lower-body turn."""
 import numpy as np
 import pytest
 
@@ -6,8 +6,9 @@ from core.math import quat
 from core.files.bvh import read_bvh
 from core.config import SimulationConfig
 from core.devices.attachments import implied_joint_positions
-from core.tools.eval.hybrid_solver import STANDING_M_S, TRAVELLING_M_S, MatchedLegsSolver, travel_weights, \
-    turn_lower_body
+from core.config import HybridConfig
+from core.hybrid.blend import centred_mean, floor_speeds, travel_weights, turn_lower_body
+from core.hybrid.solver import HybridSolver
 from core.quality.metrics import score_motion
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
@@ -25,10 +26,12 @@ def test_travel_weights_follow_the_hips_speed():
     speeds = np.r_[np.zeros(60), np.full(120, 1.0), np.full(60, 0.3), np.zeros(60)]
     hips = np.zeros((len(speeds), 3))
     hips[:, 2] = np.cumsum(speeds) / fps
-    w = travel_weights(hips, fps)
+    config = HybridConfig()
+    speed = centred_mean(floor_speeds(hips, fps), config.speed_window_s * fps)
+    w = travel_weights(speed, config.standing_m_s, config.travelling_m_s)
     assert w[:45].max() == 0.0 and w[80:170].min() == 1.0 and w[-30:].max() == 0.0
     between = w[200:220]
-    assert 0.0 < between.mean() < 1.0 and STANDING_M_S < 0.3 < TRAVELLING_M_S
+    assert 0.0 < between.mean() < 1.0 and config.standing_m_s < 0.3 < config.travelling_m_s
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +40,9 @@ def held_out_walk_scores():
     look-around, scored against the clip."""
     database = build_database([read_bvh(WALK_1)] + [read_bvh(DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh")
                                                      for i in (2, 3)])
-    predictor = N3PSolver(N3PModel.load())
-    hybrid = MatchedLegsSolver(predictor, MotionMatchingSolver([database], orientation_model=load_orientation_model()))
+    model = N3PModel.load()
+    predictor = N3PSolver(model)
+    hybrid = HybridSolver(N3PSolver(model), MotionMatchingSolver([database], orientation_model=load_orientation_model()))
     simulated = simulate_stream(read_bvh(HELD_OUT_WALK), SimulationConfig(look_around_deg=60.0))
     implied = implied_joint_positions(simulated.stream)[:, 1:]
     return {name: score_motion(solve(simulated.stream, solver).motion, simulated.truth, implied)

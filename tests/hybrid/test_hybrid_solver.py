@@ -1,0 +1,193 @@
+"""The default solve (core/hybrid): the predictor's body with motion matching's steps and facing."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from core.anim.character import body_yaw
+from core.anim.motion import Motion
+from core.config import HybridConfig, SimulationConfig
+from core.devices.attachments import implied_joint_positions
+from core.devices.simulate import simulate_stream
+from core.files.bvh import read_bvh, write_bvh
+from core.hybrid.blend import LegTransfer, TrailingMean, centred_mean, same_leg_rest, travel_weights, \
+    unwrapped_after
+from core.hybrid.solver import HybridSolver
+from core.matching.pose_database import build_database
+from core.matching.solver import MotionMatchingSolver, lower_body_frames, solve
+from core.math import quat
+from core.math.angle import wrap_angle
+from core.n3p.model import N3PModel
+from core.n3p.solver import N3PSolver
+from core.orientation.window import load_orientation_model
+from core.quality.metrics import score_motion
+from conftest import DATASET_2, FIXTURE_WALK_1, FIXTURE_WALK_2, core
+
+UPPER_BODY = ("spine", "chest", "neck", "head", "l_shoulder", "r_shoulder", "l_upper_arm", "r_upper_arm",
+              "l_forearm", "r_forearm", "l_hand", "r_hand")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return N3PModel.load()
+
+
+@pytest.fixture(scope="module")
+def database():
+    return build_database([read_bvh(FIXTURE_WALK_1)])
+
+
+def hybrid(model, database, config=HybridConfig()) -> HybridSolver:
+    return HybridSolver(N3PSolver(model), MotionMatchingSolver([database], config.matching, load_orientation_model()),
+                        config)
+
+
+@pytest.fixture(scope="module")
+def stream():
+    return simulate_stream(read_bvh(FIXTURE_WALK_2), SimulationConfig(look_around_deg=40.0)).stream
+
+
+# -- blending -----------------------------------------------------------------------------------------------------
+
+
+def test_the_travel_weight_is_0_standing_1_travelling_and_smooth_between():
+    speeds = np.array([0.0, 0.15, 0.3, 0.45, 2.0])
+    w = travel_weights(speeds, 0.15, 0.45)
+    np.testing.assert_allclose(w, [0.0, 0.0, 0.5, 1.0, 1.0], atol=1e-12)
+    fine = travel_weights(np.linspace(0.1, 0.5, 401), 0.15, 0.45)
+    assert np.all(np.diff(fine) >= 0.0) and np.abs(np.diff(fine)).max() < 0.01
+
+
+def test_the_live_average_is_the_trailing_one_and_the_live_unwrap_numpys():
+    values = np.random.default_rng(0).normal(size=50)
+    live = TrailingMean(5)
+    trailing = [live.add(v) for v in values]
+    np.testing.assert_allclose(trailing[4:], np.convolve(values, np.ones(5) / 5, "valid"), atol=1e-12)
+    np.testing.assert_allclose(centred_mean(np.full(9, 2.5), 4), 2.5)
+    angles = wrap_angle(np.cumsum(np.random.default_rng(1).uniform(-3.0, 3.0, 200)))
+    unwrapped = [angles[0]]
+    for a in angles[1:]:
+        unwrapped.append(unwrapped_after(unwrapped[-1], a))
+    np.testing.assert_allclose(unwrapped, np.unwrap(angles), atol=1e-9)
+
+
+def _rerested(motion: Motion, turns: np.ndarray) -> Motion:
+    """The same motion on a skeleton whose joints rest turned by `turns` (J, 4): global positions unchanged."""
+    skeleton = motion.skeleton
+    parents = skeleton.parents
+    parent_turns = np.where(parents[:, None] >= 0, turns[np.maximum(parents, 0)], quat.identity())
+    offsets = quat.inverse_rotate(parent_turns, skeleton.offsets)
+    rotations = quat.multiply(quat.inverse_multiply(parent_turns, motion.rotations), turns)
+    positions = motion.positions.copy()
+    positions[:, 1:] = quat.inverse_rotate(parent_turns[1:], motion.positions[:, 1:])
+    return Motion(type(skeleton)(skeleton.names, parents, offsets), rotations, positions, motion.fps)
+
+
+def test_legs_from_a_database_whose_joints_rest_otherwise_are_the_same_legs(model, fixture_walk1):
+    """A database skeleton's rest frames are its own business: the same motion with every joint's rest turned
+    carries the same world leg rotations onto the predictor's skeleton."""
+    turns = quat.normalize(np.random.default_rng(3).normal(size=(len(fixture_walk1.skeleton), 4)))
+    rerested = _rerested(fixture_walk1, turns)
+    np.testing.assert_allclose(rerested.global_positions(), fixture_walk1.global_positions(), atol=1e-9)
+    plain = hybrid(model, build_database([fixture_walk1]))
+    other = hybrid(model, build_database([rerested]))
+    assert not same_leg_rest(other.skeleton, other.transfer.own, other.matching.skeleton, other.transfer.matched)
+    world = plain.matching.databases[0].poses
+    frames = np.arange(0, len(world), 7)
+    carried = [solver.matched_legs(solver.matching.databases[0].poses.rotations[frames],
+                                   solver.matching.databases[0].poses.positions[frames])
+               for solver in (plain, other)]
+    angle = np.degrees(quat.angle_between(carried[0], carried[1]))
+    assert angle.max() < 1e-6
+
+
+def test_the_same_skeleton_takes_the_matched_legs_as_they_are(model):
+    solver = hybrid(model, build_database([read_bvh(FIXTURE_WALK_1)]))
+    assert isinstance(solver.transfer, LegTransfer)
+    same = LegTransfer.between(solver.predictor, solver.predictor)
+    assert same.offsets is None
+
+
+# -- solving --------------------------------------------------------------------------------------------------------
+
+
+def test_the_upper_body_is_the_predictors(model, database, stream):
+    """Only the hips and legs change: the spine, head, arms and hands keep the predictor's world pose."""
+    solver = hybrid(model, database)
+    solution = solve(stream, solver, None)
+    motion = solution.motion
+    assert np.isfinite(motion.rotations).all() and solution.method == "hybrid"
+    predictor = N3PSolver(model, solver.predictor.config)
+    alone = predictor.solve(solution.stream).motion.resampled(solver.fps)[:len(motion)]
+    joints = [solver.mapping[j] for j in UPPER_BODY]
+    gap = np.linalg.norm(motion.global_positions()[:, joints] - alone.global_positions()[:, joints], axis=-1)
+    assert gap.max() < 1e-6
+
+
+def test_the_hips_face_where_the_orientation_model_says(model, database, stream):
+    """The hips' facing is the model's answer averaged over the centred window; without it, the predictor's."""
+    solver = hybrid(model, database)
+    motion = solve(stream, solver, None).motion
+    stepped, _, frames, first = lower_body_frames(solve(stream, solver, None).stream, solver.matching)
+    model_yaw = np.unwrap([f.body_yaw for f in [frames[0]] * first + frames])
+    expected = centred_mean(model_yaw, solver.config.facing_window_s * solver.fps)[:len(motion)]
+    facing = body_yaw(motion.global_positions(), solver.mapping)
+    assert np.degrees(np.abs(wrap_angle(facing - expected))).max() < 1e-6
+    unfaced = solve(stream, hybrid(model, database, HybridConfig(face_with_model=False)), None).motion
+    assert np.degrees(np.abs(wrap_angle(body_yaw(unfaced.global_positions(), solver.mapping) - expected))).mean() > 1.0
+
+
+def test_live_steps_give_the_offline_pose_of_the_same_frames_within_a_few_centimetres(model, database, stream):
+    """Live and offline differ only in their averages (trailing against centred) and the predictor's rate."""
+    solver = hybrid(model, database)
+    offline = solve(stream, solver, None)
+    stepped = offline.stream
+    solver.reset(offline.standing_height_m)
+    frames = [solver.step(stepped.positions[t], stepped.rotations[t], stepped.tracked[t],
+                          stepped.times[t] - stepped.times[t - 1] if t else 1.0 / solver.fps)
+              for t in range(len(stepped))]
+    live = Motion(solver.skeleton, np.concatenate([f.rotations for f in frames]),
+                  np.concatenate([f.positions for f in frames]), solver.fps)
+    count = min(len(live), len(offline.motion))
+    gap = np.linalg.norm(live.global_positions()[:count] - offline.motion.global_positions()[:count], axis=-1)
+    assert np.isfinite(gap).all() and gap.mean() < 0.06
+
+
+def test_solve_defaults_to_the_hybrid_from_the_command_line(tmp_path):
+    db = tmp_path / "walk.npz"
+    core("db", "build", FIXTURE_WALK_1, "-o", db)
+    stream = tmp_path / "walk.csv"
+    core("stream", "simulate", FIXTURE_WALK_2, "-o", stream, "--look-around", "20")
+    out = tmp_path / "walk.bvh"
+    core("solve", stream, "--db", db, "-o", out)
+    solved = read_bvh(out, scale=1.0)
+    assert solved.skeleton.names == N3PModel.load().output.skeleton.names and len(solved) > 100
+    missing = core("solve", stream, "-o", tmp_path / "x.bvh", check=False)
+    assert missing.returncode == 1 and "--method n3p" in missing.stderr and not (tmp_path / "x.bvh").exists()
+
+
+def test_bvh_of_the_hybrid_round_trips(model, database, stream, tmp_path):
+    motion = solve(stream, hybrid(model, database), None).motion
+    write_bvh(tmp_path / "h.bvh", motion)
+    back = read_bvh(tmp_path / "h.bvh", scale=1.0)
+    assert np.abs(back.global_positions() - motion.global_positions()).max() < 1e-4
+
+
+# -- on real motion capture ---------------------------------------------------------------------------------------
+
+SKATING_BOUND = 2.0
+"""The hybrid measured 1.58× the truth's foot skating on this walk over this three-walk database (hands 0.29 cm,
+facing 2.5°)."""
+
+
+def test_the_default_keeps_its_feet_planted_on_a_validation_walk(model):
+    """Foot skating against the truth's own on a held-back walk, ±60° look-around (SPEC §5)."""
+    clip = read_bvh(DATASET_2 / "dataset-2_walk_normal_006.bvh")
+    files = [DATASET_2 / f"dataset-2_walk_{name}.bvh" for name in ("normal_001", "normal_002", "active_001")]
+    solver = hybrid(model, build_database([read_bvh(f) for f in files]))
+    simulated = simulate_stream(clip, SimulationConfig(look_around_deg=60.0))
+    solution = solve(simulated.stream, solver, None)
+    implied = implied_joint_positions(solution.stream)[:, 1:]
+    scores = score_motion(solution.motion, simulated.truth, implied, solution.stream.tracked[:, 1:])
+    assert scores["foot_skate_cm_s"] < SKATING_BOUND * scores["foot_skate_cm_s_truth"]
+    assert scores["hand_cm"] < 1.0 and scores["angle_deg"] < 10.0
