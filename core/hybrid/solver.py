@@ -47,7 +47,7 @@ class HybridSolver:
         self.predictor, self.matching, self.config = predictor, matching, config
         predictor.config = replace(predictor.config, foot_lock=False)
         matching.config = replace(matching.config, foot_lock=False, arm_ik=False)
-        self.devices = predictor.devices
+        self.devices, self.offsets = predictor.devices, predictor.offsets
         self.fps = matching.fps
         self.skeleton = predictor.skeleton
         self.mapping = find_mapping(self.skeleton)

@@ -442,13 +442,19 @@ def test_live_preview_without_a_headset_says_so_and_changes_nothing(bpy, install
     assert scene.vr_avatar.solve.preview == preview
 
 
-def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, installed, session):
+@pytest.mark.parametrize("method", ["HYBRID", "MM"])
+def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, installed, session, method):
     """The live path up to the headset: device poses from the stream, one timer tick at a time."""
     scene = bpy.context.scene
     obj = bpy.data.objects[session["mixamo"]]
     scene.vr_avatar.target_armature = obj
     obj.animation_data.action = None
-    live = installed.operators.live.LiveAvatar(bpy.context)
+    scene.vr_avatar.solve.method = method
+    try:
+        live = installed.operators.live.LiveAvatar(bpy.context)
+    finally:
+        scene.vr_avatar.solve.method = 'HYBRID'
+    assert type(live.solver).__name__ == {"HYBRID": "HybridSolver", "MM": "MotionMatchingSolver"}[method]
     stream = read_stream(session["csv"]).resampled(60.0)
     wrists = implied_joint_positions(stream)[:, 1:]
     mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
