@@ -36,7 +36,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import bpy
@@ -99,6 +99,8 @@ class Inputs:
     """(F, 3) where the headset looks, Blender's frame."""
     truth_toes: np.ndarray
     """(F, 2, 3) the ground truth's toes at the scene's rate, core's frame."""
+    method: str = "HYBRID"
+    """The Solve panel's Method (HYBRID, the default; MM; N3P)."""
     thumbs: np.ndarray
     """(F, 2, 3) each controller's thumb direction across the fist (its grip's -Z), core's frame."""
 
@@ -201,6 +203,7 @@ def run_user_path(path: Path, inputs: Inputs, mappings: Path | None) -> tuple:
         how += f" + {mapping_file.name}"
     settings.library.databases.add().path = str(inputs.database_path)
     _operator("load stream", bpy.ops.vr_avatar.load_stream, filepath=str(inputs.stream_path))
+    settings.solve.method = inputs.method
     _operator("solve", bpy.ops.vr_avatar.solve_stream)
     _operator("bake", bpy.ops.vr_avatar.bake_action)
     return armature, meshes, how
@@ -405,7 +408,8 @@ def markdown_table(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(rigs, out: Path, mappings: Path | None, mocap: Path, seconds: float, database_clips: int) -> dict:
+def run(rigs, out: Path, mappings: Path | None, mocap: Path, seconds: float, database_clips: int,
+        method: str = "HYBRID") -> dict:
     """Every rig's row, with the JSON and markdown table written into `out`."""
     files = rig_files(rigs)
     out.mkdir(parents=True, exist_ok=True)
@@ -417,7 +421,7 @@ def run(rigs, out: Path, mappings: Path | None, mocap: Path, seconds: float, dat
     vr_avatar_addon.register()
     try:
         with tempfile.TemporaryDirectory(prefix="eval_rigs_") as work:
-            inputs = prepare_inputs(mocap, CLIP, seconds, database_clips, Path(work))
+            inputs = replace(prepare_inputs(mocap, CLIP, seconds, database_clips, Path(work)), method=method)
             results = {}
             for path in files:
                 print(f"eval-rigs: {path.name} ...", file=sys.stderr)
@@ -425,7 +429,8 @@ def run(rigs, out: Path, mappings: Path | None, mocap: Path, seconds: float, dat
     finally:
         vr_avatar_addon.unregister()
     setup = (f"Stream simulated from {inputs.clip} ({len(inputs.implied) / FPS:.1f} s, look-around "
-             f"±{LOOK_AROUND_DEG:g}°, seed {SEED}), {FPS} fps, database of {inputs.database_poses} poses.\n\n")
+             f"±{LOOK_AROUND_DEG:g}°, seed {SEED}), {FPS} fps, database of {inputs.database_poses} poses, method "
+             f"{inputs.method}.\n\n")
     write_text(out / "eval_rigs.json", json.dumps(results, indent=2) + "\n")
     write_text(out / "eval_rigs.md", setup + markdown_table(results))
     return results
@@ -456,11 +461,14 @@ def main(argv=None) -> int:
     parser.add_argument("--mocap", help="BVH folder (default: $VR_AVATAR_MOCAP or ../shared/data/bandai)")
     parser.add_argument("--seconds", type=float, default=0.0, help="only the clip's first seconds (default: all)")
     parser.add_argument("--database-clips", type=int, default=0, help="only the first N database clips (0: all)")
+    parser.add_argument("--method", choices=("HYBRID", "MM", "N3P"), default="HYBRID",
+                        help="the Solve panel's Method (default HYBRID, the add-on's default)")
     args = parser.parse_args(argv)
     try:
         with stdout_to_stderr():
                 results = run(args.rigs, Path(args.out), Path(args.mappings) if args.mappings else None,
-                          Path(args.mocap) if args.mocap else default_mocap_dir(), args.seconds, args.database_clips)
+                          Path(args.mocap) if args.mocap else default_mocap_dir(), args.seconds, args.database_clips,
+                          args.method)
     except (OSError, ValueError) as error:
         print(f"eval-rigs: {error}", file=sys.stderr)
         return 2
