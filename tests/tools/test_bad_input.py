@@ -157,7 +157,8 @@ def test_bad_ik_constants_files_are_named(good, tmp_path, capsys, content, words
     csv, db = _copy(good, tmp_path, "walk.csv", "db.npz")
     path = tmp_path / "constants.json"
     path.mkdir() if content is None else path.write_bytes(content)
-    refused(capsys, tmp_path, ["solve", csv, "--db", db, "--ik-constants", path, "-o", tmp_path / "out.bvh"], path, words)
+    refused(capsys, tmp_path, ["solve", csv, "--db", db, "--method", "mm", "--ik-constants", path, "-o", tmp_path / "out.bvh"],
+            path, words)
 
 
 @pytest.mark.parametrize("content", [b'["Hips"]', b"\xff\xfe\x00"], ids=["list", "binary"])
@@ -214,10 +215,10 @@ def test_streams_off_by_a_unit_or_an_axis_are_refused(good, tmp_path, capsys, ch
     refused(capsys, tmp_path, ["solve", csv, "--db", db, "-o", tmp_path / "out.bvh", "--orientation", "hmd"], csv, words)
 
 
-def _solve_with_warning(good, folder, csv, capsys, words):
+def _solve_with_warning(good, folder, csv, capsys, words, method="hybrid"):
     db, = _copy(good, folder, "db.npz")
     out = folder / "out.bvh"
-    assert main([str(a) for a in ["solve", csv, "--db", db, "-o", out, "--orientation", "hmd"]]) == 0
+    assert main([str(a) for a in ["solve", csv, "--db", db, "-o", out, "--orientation", "hmd", "--method", method]]) == 0
     err = capsys.readouterr().err
     warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and str(csv) in warnings[0] and all(w in warnings[0] for w in words), err
@@ -228,7 +229,7 @@ def test_a_long_gap_is_held_with_a_warning(good, tmp_path, capsys):
     def gap(s):
         s.times = s.times + np.where(np.arange(len(s.times)) >= 100, 8.0, 0.0)
     csv = _stream_variant(good, tmp_path, gap)
-    motion = _solve_with_warning(good, tmp_path, csv, capsys, ["gap", "8.0 s", "stays where"])
+    motion = _solve_with_warning(good, tmp_path, csv, capsys, ["gap", "8.0 s", "stays where"], "mm")  # α: mm's
     stream = read_stream(csv)
     assert len(motion) == int(stream.duration * 60 + 1e-6) + 1
     held = motion.positions[int(stream.times[99] * 60) + 1: int(stream.times[100] * 60), 0]
