@@ -99,10 +99,10 @@ class Inputs:
     """(F, 3) where the headset looks, Blender's frame."""
     truth_toes: np.ndarray
     """(F, 2, 3) the ground truth's toes at the scene's rate, core's frame."""
-    method: str = "HYBRID"
-    """The Solve panel's Method (HYBRID, the default; MM; N3P)."""
     thumbs: np.ndarray
     """(F, 2, 3) each controller's thumb direction across the fist (its grip's -Z), core's frame."""
+    method: str = "HYBRID"
+    """The Solve panel's Method (HYBRID, the default; MM; N3P)."""
 
 
 def prepare_inputs(mocap: Path, clip_name: str, seconds: float, database_clips: int, work: Path) -> Inputs:

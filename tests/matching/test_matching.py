@@ -430,7 +430,7 @@ def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
     assert figures["alpha_0.1"]["root_cm"] < figures["mm"]["root_cm"] + 1.0
     failed = core("solve", stream, "--db", tmp_path / "missing.npz", "-o", tmp_path / "x.bvh", check=False)
     assert "missing.npz" in failed.stderr and not (tmp_path / "x.bvh").exists()
-    failed = core("solve", stream, "--db", db, "-o", tmp_path / "x.bvh", "--ik-constants", tmp_path / "ik.json",
-                  check=False)
+    failed = core("solve", stream, "--db", db, "-o", tmp_path / "x.bvh", "--method", "mm", "--ik-constants",
+                  tmp_path / "ik.json", check=False)
     assert failed.returncode == 1 and "ik.json: no such IK constants file" in failed.stderr
     assert not (tmp_path / "x.bvh").exists()
