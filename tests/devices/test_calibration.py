@@ -126,13 +126,16 @@ def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_c
     assert gap(solved_hands(noisy.stream, None), as_assumed) > 0.015
 
 
-def test_after_calibration_controllers_held_off_and_held_as_assumed_solve_alike():
+@pytest.mark.parametrize("method", ["hybrid", "mm"])
+def test_after_calibration_controllers_held_off_and_held_as_assumed_solve_alike(method):
     """The calibration is equivariant: a grip held off by a fixed offset and turn gives the same estimates, moved by
     them, so the same gesture and walk solve alike to rounding once calibrated, the controllers held off or held as
     assumed (the fixture walks: one as the database, the other as the user)."""
     database = build_database([read_bvh(FIXTURE_WALK_1)])
     solver = MotionMatchingSolver([database], orientation_model=load_orientation_model())
-    hands = [database.mapping["l_hand"], database.mapping["r_hand"]]
+    if method == "hybrid":
+        solver = HybridSolver(N3PSolver(N3PModel.load()), solver)
+    hands = [solver.mapping["l_hand"], solver.mapping["r_hand"]]
     walk = read_bvh(FIXTURE_WALK_2)[:150]
     noisy = simulate_stream(walk, NOISY)
     clean = simulate_stream(walk, replace(NOISY, attachment_noise_m=0.0, attachment_noise_deg=0.0))
