@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import WALK_1
+from conftest import FIXTURE_WALK_1 as WALK_1
 
 from core.files.bvh import read_bvh
 from core.matching.pose_database import PoseDatabase

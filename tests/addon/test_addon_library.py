@@ -5,14 +5,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DATASET_1, TRUNCATED_BVH, WALK_1
+from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2, TRUNCATED_BVH
 
 from core.files.bvh import read_bvh
 from core.config import DatabaseConfig
 from core.anim.motion import forward_kinematics
 from core.matching.pose_database import PoseDatabase, build_database, global_transforms
 
-LOCOMOTION = [DATASET_1 / f"dataset-1_{name}_001.bvh" for name in ("walk_normal", "run_normal", "walk-back_normal")]
+WALK_1 = FIXTURE_WALK_1
+"""The fixture walk of tests/data (stand, walk, turn left, stop)."""
+LOCOMOTION = [FIXTURE_WALK_1, FIXTURE_WALK_2]
 
 
 
@@ -33,11 +35,12 @@ def _save(bpy, path: Path):
 
 
 def _mocap_folder(tmp_path: Path, files) -> Path:
-    """A folder of links to shared motion capture files (the data is never copied)."""
+    """A folder of links to motion capture files, named as they are or as `files` says ({name: file})."""
     folder = tmp_path / "mocap"
     folder.mkdir()
-    for file in files:
-        os.symlink(file, folder / file.name)
+    named = files if isinstance(files, dict) else {file.name: file for file in files}
+    for name, file in named.items():
+        os.symlink(file, folder / name)
     return folder
 
 
@@ -121,7 +124,9 @@ def test_database_from_files_is_saved_beside_the_blend_and_reloads_with_it(bpy, 
     blend = tmp_path / "scene.blend"
     _save(bpy, blend)
     library = bpy.context.scene.vr_avatar.library
-    library.mocap_path = str(_mocap_folder(tmp_path, LOCOMOTION + [DATASET_1 / "dataset-1_bow_active_001.bvh"]))
+    # Locomotion Only reads the activity from the file name: a walk named as a bow is left out.
+    files = {**{f.name: f for f in LOCOMOTION}, "dataset-0_bow_active_001.bvh": FIXTURE_WALK_2}
+    library.mocap_path = str(_mocap_folder(tmp_path, files))
     library.locomotion_only = True
     library.height_min, library.height_max = 0.8, 1.2
     assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}

@@ -2,14 +2,15 @@
 import numpy as np
 import pytest
 
-from conftest import DATASET_1
+from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
 
 from core.files.bvh import read_bvh
 from core.config import StitchConfig
 from core.stitch.stitching import on_skeleton, stitch
 from core.stitch.model import StitchModel
 
-CLIPS = [DATASET_1 / "dataset-1_walk_normal_001.bvh", DATASET_1 / "dataset-1_walk-left_normal_001.bvh"]
+CLIPS = [FIXTURE_WALK_1, FIXTURE_WALK_2]
+"""The fixture walks of tests/data."""
 
 
 def _import(bpy, path):

@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from conftest import WALK_1
+from conftest import FIXTURE_WALK_1
 from core.math import quat
 from core.files.bvh import read_bvh
 from core.devices.simulate import simulate_stream
@@ -44,8 +44,8 @@ def held(values, tracked):
 
 @pytest.fixture(scope="module")
 def stream_csv(tmp_path_factory):
-    """A stream simulated from a real walk, with untracked stretches, written as CSV v1."""
-    stream = simulate_stream(read_bvh(WALK_1)).stream
+    """A stream simulated from the fixture walk of tests/data, with untracked stretches, written as CSV v1."""
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)).stream
     stream.tracked[LEFT_LOST, 1] = False
     stream.tracked[RIGHT_LOST, 2] = False
     stream.positions[~stream.tracked] = np.nan

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ADDON_MODULE, ROOT, TRUNCATED_BVH, WALK_1 as WALK, load_by_path as _load, packaging
+from conftest import ADDON_MODULE, ROOT, TRUNCATED_BVH, FIXTURE_WALK_1 as WALK, load_by_path as _load, packaging
 
 
 
@@ -111,8 +111,6 @@ def test_installed_extension_registers_operator_and_panel(bpy, installed):
 
 
 def test_import_bvh_builds_the_rest_armature(bpy, installed):
-    if not WALK.exists():
-        pytest.skip(f"Bandai motion data not found at {WALK} (shared data set absent)")
     import core.files.bvh
     import core.anim.motion
     import core.math.quat

@@ -21,7 +21,7 @@ from core.hybrid.solver import HybridSolver
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
 from core.files.stream import write_stream
-from conftest import DATASET_1, DATASET_2, WALK_1, WALK_2
+from conftest import DATASET_1, DATASET_2, FIXTURE_WALK_1, FIXTURE_WALK_2, WALK_1, WALK_2
 from conftest import core
 
 NOISY = SimulationConfig(look_around_deg=45.0, calibration_pose_s=2.0, attachment_noise_m=0.03,
@@ -32,6 +32,12 @@ NOISY = SimulationConfig(look_around_deg=45.0, calibration_pose_s=2.0, attachmen
 def noisy():
     """A held-out walk after the calibration gesture, the controllers held up to 3 cm and 15 degrees off."""
     return simulate_stream(read_bvh(WALK_2)[:150], NOISY)
+
+
+@pytest.fixture(scope="module", params=[FIXTURE_WALK_2, WALK_2], ids=["fixture", "bandai"])
+def any_noisy(request):
+    """The same on the fixture walk of tests/data and on the real one."""
+    return simulate_stream(read_bvh(request.param)[:150], NOISY)
 
 
 def true_wrists(simulated):
@@ -67,7 +73,8 @@ def test_calibration_recovers_the_offsets_tilts_height_and_span_it_was_simulated
     assert first[mapping["head"], 1] < calibration.standing_hmd_height_m < first[mapping["head"], 1] + 0.1
 
 
-def test_applied_calibration_puts_the_implied_wrists_on_the_true_ones(noisy):
+def test_applied_calibration_puts_the_implied_wrists_on_the_true_ones(any_noisy):
+    noisy = any_noisy
     clip = slice(noisy.clip_start, None)
     truth = true_wrists(noisy)[clip]
     before = np.linalg.norm(implied_joint_positions(noisy.stream)[clip, 1:] - truth, axis=-1).mean()
@@ -76,8 +83,9 @@ def test_applied_calibration_puts_the_implied_wrists_on_the_true_ones(noisy):
     assert before > 0.01 and after < 0.005
 
 
-def test_without_the_gesture_nothing_is_found_and_the_stream_is_unchanged(walk2):
-    stream = simulate_stream(walk2[:150], SimulationConfig(look_around_deg=45.0)).stream
+@pytest.mark.parametrize("path", [FIXTURE_WALK_2, WALK_2], ids=["fixture", "bandai"])
+def test_without_the_gesture_nothing_is_found_and_the_stream_is_unchanged(path):
+    stream = simulate_stream(read_bvh(path)[:150], SimulationConfig(look_around_deg=45.0)).stream
     calibration = calibrate_stream(stream)
     assert not calibration.found and calibration.apply(stream) is stream
 
@@ -118,7 +126,29 @@ def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_c
     assert gap(solved_hands(noisy.stream, None), as_assumed) > 0.015
 
 
-def test_a_stored_calibration_round_trips_and_a_bad_one_is_named(noisy, tmp_path):
+@pytest.mark.parametrize("method", ["hybrid", "mm"])
+def test_after_calibration_controllers_held_off_and_held_as_assumed_solve_alike(method):
+    """The calibration is equivariant: a grip held off by a fixed offset and turn gives the same estimates, moved by
+    them, so the same gesture and walk solve alike to rounding once calibrated, the controllers held off or held as
+    assumed (the fixture walks: one as the database, the other as the user)."""
+    database = build_database([read_bvh(FIXTURE_WALK_1)])
+    solver = MotionMatchingSolver([database], orientation_model=load_orientation_model())
+    if method == "hybrid":
+        solver = HybridSolver(N3PSolver(N3PModel.load()), solver)
+    hands = [solver.mapping["l_hand"], solver.mapping["r_hand"]]
+    walk = read_bvh(FIXTURE_WALK_2)[:150]
+    noisy = simulate_stream(walk, NOISY)
+    clean = simulate_stream(walk, replace(NOISY, attachment_noise_m=0.0, attachment_noise_deg=0.0))
+    clip = slice(noisy.clip_start, None)
+
+    def solved_hands(stream):
+        return solve(stream, solver, CalibrationConfig()).motion.global_positions()[clip][:, hands]
+
+    assert np.linalg.norm(solved_hands(noisy.stream) - solved_hands(clean.stream), axis=-1).mean() < 1e-6
+
+
+def test_a_stored_calibration_round_trips_and_a_bad_one_is_named(any_noisy, tmp_path):
+    noisy = any_noisy
     calibration = calibrate_stream(noisy.stream)
     path = tmp_path / "stored.csv"
     write_stream(path, noisy.stream, ["made by a test", calibration.comment()])
@@ -136,11 +166,11 @@ def test_a_stored_calibration_round_trips_and_a_bad_one_is_named(noisy, tmp_path
 
 def test_stream_calibrate_and_solve_from_the_command_line(tmp_path):
     stream, stored = tmp_path / "walk.csv", tmp_path / "walk.calibrated.csv"
-    core("stream", "simulate", WALK_2, "-o", stream, "--calibration-pose", "2", "--attachment-noise", "0.03", "15")
+    core("stream", "simulate", FIXTURE_WALK_2, "-o", stream, "--calibration-pose", "2", "--attachment-noise", "0.03", "15")
     printed = json.loads(core("stream", "calibrate", stream, "--json", "-o", stored).stdout)
     assert printed["found"] and len(printed["grip_offsets_m"]) == 2
     assert stored_calibration(stored).describe() == {k: v for k, v in printed.items() if k != "file"}
     plain = tmp_path / "plain.csv"
-    core("stream", "simulate", WALK_2, "-o", plain)
+    core("stream", "simulate", FIXTURE_WALK_2, "-o", plain)
     assert "no calibration gesture" in core("stream", "calibrate", plain).stdout
     core("stream", "calibrate", stream, "-o", stream, check=False)

@@ -1,4 +1,4 @@
-"""Three-point streams simulated from real mocap: device placement, look-around, ground truth."""
+"""Three-point streams simulated from the fixture walks: device placement, look-around, ground truth."""
 import numpy as np
 import pytest
 
@@ -18,13 +18,13 @@ def hmd_yaw(stream):
 
 
 @pytest.fixture(scope="module")
-def plain(walk2):
-    return simulate_stream(walk2, SimulationConfig(look_around_deg=0.0))
+def plain(fixture_walk2):
+    return simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=0.0))
 
 
-def test_stream_at_60_fps_with_every_device_tracked(plain, walk2):
+def test_stream_at_60_fps_with_every_device_tracked(plain, fixture_walk2):
     stream = plain.stream
-    assert np.isclose(stream.rate, 60.0) and np.isclose(stream.duration, walk2.duration)
+    assert np.isclose(stream.rate, 60.0) and np.isclose(stream.duration, fixture_walk2.duration)
     assert stream.tracked.all() and np.allclose(np.linalg.norm(stream.rotations, axis=-1), 1.0)
     assert len(plain.truth) == len(stream) and plain.truth.fps == 60.0
 
@@ -60,9 +60,9 @@ def test_grip_axes_follow_the_forearm(plain):
         assert np.sum(back * -forearm, axis=-1).mean() > 0.8
 
 
-def test_look_around_turns_the_head_about_the_neck_only(plain, walk2):
+def test_look_around_turns_the_head_about_the_neck_only(plain, fixture_walk2):
     config = SimulationConfig(look_around_deg=60.0, seed=7)
-    turned = simulate_stream(walk2, config)
+    turned = simulate_stream(fixture_walk2, config)
     look = turned.look_around
     assert np.abs(look).max() <= np.radians(60.0) + 1e-12 and np.abs(look).max() > np.radians(20.0)
     assert np.abs(np.diff(look)).max() < np.radians(5.0)  # smooth at 60 fps
@@ -71,17 +71,17 @@ def test_look_around_turns_the_head_about_the_neck_only(plain, walk2):
     # The body below the neck is unchanged; the neck keeps its place.
     mapping = turned.mapping
     moved = [mapping["head"]]
-    same = [j for j in range(len(walk2.skeleton)) if j not in moved]
+    same = [j for j in range(len(fixture_walk2.skeleton)) if j not in moved]
     assert np.abs(turned.truth.global_positions()[:, same] - plain.truth.global_positions()[:, same]).max() < 1e-9
     # Hands are unaffected.
     assert np.abs(turned.stream.positions[:, 1:] - plain.stream.positions[:, 1:]).max() < 1e-9
     # Same seed, same stream; another seed, another one.
-    again = simulate_stream(walk2, config)
+    again = simulate_stream(fixture_walk2, config)
     assert np.array_equal(again.stream.positions, turned.stream.positions)
-    other = simulate_stream(walk2, SimulationConfig(look_around_deg=60.0, seed=8))
+    other = simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=60.0, seed=8))
     assert not np.allclose(other.look_around, look)
 
 
-def test_rate_follows_config(walk1):
-    simulated = simulate_stream(walk1, SimulationConfig(fps=30.0))
-    assert len(simulated.stream) == len(walk1) and np.isclose(simulated.stream.rate, 30.0)
+def test_rate_follows_config(fixture_walk1):
+    simulated = simulate_stream(fixture_walk1, SimulationConfig(fps=30.0))
+    assert len(simulated.stream) == len(fixture_walk1) and np.isclose(simulated.stream.rate, 30.0)

@@ -1,4 +1,5 @@
-"""BVH reading and writing on the real Bandai files, synthetic channel layouts, units and malformed files."""
+"""BVH reading and writing on the real Bandai files and the fixture walks, synthetic channel layouts, units and
+malformed files."""
 import json
 from pathlib import Path
 
@@ -9,7 +10,7 @@ from core.math import quat
 from core.files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from core.anim.motion import Motion
 from core.anim.skeleton import Skeleton
-from conftest import WALK_1, WALK_2
+from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2, WALK_1, WALK_2
 
 BAD = Path(__file__).resolve().parents[1] / "data" / "bad_bvh"
 EXPECTED_ERRORS = json.loads((BAD / "expected.json").read_text())
@@ -33,7 +34,28 @@ def test_reads_bandai_in_metres(path):
     assert np.linalg.norm(hips[-1, [0, 2]] - hips[0, [0, 2]]) > 1.0
 
 
-@pytest.mark.parametrize("path", [WALK_1, WALK_2], ids=["dataset-1", "dataset-2"])
+@pytest.mark.parametrize("path", [FIXTURE_WALK_1, FIXTURE_WALK_2], ids=["fixture-1", "fixture-2"])
+def test_reads_the_fixture_walks_in_metres(path):
+    """The procedural walks of tests/data, written in centimetres with a static Root above the Hips as Bandai's."""
+    motion = read_bvh(path)
+    assert motion.skeleton.names[:2] == ("Root", "Hips")
+    assert len(motion.skeleton) == 22 and motion.fps == 30.0
+    raw = read_bvh(path, scale=1.0)
+    assert guess_units(raw) == (0.01, "centimetres")
+    positions = motion.global_positions()
+    hips = positions[:, motion.skeleton.index("Hips")]
+    head = positions[:, motion.skeleton.index("Head")]
+    assert 0.8 < hips[:, 1].mean() < 1.1
+    assert np.all(head[:, 1] - hips[:, 1] > 0.3)
+    assert abs(positions[..., 1].min()) < 0.05
+    assert np.linalg.norm(hips[-1, [0, 2]] - hips[0, [0, 2]]) > 1.0
+
+
+WALKS = [FIXTURE_WALK_1, FIXTURE_WALK_2, WALK_1, WALK_2]
+WALK_IDS = ["fixture-1", "fixture-2", "dataset-1", "dataset-2"]
+
+
+@pytest.mark.parametrize("path", WALKS, ids=WALK_IDS)
 @pytest.mark.parametrize("order,scale", [("zxy", 1.0), ("xyz", 100.0), ("yzx", 1.0)])
 def test_round_trip_reproduces_global_positions(tmp_path, path, order, scale):
     motion = read_bvh(path)
@@ -47,8 +69,10 @@ def test_round_trip_reproduces_global_positions(tmp_path, path, order, scale):
     assert np.abs(copy.positions - motion.positions).max() < 1e-5
 
 
-def test_root_only_translation_refuses_to_lose_animated_joints(tmp_path, walk1):
-    # Bandai animates the Hips below a static joint_Root: root-only channels would drop that.
+@pytest.mark.parametrize("path", [FIXTURE_WALK_1, WALK_1], ids=["fixture", "dataset-1"])
+def test_root_only_translation_refuses_to_lose_animated_joints(tmp_path, path):
+    # Bandai (and the fixture walks) animate the Hips below a static root: root-only channels would drop that.
+    walk1 = read_bvh(path)
     with pytest.raises(ValueError, match="would lose animated joint translations"):
         write_bvh(tmp_path / "root_only.bvh", walk1, translations="root")
     assert not (tmp_path / "root_only.bvh").exists()
@@ -115,7 +139,9 @@ Frame Time: 0.02
 
 @pytest.mark.parametrize("metres_per_unit,name", [(1.0, "metres"), (0.001, "millimetres"),
                                                   (0.0254, "inches"), (0.056444, "CMU units (1/0.45 inch)")])
-def test_guesses_units(tmp_path, walk1, metres_per_unit, name):
+@pytest.mark.parametrize("path", [FIXTURE_WALK_2, WALK_1], ids=["fixture", "dataset-1"])
+def test_guesses_units(tmp_path, path, metres_per_unit, name):
+    walk1 = read_bvh(path)
     out = tmp_path / "units.bvh"
     write_bvh(out, walk1[:20], scale=1.0 / metres_per_unit)
     raw = read_bvh(out, scale=1.0)

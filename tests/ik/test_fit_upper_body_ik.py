@@ -11,7 +11,7 @@ from core.tools.train.upper_body_ik import (FITTED_FIELDS, clip_arm_poses, const
                                     elbow_rmse_cm, fit_constants, group_by_bone_lengths)
 from core.tools.train.nelder_mead import minimize
 from core.ik.upper_body_ik import ik_constants
-from conftest import DATASET_1, WALK_1, WALK_2
+from conftest import DATASET_1, FIXTURE_WALK_1, FIXTURE_WALK_2, WALK_1, WALK_2
 from conftest import core
 
 HELD_OUT_WALK = DATASET_1 / "dataset-1_walk_active_001.bvh"
@@ -81,6 +81,15 @@ def test_grouping_by_bone_lengths_keeps_every_frame(poses):
     assert elbow_rmse_cm(grouped, UpperBodyIKConfig()) == pytest.approx(elbow_rmse_cm(clips, UpperBodyIKConfig()))
 
 
+def test_grouping_the_fixture_walks_by_bone_lengths_keeps_every_frame():
+    """The fixture walks of tests/data: two figures, 0.92 of each other's size."""
+    clips = [clip_arm_poses(path, frame_step=4) for path in (FIXTURE_WALK_1, FIXTURE_WALK_2)]
+    grouped = group_by_bone_lengths(clips)
+    assert len(grouped) == 2
+    assert sum(len(g.elbows) for g in grouped) == sum(len(c.elbows) for c in clips)
+    assert elbow_rmse_cm(grouped, UpperBodyIKConfig()) == pytest.approx(elbow_rmse_cm(clips, UpperBodyIKConfig()))
+
+
 def test_the_shipped_constants_load_and_say_how_they_were_made():
     fitted = ik_constants("fitted")
     record = json.loads(FITTED_IK_CONSTANTS.read_text())["record"]
@@ -132,5 +141,26 @@ def test_train_ik_writes_constants_that_eval_and_solve_take(tmp_path):
     assert figures["parger_fitted"]["elbow_cm"] < figures["parger"]["elbow_cm"]
     assert figures["parger_fitted"]["hand_cm"] < 0.5
     without = json.loads(core("eval", "ik", "--data", HELD_OUT_WALK, "--split", "all", "--fitted", "none",
+                              "--json").stdout)
+    assert "parger_fitted" not in without and without["parger"] == figures["parger"]
+
+
+def test_train_ik_on_the_fixture_walks_writes_constants_that_eval_takes(tmp_path):
+    """The command line's contract on the fixture walks (one training file, one in the validation split): the
+    fitted fields written, the fit below the paper's constants on what it was fitted to, `eval ik --fitted`."""
+    out = tmp_path / "ik.json"
+    done = core("train", "ik", "--data", FIXTURE_WALK_1, FIXTURE_WALK_2, "-o", out, "--evaluations", "150")
+    assert "validation_elbow_cm" in done.stderr
+    saved = json.loads(out.read_text())
+    assert set(saved["constants"]) == set(FITTED_FIELDS)
+    assert saved["record"]["training_files"] == 1 and saved["record"]["validation_files"] == 1
+    assert saved["record"]["training_elbow_cm"]["fitted"] < saved["record"]["training_elbow_cm"]["paper"]
+    loaded = UpperBodyIKConfig.load(out)
+    assert dataclasses.replace(loaded, **{f: getattr(UpperBodyIKConfig(), f) for f in FITTED_FIELDS}) == \
+        UpperBodyIKConfig()
+    figures = json.loads(core("eval", "ik", "--data", FIXTURE_WALK_2, "--split", "all", "--fitted", out,
+                              "--json").stdout)
+    assert {"parger", "parger_fitted"} <= set(figures)
+    without = json.loads(core("eval", "ik", "--data", FIXTURE_WALK_2, "--split", "all", "--fitted", "none",
                               "--json").stdout)
     assert "parger_fitted" not in without and without["parger"] == figures["parger"]

@@ -6,6 +6,7 @@ import pytest
 
 from core.math import quat
 from core.config import SimulationConfig
+from core.files.bvh import read_bvh
 from core.devices.attachments import implied_joint_positions
 from core.tools.eval.ik import evaluate, reference_pose
 from core.ik.fabrik import solve_chain, within_cone
@@ -13,14 +14,13 @@ from core.anim.motion import Motion
 from core.devices.simulate import simulate_stream
 from core.anim.skeleton import Skeleton
 from core.ik.upper_body_pose import UpperBodyJoints, calibrate_upper_body, pose_upper_body
-from conftest import WALK_1, WALK_2
+from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2, WALK_1, WALK_2
 from conftest import core
 
 
-@pytest.fixture(scope="module")
-def posed(walk2):
-    """A Bandai clip's stream, and the avatar re-posed by the IK from the devices over its true torso."""
-    sim = simulate_stream(walk2[:120], SimulationConfig(look_around_deg=40.0, seed=3))
+def pose_walk(motion):
+    """A clip's stream, and the avatar re-posed by the IK from the devices over its true torso."""
+    sim = simulate_stream(motion[:120], SimulationConfig(look_around_deg=40.0, seed=3))
     truth, mapping, stream = sim.truth, sim.mapping, sim.stream
     implied = implied_joint_positions(stream)
     n = 30
@@ -32,8 +32,35 @@ def posed(walk2):
     return sim, start, result, implied, attachments
 
 
-def test_hands_land_on_the_controllers_and_follow_their_rotation(posed):
+@pytest.fixture(scope="module", params=[FIXTURE_WALK_2, WALK_2], ids=["fixture", "bandai"])
+def posed(request):
+    """The fixture walk of tests/data and a Bandai clip, re-posed by the IK."""
+    return pose_walk(read_bvh(request.param))
+
+
+@pytest.fixture(scope="module")
+def bandai_posed():
+    """A Bandai clip, re-posed by the IK: its arms straighten, some controllers are out of reach."""
+    return pose_walk(read_bvh(WALK_2))
+
+
+def test_hands_land_on_reachable_controllers_and_follow_their_rotation(posed):
+    """On any walk (the fixture walk's elbows stay bent, so every controller is within reach)."""
     sim, _, result, implied, attachments = posed
+    mapping = sim.mapping
+    rotations, positions = result.global_transforms()
+    hands = [mapping["l_hand"], mapping["r_hand"]]
+    anchors = [mapping["l_upper_arm"], mapping["r_upper_arm"]]
+    arm = (np.linalg.norm(result.positions[0, [mapping["l_forearm"]]]) + np.linalg.norm(result.positions[0, hands[:1]]))
+    reachable = np.linalg.norm(implied[:, 1:] - positions[:, anchors], axis=-1) < arm - 1e-3
+    assert reachable.mean() > 0.5
+    assert np.linalg.norm(positions[:, hands] - implied[:, 1:], axis=-1)[reachable].max() < 1e-6
+    expected = quat.multiply_inverse(sim.stream.rotations[:, 1:], attachments.grips_in_hands)
+    assert np.degrees(quat.angle_between(rotations[:, hands], expected)).max() < 1e-4
+
+
+def test_hands_land_on_the_controllers_and_follow_their_rotation(bandai_posed):
+    sim, _, result, implied, attachments = bandai_posed
     mapping = sim.mapping
     rotations, positions = result.global_transforms()
     hands = [mapping["l_hand"], mapping["r_hand"]]
@@ -121,7 +148,9 @@ def test_within_cone_projects_onto_the_cone():
     np.testing.assert_allclose(within_cone(outside, axis, np.radians(30)), [0.5, 0.0, np.cos(np.radians(30))])
 
 
-def test_evaluate_reports_every_method_and_reaches_reachable_hands():
+@pytest.mark.parametrize("walks", [(FIXTURE_WALK_1, FIXTURE_WALK_2), (WALK_1, WALK_2)], ids=["fixture", "bandai"])
+def test_evaluate_reports_every_method_and_reaches_reachable_hands(walks):
+    WALK_1, WALK_2 = walks
     summary = evaluate([WALK_1, WALK_2])
     for method in ("parger", "fabrik", "parger_head_chain"):
         assert set(summary[method]) >= {"neck_cm", "shoulder_cm", "elbow_cm", "hand_cm", "files", "activities"}
@@ -130,8 +159,9 @@ def test_evaluate_reports_every_method_and_reaches_reachable_hands():
     assert summary["clips"] == 2 and set(summary["parger"]["files"]) == {WALK_1.stem, WALK_2.stem}
 
 
-def test_reference_pose_holds_everything_above_the_chest(walk1):
+def test_reference_pose_holds_everything_above_the_chest(fixture_walk1):
     """The solvers start every frame from the first frames' pose above the chest: they never see the clip's arms."""
+    walk1 = fixture_walk1
     mapping = simulate_stream(walk1[:40]).mapping
     held = reference_pose(walk1, mapping, 15)
     arm = [mapping[f"{s}_{j}"] for s in "lr" for j in ("shoulder", "upper_arm", "forearm", "hand")]
@@ -141,7 +171,7 @@ def test_reference_pose_holds_everything_above_the_chest(walk1):
 
 
 def test_eval_ik_command_prints_json():
-    done = core("eval", "ik", "--data", WALK_1, WALK_2, "--split", "all", "--json")
+    done = core("eval", "ik", "--data", FIXTURE_WALK_1, FIXTURE_WALK_2, "--split", "all", "--json")
     result = json.loads(done.stdout)
     assert {"parger", "fabrik", "parger_head_chain", "paper_urm"} <= set(result)
     assert "elbow" in done.stderr and "walk" in done.stderr

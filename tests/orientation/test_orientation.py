@@ -13,14 +13,15 @@ from core.orientation.mmvr import IDENTITY_6D, INPUT_SIZE, OrientationModel, Ori
     facing_yaw, hmd_frame_rotations, orthonormalize_6d, predict_body_orientation
 from core.devices.simulate import simulate_stream
 from core.tools.train.orientation import export, prepare_clips, rollout_loss, train
-from conftest import DATASET_2
+from conftest import DATASET_2, FIXTURE_WALK_2
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
 @pytest.fixture(scope="module")
-def stream(walk2):
-    return simulate_stream(walk2, SimulationConfig(look_around_deg=60.0, seed=3)).stream
+def stream(fixture_walk2):
+    """The fixture walk of tests/data with the head looking around, as the devices report it."""
+    return simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=60.0, seed=3)).stream
 
 
 def random_network(seed=0):
@@ -140,7 +141,7 @@ def held_back_clip():
 
 
 def test_training_builds_the_hidden_layers_asked_for():
-    clips = prepare_clips([DATASET_2 / "dataset-2_walk_normal_001.bvh"], seed=1)
+    clips = prepare_clips([FIXTURE_WALK_2], seed=1)
     model, curve = train(clips, [], rollout=5, epochs=2, windows_per_epoch=128, hidden=(8, 4), clip_grad_norm=1.0,
                          log=lambda line: None)
     assert [w.shape for w, _ in model.layers] == [(INPUT_SIZE, 8), (8, 4), (4, 6)]

@@ -19,14 +19,15 @@ from core.devices.simulate import simulate_stream
 from core.tools.train.orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \
     chord_loss, export, merged, prepare_window_clips, symmetric_normalisation, symmetric_output, \
     torch_window_inputs, train, window_clip
-from conftest import DATA, DATASET_2
+from conftest import DATA, FIXTURE_WALK_1, FIXTURE_WALK_2
 
 INPUTS = len(TAPS) * VECTOR_COUNT * 3
 
 
 @pytest.fixture(scope="module")
-def stream(walk2):
-    return simulate_stream(walk2, SimulationConfig(look_around_deg=60.0, seed=3)).stream
+def stream(fixture_walk2):
+    """The fixture walk of tests/data with the head looking around, as the devices report it."""
+    return simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=60.0, seed=3)).stream
 
 
 def random_model(seed=0):
@@ -179,7 +180,7 @@ def test_augmentation_scales_the_arms_and_delays_the_controllers(stream):
 
 
 def test_training_lowers_the_loss_and_resumes_from_its_checkpoint():
-    clips = prepare_window_clips([DATASET_2 / "dataset-2_walk_normal_001.bvh"], seed=1,
+    clips = prepare_window_clips([FIXTURE_WALK_1], seed=1,
                                  augmentation=Augmentation(copies=3))
     assert [c.name.endswith("_mirror") for c in clips] == [False, True, False]
     states = []
@@ -222,8 +223,7 @@ def test_shipped_model_beats_the_papers_network_on_held_back_sideways_walking():
 def test_train_resume_and_eval_from_the_command_line(tmp_path):
     from conftest import core
 
-    files = [DATA / "Bandai-Namco-Research-Motiondataset-1" / name
-             for name in ("dataset-1_walk_normal_001.bvh", "dataset-1_walk-left_childish_001.bvh")]
+    files = [FIXTURE_WALK_1, FIXTURE_WALK_2]  # the second is in the validation split
     model = tmp_path / "window.npz"
     common = ["train", "orientation", "--data", *files, "-o", model, "--samples-per-epoch", 1024, "--threads", 1,
               "--members", 2, "--copies", 2]
@@ -239,7 +239,7 @@ def test_train_resume_and_eval_from_the_command_line(tmp_path):
     done = core("eval", "orientation", "--data", *files, "--model", model, "--plot", tmp_path / "error.png", "--json")
     result = json.loads(done.stdout)
     assert {"network", "mmvr", "hmd_forward", "r1"} <= set(result)
-    assert set(result["activities"]) == {"walk-left"} and result["activities"]["walk-left"]["frames"] == result["frames"]
+    assert set(result["activities"]) == {"walk-turn-right"} and result["activities"]["walk-turn-right"]["frames"] == result["frames"]
     assert (tmp_path / "error.png").stat().st_size > 0
     refused = core("train", "orientation", "--data", *files, "-o", tmp_path / "none.npz", "--resume", check=False)
     assert "no checkpoint to resume from" in refused.stderr

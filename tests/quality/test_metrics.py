@@ -1,8 +1,7 @@
-"""Metrics of SPEC §5 on hand-made cases with known answers, and on a real clip moved by known amounts."""
+"""Metrics of SPEC §5 on hand-made cases with known answers, and on a walk moved by known amounts."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,16 +15,16 @@ from core.quality.metrics import (angle_deg, floor_height, foot_skate_cm_s, hand
 from core.anim.motion import Motion
 from core.devices.attachments import implied_joint_positions
 from core.devices.simulate import simulate_stream
+from conftest import FIXTURE_WALK_1, WALK_1
 
-BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
-WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
 SPEC_METRICS = ("mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "root_cm", "angle_deg",
                 "foot_skate_cm_s", "foot_skate_cm_s_truth", "jitter", "jitter_truth")
 
 
-@pytest.fixture(scope="module")
-def walk() -> Motion:
-    return read_bvh(WALK)[:90]  # three seconds at 30 fps
+@pytest.fixture(scope="module", params=[FIXTURE_WALK_1, WALK_1], ids=["fixture", "bandai"])
+def walk(request) -> Motion:
+    """Three seconds at 30 fps of a walk: the fixture walk of tests/data (standing, then walking off) and a real one."""
+    return read_bvh(request.param)[:90]
 
 
 # --- single metrics ----------------------------------------------------------------------------
@@ -148,7 +147,7 @@ def test_jitter_of_a_cubic():
     assert jitter(positions[:3], fps) == 0.0
 
 
-# --- score_motion on a real clip ----------------------------------------------------------------
+# --- score_motion on a walk --------------------------------------------------------------------
 
 
 def _moved(motion: Motion, rotation: np.ndarray, translation: np.ndarray, pivot: np.ndarray) -> Motion:

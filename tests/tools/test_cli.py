@@ -13,13 +13,15 @@ from core.rig.humanoid import CANONICAL_JOINTS, find_mapping
 from core.devices.attachments import implied_joint_positions
 from core.anim.motion import Motion
 from core.files.stream import read_stream
-from conftest import core
+from conftest import DATASET_1, FIXTURE_WALK_1, FIXTURE_WALK_2, core
 
 ROOT = Path(__file__).resolve().parents[2]
-BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
-DATASET_1 = BANDAI / "Bandai-Namco-Research-Motiondataset-1"
-WALK = DATASET_1 / "dataset-1_walk_normal_001.bvh"
-SHORT_WALK = DATASET_1 / "dataset-1_walk_normal_002.bvh"
+WALK = FIXTURE_WALK_1
+"""The fixture walk of tests/data: the commands' contracts hold on it as on any humanoid clip."""
+BANDAI_WALK = DATASET_1 / "dataset-1_walk_normal_001.bvh"
+BANDAI_SHORT_WALK = DATASET_1 / "dataset-1_walk_normal_002.bvh"
+WALK_PAIRS = [(FIXTURE_WALK_1, FIXTURE_WALK_2), (BANDAI_WALK, BANDAI_SHORT_WALK)]
+"""A walk and a second, shorter one (or a smaller figure's): the fixture walks and two Bandai walks."""
 
 
 def _header_facts(path: Path) -> tuple[int, int]:
@@ -160,7 +162,9 @@ def test_demo_names_a_missing_mocap_folder(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_demo_on_a_small_folder(tmp_path):
+@pytest.mark.parametrize("walks", WALK_PAIRS, ids=["fixture", "bandai"])
+def test_demo_on_a_small_folder(tmp_path, walks):
+    WALK, SHORT_WALK = walks
     mocap = tmp_path / "mocap"
     mocap.mkdir()
     for clip in (WALK, SHORT_WALK):
@@ -190,9 +194,12 @@ def test_demo_on_a_small_folder(tmp_path):
     assert reference["foot_skate_cm_s"] >= 0.0 and reference["jitter"] > 0.0
 
 
-def test_solve_onto_a_bvh_character_fits_it_to_the_person_or_keeps_its_size(tmp_path):
+@pytest.mark.parametrize("walks", WALK_PAIRS, ids=["fixture", "bandai"])
+def test_solve_onto_a_bvh_character_fits_it_to_the_person_or_keeps_its_size(tmp_path, walks):
     """`solve --avatar`: a character 0.8 times the actor's size, standing in none of its BVH rest pose (the
-    Bandai rest lies along X), fitted so its head meets the headset, or kept at its size with the solve scaled."""
+    Bandai rest lies along X, the fixture's is a T-pose), fitted so its head meets the headset, or kept at its size
+    with the solve scaled."""
+    WALK, SHORT_WALK = walks
     avatar = read_bvh(SHORT_WALK)
     small = tmp_path / "small.bvh"
     write_bvh(small, Motion(avatar.skeleton.scaled(0.8), avatar.rotations, avatar.positions * 0.8, avatar.fps))
