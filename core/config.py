@@ -345,5 +345,9 @@ class HybridConfig:
     predictor's own hips' facing)."""
     foot_lock: bool = True
     """MMVR §6.2 on the result: the matched poses' contacts while travelling, both feet while standing."""
+    matched_toe_heights: bool = True
+    """Put the toes at the matched poses' heights above the floor (by the travel weight; the leg IK bends the
+    knees): the predictor's hips sit lower than the matched ones (6 cm on runs), so the matched legs' rotations
+    alone drag the feet along the floor."""
     n3p: N3PConfig = N3PConfig()
     matching: SolverConfig = field(default_factory=SolverConfig)

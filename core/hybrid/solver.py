@@ -56,6 +56,7 @@ class HybridSolver:
         self.hips = self.mapping["hips"]
         self.lower = [self.hips, *self.transfer.own]
         self.matched_toes = [matching.mapping[f"{s}_toes"] for s in "lr"]
+        self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.faces_with_model = config.face_with_model and matching.model is not None \
             and matching.config.orientation == "network"
         self.reset()
@@ -124,16 +125,20 @@ class HybridSolver:
                         np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height,
                         self.method)
 
-    def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs."""
-        world, _ = forward_kinematics(self.matching.skeleton.parents, rotations, positions, self.matched_toes)
-        return self.transfer.carry(world)
+    def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
+        toes' heights (T, 2) above the floor."""
+        world, world_positions = forward_kinematics(self.matching.skeleton.parents, rotations, positions,
+                                                    self.matched_toes)
+        return self.transfer.carry(world), world_positions[:, self.matched_toes, 1]
 
-    def combine(self, body: Motion, pose, matched_legs: np.ndarray, facing: np.ndarray | None, weights: np.ndarray,
+    def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
                 contacts: np.ndarray, dt, restarts: np.ndarray):
         """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its global `pose`
-        (rotations, positions), the matched legs' world rotations (T, 8, 4), the body's facing (T,) or None (the
-        predictor's), travel weights (T,), the matched contacts (T, 2), time steps and foot-lock restarts (T,)."""
+        (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2)), the body's
+        facing (T,) or None (the predictor's), travel weights (T,), the matched contacts (T, 2), time steps and
+        foot-lock restarts (T,)."""
+        matched_legs, matched_toe_heights = matched_legs
         parents = self.skeleton.parents
         rotations, positions = pose[0].copy(), pose[1].copy()
         parent = parents[self.hips]
@@ -150,9 +155,13 @@ class HybridSolver:
         if parent >= 0:  # the hips where the turn put them, in their parent's frame
             hips = quat.inverse_rotate(pose[0][:, parent], hips - pose[1][:, parent])
         out_positions[:, self.hips] = hips
-        if self.config.foot_lock:
-            self.legs.plant(local, out_positions, self.foot_lock, np.where(weights[:, None] > 0.5, contacts, True),
-                            dt, restarts)
+        toe_heights = None
+        if self.config.matched_toe_heights:
+            predicted = pose[1][:, self.toes, 1]
+            toe_heights = predicted + weights[:, None] * (matched_toe_heights - predicted)
+        if self.config.foot_lock or toe_heights is not None:
+            locked = np.where(weights[:, None] > 0.5, contacts, True) & self.config.foot_lock
+            self.legs.plant(local, out_positions, self.foot_lock, locked, dt, restarts, None, toe_heights)
         return local, out_positions
 
 

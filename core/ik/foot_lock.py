@@ -97,7 +97,8 @@ class Legs:
         return global_rotations[..., self.chains, :], global_positions[..., self.chains, :]
 
     def plant(self, rotations: np.ndarray, positions: np.ndarray, lock: FootLock, contacts: np.ndarray,
-              dt: float | np.ndarray, restarts: np.ndarray | None = None, global_pose=None) -> None:
+              dt: float | np.ndarray, restarts: np.ndarray | None = None, global_pose=None,
+              toe_heights: np.ndarray | None = None) -> None:
         """Leg IK toward the lock's toe targets; edits thigh, shin and foot rotations of poses (T, J, ...) in place.
 
         contacts (T, 2) per frame; dt (s) one for all frames or (T,); the lock is reset before each frame
@@ -105,21 +106,27 @@ class Legs:
         frame in order; forward kinematics and the IK run over all frames at once (one frame live, a whole
         solve offline). A single pose (J, ...) with contacts (2,) works too. The foot keeps its global
         rotation, so moving the ankle by the toe's correction puts the toe on its lock. `global_pose`: the poses'
-        global rotations and positions (T, J, ...) if already known, at least down the legs.
+        global rotations and positions (T, J, ...) if already known, at least down the legs. `toe_heights` (T, 2):
+        world heights the toes are put at before the lock (None: where the pose has them).
         """
         if rotations.ndim == 2:
             return self.plant(rotations[None], positions[None], lock, np.asarray(contacts)[None], dt,
-                              None if restarts is None else np.asarray(restarts)[None])
+                              None if restarts is None else np.asarray(restarts)[None], None,
+                              None if toe_heights is None else np.asarray(toe_heights)[None])
         if global_pose is None:
             global_rotations, global_positions = self.transforms(rotations, positions)
         else:
             global_rotations, global_positions = global_pose[0][:, self.chains], global_pose[1][:, self.chains]
         ankles, toes = global_positions[:, :, 3], global_positions[:, :, 4]
+        placed = toes
+        if toe_heights is not None:
+            placed = toes.copy()
+            placed[..., 1] = toe_heights
         held = np.empty_like(toes)
         for t in range(len(toes)):
             if restarts is not None and restarts[t]:
                 lock.reset()
-            held[t] = lock.targets(toes[t], contacts[t], dt[t] if np.ndim(dt) else dt)
+            held[t] = lock.targets(placed[t], contacts[t], dt[t] if np.ndim(dt) else dt)
         thigh, shin = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], ankles, ankles + held - toes,
                                   global_rotations[:, :, 1], global_rotations[:, :, 2])
         solved = self.chains[:, 1:4]
