@@ -349,5 +349,12 @@ class HybridConfig:
     """Put the toes at the matched poses' heights above the floor (by the travel weight; the leg IK bends the
     knees): the predictor's hips sit lower than the matched ones (6 cm on runs), so the matched legs' rotations
     alone drag the feet along the floor."""
+    lift_off_m: float = 0.03
+    """A foot whose matched contact ends stays where it was locked, rising with the pose, until its toe is this
+    high over the lock (ik/foot_lock.py): the catch-up to the matched toe then happens in the air, not along
+    the floor (0: released at the contact's end, as motion matching's own lock does)."""
+    query_guide: tuple[str, ...] = ()
+    """The predicted body's parts that replace the played pose's in motion matching's query (hybrid/query.py:
+    "hips_velocity", "feet_velocities", "feet_offsets"), so the matched steps follow the predictor's."""
     n3p: N3PConfig = N3PConfig()
     matching: SolverConfig = field(default_factory=SolverConfig)

@@ -36,6 +36,9 @@ class FootLock:
 
     unlock_distance_m: float = 0.2
     release_halflife_s: float = 0.1
+    lift_off_m: float = 0.0
+    """Over 0: a locked foot whose contact ends keeps its place on the floor, rising with the pose, until its
+    toe is this high over its lock; only then (in the air) does it move on to the pose's toe."""
     locked: np.ndarray = field(default_factory=lambda: np.zeros(2, bool))
     lock_positions: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
     release_offsets: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
@@ -58,7 +61,12 @@ class FootLock:
     def targets(self, feet: np.ndarray, contacts: np.ndarray, dt: float) -> np.ndarray:
         """Targets (2, 3) for the matched pose's contact points `feet` (2, 3) given its contacts (2,) this frame."""
         far = length(feet - self.lock_positions) > self.unlock_distance_m
-        self.release(far | ~contacts, feet)
+        lifting = np.zeros(2, bool)
+        if self.lift_off_m > 0.0:
+            lifting = self.locked & ~contacts & ~far & (feet[:, 1] < self.lock_positions[:, 1] + self.lift_off_m)
+        lifted = self.locked & ~contacts & ~lifting & ~far
+        self.release(far | (~contacts & ~lifting), feet)
+        self.release_offsets[lifted & (self.lift_off_m > 0.0), 1] = 0.0
         self.release_offsets, self.release_velocities = decay_toward_zero(
             self.release_offsets, self.release_velocities, self.release_halflife_s, dt)
         free = feet + self.release_offsets
@@ -70,7 +78,9 @@ class FootLock:
         self.release_offsets[lock] = 0.0
         self.release_velocities[lock] = 0.0
         self.locked |= lock
-        return np.where(self.locked[:, None], self.lock_positions, free)
+        held = np.where(self.locked[:, None], self.lock_positions, free)
+        held[lifting, 1] = np.maximum(held[lifting, 1], feet[lifting, 1])
+        return held
 
 
 @dataclass(frozen=True)
