@@ -349,6 +349,10 @@ class HybridConfig:
     """Put the toes at the matched poses' heights above the floor (by the travel weight; the leg IK bends the
     knees): the predictor's hips sit lower than the matched ones (6 cm on runs), so the matched legs' rotations
     alone drag the feet along the floor."""
+    foot_unlock_distance_m: float = 0.6
+    """A locked foot is released when the pose's toe is this far from it. Motion matching's own 0.2 m let go of
+    the feet under a body that moves without travelling (bows: the predictor's feet drift 0.3 m, and the
+    released feet slid back along the floor); at 0.6 m a foot stays until its leg no longer reaches."""
     lift_off_m: float = 0.03
     """A foot whose matched contact ends stays where it was locked, rising with the pose, until its toe is this
     high over the lock (ik/foot_lock.py): the catch-up to the matched toe then happens in the air, not along

@@ -74,8 +74,8 @@ class HybridSolver:
         """Forget the user: the next step starts a new avatar where the devices are."""
         self.predictor.reset(standing_hmd_height_m)
         self.matching.reset(standing_hmd_height_m)
-        self.foot_lock = FootLock(self.matching.config.foot_unlock_distance_m,
-                                  self.matching.config.foot_unlock_halflife_s, self.config.lift_off_m)
+        self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.matching.config.foot_unlock_halflife_s,
+                                  self.config.lift_off_m)
         self.speed = TrailingMean(self.config.speed_window_s * self.fps)
         self.facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None
