@@ -74,8 +74,8 @@ class HybridSolver:
         """Forget the user: the next step starts a new avatar where the devices are."""
         self.predictor.reset(standing_hmd_height_m)
         self.matching.reset(standing_hmd_height_m)
-        self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.matching.config.foot_unlock_halflife_s,
-                                  self.config.lift_off_m)
+        self.foot_lock = FootLock(self.matching.config.foot_unlock_distance_m,
+                                  self.matching.config.foot_unlock_halflife_s, self.config.lift_off_m)
         self.speed = TrailingMean(self.config.speed_window_s * self.fps)
         self.facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None
@@ -170,8 +170,10 @@ class HybridSolver:
             predicted = pose[1][:, self.toes, 1]
             toe_heights = predicted + weights[:, None] * (matched_toe_heights - predicted)
         if self.config.foot_lock or toe_heights is not None:
-            locked = np.where(weights[:, None] > 0.5, contacts, True) & self.config.foot_lock
-            self.legs.plant(local, out_positions, self.foot_lock, locked, dt, restarts, None, toe_heights)
+            travelling = weights > 0.5
+            locked = np.where(travelling[:, None], contacts, True) & self.config.foot_lock
+            unlock = np.where(travelling, self.foot_lock.unlock_distance_m, self.config.standing_unlock_distance_m)
+            self.legs.plant(local, out_positions, self.foot_lock, locked, dt, restarts, None, toe_heights, unlock)
         return local, out_positions
 
 

@@ -58,9 +58,12 @@ class FootLock:
         self.release_offsets[which] = self.lock_positions[which] - feet[which]
         self.locked[which] = False
 
-    def targets(self, feet: np.ndarray, contacts: np.ndarray, dt: float) -> np.ndarray:
-        """Targets (2, 3) for the matched pose's contact points `feet` (2, 3) given its contacts (2,) this frame."""
-        far = length(feet - self.lock_positions) > self.unlock_distance_m
+    def targets(self, feet: np.ndarray, contacts: np.ndarray, dt: float,
+                unlock_distance_m: float | None = None) -> np.ndarray:
+        """Targets (2, 3) for the matched pose's contact points `feet` (2, 3) given its contacts (2,) this frame;
+        `unlock_distance_m` this frame's release distance (None: the lock's)."""
+        unlock = self.unlock_distance_m if unlock_distance_m is None else unlock_distance_m
+        far = length(feet - self.lock_positions) > unlock
         lifting = np.zeros(2, bool)
         if self.lift_off_m > 0.0:
             lifting = self.locked & ~contacts & ~far & (feet[:, 1] < self.lock_positions[:, 1] + self.lift_off_m)
@@ -71,7 +74,7 @@ class FootLock:
             self.release_offsets, self.release_velocities, self.release_halflife_s, dt)
         free = feet + self.release_offsets
         gap = length(self.release_offsets)
-        new_step = contacts & ~self.in_contact & (gap <= self.unlock_distance_m)
+        new_step = contacts & ~self.in_contact & (gap <= unlock)
         lock = contacts & ~self.locked & (new_step | (gap < RELOCK_GAP_M))
         self.in_contact = contacts.copy()
         self.lock_positions[lock] = free[lock]
@@ -108,7 +111,7 @@ class Legs:
 
     def plant(self, rotations: np.ndarray, positions: np.ndarray, lock: FootLock, contacts: np.ndarray,
               dt: float | np.ndarray, restarts: np.ndarray | None = None, global_pose=None,
-              toe_heights: np.ndarray | None = None) -> None:
+              toe_heights: np.ndarray | None = None, unlock_distances: np.ndarray | None = None) -> None:
         """Leg IK toward the lock's toe targets; edits thigh, shin and foot rotations of poses (T, J, ...) in place.
 
         contacts (T, 2) per frame; dt (s) one for all frames or (T,); the lock is reset before each frame
@@ -117,12 +120,14 @@ class Legs:
         solve offline). A single pose (J, ...) with contacts (2,) works too. The foot keeps its global
         rotation, so moving the ankle by the toe's correction puts the toe on its lock. `global_pose`: the poses'
         global rotations and positions (T, J, ...) if already known, at least down the legs. `toe_heights` (T, 2):
-        world heights the toes are put at before the lock (None: where the pose has them).
+        world heights the toes are put at before the lock (None: where the pose has them); `unlock_distances` (T,):
+        each frame's release distance (None: the lock's).
         """
         if rotations.ndim == 2:
             return self.plant(rotations[None], positions[None], lock, np.asarray(contacts)[None], dt,
                               None if restarts is None else np.asarray(restarts)[None], None,
-                              None if toe_heights is None else np.asarray(toe_heights)[None])
+                              None if toe_heights is None else np.asarray(toe_heights)[None],
+                              None if unlock_distances is None else np.asarray(unlock_distances).reshape(1))
         if global_pose is None:
             global_rotations, global_positions = self.transforms(rotations, positions)
         else:
@@ -136,7 +141,8 @@ class Legs:
         for t in range(len(toes)):
             if restarts is not None and restarts[t]:
                 lock.reset()
-            held[t] = lock.targets(placed[t], contacts[t], dt[t] if np.ndim(dt) else dt)
+            held[t] = lock.targets(placed[t], contacts[t], dt[t] if np.ndim(dt) else dt,
+                                   None if unlock_distances is None else float(unlock_distances[t]))
         thigh, shin = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], ankles, ankles + held - toes,
                                   global_rotations[:, :, 1], global_rotations[:, :, 2])
         solved = self.chains[:, 1:4]

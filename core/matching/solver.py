@@ -487,8 +487,8 @@ def solve(stream: ThreePointStream, solver: MotionMatchingSolver,
 def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver, guides=None):
     """Steps 1-5 over a whole stream: resampled to the solver's rate, the standing height measured on its first
     `calibration_s`, every frame from the HMD's first tracked one stepped. `guides`: None, or each stepped
-    frame's QueryGuide (a sequence over the resampled stream's frames; past its end, none). Returns the stream as stepped, the height,
-    the frames and the index of the first stepped frame."""
+    frame's QueryGuide (a sequence over the resampled stream's frames; past its end, none). Returns the stream
+    as stepped, the height, the frames and the index of the first stepped frame."""
     stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
