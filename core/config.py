@@ -345,5 +345,23 @@ class HybridConfig:
     predictor's own hips' facing)."""
     foot_lock: bool = True
     """MMVR §6.2 on the result: the matched poses' contacts while travelling, both feet while standing."""
+    matched_toe_heights: bool = True
+    """Put the toes at the matched poses' heights above the floor (by the travel weight; the leg IK bends the
+    knees): the predictor's hips sit lower than the matched ones (6 cm on runs), so the matched legs' rotations
+    alone drag the feet along the floor."""
+    standing_unlock_distance_m: float = 0.6
+    """While standing (travel weight 0.5 or less: both feet locked) a locked foot is released only when the pose's
+    toe is this far from it; travelling, at motion matching's `foot_unlock_distance_m` (0.3 m). At 0.3 m the feet
+    under a body that moves without travelling (bows: the predictor's feet drift with the hips) were let go and
+    slid back along the floor; at 0.6 m a foot stays until its leg no longer reaches (docs/hybrid_steps.md)."""
+    lift_off_m: float = 0.03
+    """A foot whose matched contact ends stays where it was locked, rising with the pose, until its toe is this
+    high over the lock (ik/foot_lock.py): the catch-up to the matched toe then happens in the air, not along
+    the floor (0: released at the contact's end, as motion matching's own lock does)."""
+    query_guide: tuple[str, ...] = ()
+    """The predicted body's parts that replace the played pose's in motion matching's query (hybrid/query.py:
+    "hips_velocity", "feet_velocities", "feet_offsets"), so the matched steps follow the predictor's; none by
+    default: the feet velocities bring the legs into the person's phase (lower body 13.7 -> 11.5 cm on the
+    validation subset) but the feet slide twice as much (docs/hybrid_steps.md)."""
     n3p: N3PConfig = N3PConfig()
     matching: SolverConfig = field(default_factory=SolverConfig)

@@ -31,6 +31,7 @@ from ..math.angle import wrap_angle
 from ..n3p.model import N3PModel
 from ..n3p.solver import N3PSolver
 from ..rig.humanoid import find_mapping
+from .query import PARTS, LiveGuide, query_guides
 from .blend import LegTransfer, TrailingMean, centred_mean, floor_speeds, travel_weights, turn_lower_body, \
     unwrapped_after
 
@@ -44,6 +45,9 @@ class HybridSolver:
     def __init__(self, predictor: N3PSolver, matching: MotionMatchingSolver, config: HybridConfig = HybridConfig()):
         """The two solvers become the hybrid's parts: the predictor's foot lock and motion matching's foot lock and
         arm IK are switched off in them (the hybrid locks the feet itself; the arms are the predictor's)."""
+        unknown = set(config.query_guide) - set(PARTS)
+        if unknown:
+            raise ValueError(f"HybridConfig.query_guide: unknown parts {sorted(unknown)}; parts are {', '.join(PARTS)}")
         self.predictor, self.matching, self.config = predictor, matching, config
         predictor.config = replace(predictor.config, foot_lock=False)
         matching.config = replace(matching.config, foot_lock=False, arm_ik=False)
@@ -56,6 +60,8 @@ class HybridSolver:
         self.hips = self.mapping["hips"]
         self.lower = [self.hips, *self.transfer.own]
         self.matched_toes = [matching.mapping[f"{s}_toes"] for s in "lr"]
+        self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
+        self.feet = [self.mapping[f"{s}_foot"] for s in "lr"]
         self.faces_with_model = config.face_with_model and matching.model is not None \
             and matching.config.orientation == "network"
         self.reset()
@@ -69,18 +75,21 @@ class HybridSolver:
         self.predictor.reset(standing_hmd_height_m)
         self.matching.reset(standing_hmd_height_m)
         self.foot_lock = FootLock(self.matching.config.foot_unlock_distance_m,
-                                  self.matching.config.foot_unlock_halflife_s)
+                                  self.matching.config.foot_unlock_halflife_s, self.config.lift_off_m)
         self.speed = TrailingMean(self.config.speed_window_s * self.fps)
         self.facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None
         self.previous_yaw: float | None = None
+        self.guide = LiveGuide(self.config.query_guide)
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         body = self.predictor.step(positions, rotations, tracked, dt)
-        lower = self.matching.step_lower_body(positions, rotations, tracked, dt)
         pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
         hips = pose[1][0, self.hips]
+        if self.config.query_guide:
+            self.matching.guide = self.guide.add(hips, pose[1][0, self.feet], dt)
+        lower = self.matching.step_lower_body(positions, rotations, tracked, dt)
         speed = 0.0 if self.previous_hips is None or lower.placed else \
             float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / lower.dt
         self.previous_hips = hips
@@ -100,14 +109,16 @@ class HybridSolver:
         """The offline driver: the predictor's solve of the stream (30 Hz, resampled) and motion matching's steps
         1-5, put together frame by frame with centred averages (the stream comes calibrated:
         `matching.solver.solve` does it)."""
-        predicted = self.predictor.solve(stream)
-        stepped, height, frames, first = lower_body_frames(stream, self.matching)
+        body = self.predictor.solve(stream).motion.resampled(self.fps)
+        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
+        config = self.config
+        guides = query_guides(pose[1][:, self.hips], pose[1][:, self.feet], self.fps, config.query_guide) \
+            if config.query_guide else None
+        stepped, height, frames, first = lower_body_frames(stream, self.matching, guides)
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
-        body = predicted.motion.resampled(self.fps)
         count = min(len(body), len(frames))
         body, frames = body[:count], frames[:count]
-        config = self.config
-        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
+        pose = pose[0][:count], pose[1][:count]
         speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)
         facing = None
         if self.faces_with_model:
@@ -124,16 +135,20 @@ class HybridSolver:
                         np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height,
                         self.method)
 
-    def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
-        """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs."""
-        world, _ = forward_kinematics(self.matching.skeleton.parents, rotations, positions, self.matched_toes)
-        return self.transfer.carry(world)
+    def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
+        toes' heights (T, 2) above the floor."""
+        world, world_positions = forward_kinematics(self.matching.skeleton.parents, rotations, positions,
+                                                    self.matched_toes)
+        return self.transfer.carry(world), world_positions[:, self.matched_toes, 1]
 
-    def combine(self, body: Motion, pose, matched_legs: np.ndarray, facing: np.ndarray | None, weights: np.ndarray,
+    def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
                 contacts: np.ndarray, dt, restarts: np.ndarray):
         """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its global `pose`
-        (rotations, positions), the matched legs' world rotations (T, 8, 4), the body's facing (T,) or None (the
-        predictor's), travel weights (T,), the matched contacts (T, 2), time steps and foot-lock restarts (T,)."""
+        (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2)), the body's
+        facing (T,) or None (the predictor's), travel weights (T,), the matched contacts (T, 2), time steps and
+        foot-lock restarts (T,)."""
+        matched_legs, matched_toe_heights = matched_legs
         parents = self.skeleton.parents
         rotations, positions = pose[0].copy(), pose[1].copy()
         parent = parents[self.hips]
@@ -150,9 +165,15 @@ class HybridSolver:
         if parent >= 0:  # the hips where the turn put them, in their parent's frame
             hips = quat.inverse_rotate(pose[0][:, parent], hips - pose[1][:, parent])
         out_positions[:, self.hips] = hips
-        if self.config.foot_lock:
-            self.legs.plant(local, out_positions, self.foot_lock, np.where(weights[:, None] > 0.5, contacts, True),
-                            dt, restarts)
+        toe_heights = None
+        if self.config.matched_toe_heights:
+            predicted = pose[1][:, self.toes, 1]
+            toe_heights = predicted + weights[:, None] * (matched_toe_heights - predicted)
+        if self.config.foot_lock or toe_heights is not None:
+            travelling = weights > 0.5
+            locked = np.where(travelling[:, None], contacts, True) & self.config.foot_lock
+            unlock = np.where(travelling, self.foot_lock.unlock_distance_m, self.config.standing_unlock_distance_m)
+            self.legs.plant(local, out_positions, self.foot_lock, locked, dt, restarts, None, toe_heights, unlock)
         return local, out_positions
 
 

@@ -36,6 +36,9 @@ class FootLock:
 
     unlock_distance_m: float = 0.2
     release_halflife_s: float = 0.1
+    lift_off_m: float = 0.0
+    """Over 0: a locked foot whose contact ends keeps its place on the floor, rising with the pose, until its
+    toe is this high over its lock; only then (in the air) does it move on to the pose's toe."""
     locked: np.ndarray = field(default_factory=lambda: np.zeros(2, bool))
     lock_positions: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
     release_offsets: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
@@ -55,22 +58,32 @@ class FootLock:
         self.release_offsets[which] = self.lock_positions[which] - feet[which]
         self.locked[which] = False
 
-    def targets(self, feet: np.ndarray, contacts: np.ndarray, dt: float) -> np.ndarray:
-        """Targets (2, 3) for the matched pose's contact points `feet` (2, 3) given its contacts (2,) this frame."""
-        far = length(feet - self.lock_positions) > self.unlock_distance_m
-        self.release(far | ~contacts, feet)
+    def targets(self, feet: np.ndarray, contacts: np.ndarray, dt: float,
+                unlock_distance_m: float | None = None) -> np.ndarray:
+        """Targets (2, 3) for the matched pose's contact points `feet` (2, 3) given its contacts (2,) this frame;
+        `unlock_distance_m` this frame's release distance (None: the lock's)."""
+        unlock = self.unlock_distance_m if unlock_distance_m is None else unlock_distance_m
+        far = length(feet - self.lock_positions) > unlock
+        lifting = np.zeros(2, bool)
+        if self.lift_off_m > 0.0:
+            lifting = self.locked & ~contacts & ~far & (feet[:, 1] < self.lock_positions[:, 1] + self.lift_off_m)
+        lifted = self.locked & ~contacts & ~lifting & ~far
+        self.release(far | (~contacts & ~lifting), feet)
+        self.release_offsets[lifted & (self.lift_off_m > 0.0), 1] = 0.0
         self.release_offsets, self.release_velocities = decay_toward_zero(
             self.release_offsets, self.release_velocities, self.release_halflife_s, dt)
         free = feet + self.release_offsets
         gap = length(self.release_offsets)
-        new_step = contacts & ~self.in_contact & (gap <= self.unlock_distance_m)
+        new_step = contacts & ~self.in_contact & (gap <= unlock)
         lock = contacts & ~self.locked & (new_step | (gap < RELOCK_GAP_M))
         self.in_contact = contacts.copy()
         self.lock_positions[lock] = free[lock]
         self.release_offsets[lock] = 0.0
         self.release_velocities[lock] = 0.0
         self.locked |= lock
-        return np.where(self.locked[:, None], self.lock_positions, free)
+        held = np.where(self.locked[:, None], self.lock_positions, free)
+        held[lifting, 1] = np.maximum(held[lifting, 1], feet[lifting, 1])
+        return held
 
 
 @dataclass(frozen=True)
@@ -97,7 +110,8 @@ class Legs:
         return global_rotations[..., self.chains, :], global_positions[..., self.chains, :]
 
     def plant(self, rotations: np.ndarray, positions: np.ndarray, lock: FootLock, contacts: np.ndarray,
-              dt: float | np.ndarray, restarts: np.ndarray | None = None, global_pose=None) -> None:
+              dt: float | np.ndarray, restarts: np.ndarray | None = None, global_pose=None,
+              toe_heights: np.ndarray | None = None, unlock_distances: np.ndarray | None = None) -> None:
         """Leg IK toward the lock's toe targets; edits thigh, shin and foot rotations of poses (T, J, ...) in place.
 
         contacts (T, 2) per frame; dt (s) one for all frames or (T,); the lock is reset before each frame
@@ -105,21 +119,30 @@ class Legs:
         frame in order; forward kinematics and the IK run over all frames at once (one frame live, a whole
         solve offline). A single pose (J, ...) with contacts (2,) works too. The foot keeps its global
         rotation, so moving the ankle by the toe's correction puts the toe on its lock. `global_pose`: the poses'
-        global rotations and positions (T, J, ...) if already known, at least down the legs.
+        global rotations and positions (T, J, ...) if already known, at least down the legs. `toe_heights` (T, 2):
+        world heights the toes are put at before the lock (None: where the pose has them); `unlock_distances` (T,):
+        each frame's release distance (None: the lock's).
         """
         if rotations.ndim == 2:
             return self.plant(rotations[None], positions[None], lock, np.asarray(contacts)[None], dt,
-                              None if restarts is None else np.asarray(restarts)[None])
+                              None if restarts is None else np.asarray(restarts)[None], None,
+                              None if toe_heights is None else np.asarray(toe_heights)[None],
+                              None if unlock_distances is None else np.asarray(unlock_distances).reshape(1))
         if global_pose is None:
             global_rotations, global_positions = self.transforms(rotations, positions)
         else:
             global_rotations, global_positions = global_pose[0][:, self.chains], global_pose[1][:, self.chains]
         ankles, toes = global_positions[:, :, 3], global_positions[:, :, 4]
+        placed = toes
+        if toe_heights is not None:
+            placed = toes.copy()
+            placed[..., 1] = toe_heights
         held = np.empty_like(toes)
         for t in range(len(toes)):
             if restarts is not None and restarts[t]:
                 lock.reset()
-            held[t] = lock.targets(toes[t], contacts[t], dt[t] if np.ndim(dt) else dt)
+            held[t] = lock.targets(placed[t], contacts[t], dt[t] if np.ndim(dt) else dt,
+                                   None if unlock_distances is None else float(unlock_distances[t]))
         thigh, shin = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], ankles, ankles + held - toes,
                                   global_rotations[:, :, 1], global_rotations[:, :, 2])
         solved = self.chains[:, 1:4]

@@ -39,6 +39,7 @@ from ..math.spring import angle_spring_toward, spring_toward
 from ..orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, facing_yaw, hmd_frame_rotations
 from ..orientation.window import WindowOrientationModel, load_orientation_model
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
+from .guide import QueryGuide
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
 
@@ -205,6 +206,8 @@ class MotionMatchingSolver:
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
         self.predictor = self.model.predictor() if self.model is not None else None
         self.root_speed = 0.0
+        self.guide: QueryGuide | None = None
+        """Set before a step by a solver that knows the body (the hybrid): the next search's query follows it."""
 
     # -- calibration ------------------------------------------------------------------------------------------
 
@@ -342,6 +345,8 @@ class MotionMatchingSolver:
         current = self.databases[state.database]
         pose_part = current.features[state.frame, POSE_FEATURES] if state.started \
             else self.databases[database].scale.mean[POSE_FEATURES]
+        if self.guide is not None:
+            pose_part = self.guide.apply(pose_part, state.root_rotation)
         ahead = target[None] + TRAJECTORY_TIMES_S[:, None] * state.velocity[None]
         future = quat.inverse_rotate(state.root_rotation, ahead - state.root_position)
         yaws, _ = angle_spring_toward(state.facing_yaw, state.facing_yaw_rate, body_yaw,
@@ -479,10 +484,11 @@ def solve(stream: ThreePointStream, solver: MotionMatchingSolver,
     return solution
 
 
-def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
+def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver, guides=None):
     """Steps 1-5 over a whole stream: resampled to the solver's rate, the standing height measured on its first
-    `calibration_s`, every frame from the HMD's first tracked one stepped. Returns the stream as stepped, the
-    height, the frames and the index of the first stepped frame."""
+    `calibration_s`, every frame from the HMD's first tracked one stepped. `guides`: None, or each stepped
+    frame's QueryGuide (a sequence over the resampled stream's frames; past its end, none). Returns the stream
+    as stepped, the height, the frames and the index of the first stepped frame."""
     stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
@@ -490,7 +496,9 @@ def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
     frames = []
     for t in range(first, len(stream)):
         dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
+        solver.guide = guides[t] if guides is not None and t < len(guides) else None
         frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+    solver.guide = None
     return stream, height, frames, first
 
 
