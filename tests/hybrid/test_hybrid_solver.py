@@ -97,8 +97,9 @@ def test_legs_from_a_database_whose_joints_rest_otherwise_are_the_same_legs(mode
     carried = [solver.matched_legs(solver.matching.databases[0].poses.rotations[frames],
                                    solver.matching.databases[0].poses.positions[frames])
                for solver in (plain, other)]
-    angle = np.degrees(quat.angle_between(carried[0], carried[1]))
+    angle = np.degrees(quat.angle_between(carried[0][0], carried[1][0]))
     assert angle.max() < 1e-6
+    np.testing.assert_allclose(carried[0][1], carried[1][1], atol=1e-9)  # the toes' heights
 
 
 def test_the_same_skeleton_takes_the_matched_legs_as_they_are(model):
