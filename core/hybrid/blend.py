@@ -14,6 +14,7 @@ from collections import deque
 import numpy as np
 
 from ..math import quat
+from ..math.angle import wrap_angle
 from ..rig.retarget import Retargeting, bvh_target
 
 LEG_JOINTS = ("thigh", "shin", "foot", "toes")
@@ -59,7 +60,7 @@ def travel_weights(speed: np.ndarray, standing_m_s: float, travelling_m_s: float
 
 def unwrapped_after(previous: float, angle: float) -> float:
     """`angle` (radians) moved by whole turns to within half a turn of `previous`: a live np.unwrap."""
-    return previous + (angle - previous + np.pi) % (2.0 * np.pi) - np.pi
+    return previous + float(wrap_angle(angle - previous))
 
 
 def turn_lower_body(rotations: np.ndarray, positions: np.ndarray, lower, pivot: int, turns: np.ndarray) -> None:

@@ -47,11 +47,8 @@ class LiveGuide:
         self.joints = deque(maxlen=SPAN + 1)
         self.times = deque(maxlen=SPAN + 1)
 
-    def add(self, hips: np.ndarray, feet: np.ndarray, dt: float, restart: bool = False) -> QueryGuide:
+    def add(self, hips: np.ndarray, feet: np.ndarray, dt: float) -> QueryGuide:
         """This frame's guide from the body's hips (3,) and feet (2, 3), `dt` after the previous frame."""
-        if restart:
-            self.joints.clear()
-            self.times.clear()
         joints = np.vstack([feet, hips])
         self.times.append((self.times[-1] + dt) if self.times else 0.0)
         self.joints.append(joints)

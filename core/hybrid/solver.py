@@ -87,9 +87,8 @@ class HybridSolver:
         body = self.predictor.step(positions, rotations, tracked, dt)
         pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
         hips = pose[1][0, self.hips]
-        if self.config.query_guide:
-            self.matching.guide = self.guide.add(hips, pose[1][0, self.feet], dt)
-        lower = self.matching.step_lower_body(positions, rotations, tracked, dt)
+        guide = self.guide.add(hips, pose[1][0, self.feet], dt) if self.config.query_guide else None
+        lower = self.matching.step_lower_body(positions, rotations, tracked, dt, guide)
         speed = 0.0 if self.previous_hips is None or lower.placed else \
             float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / lower.dt
         self.previous_hips = hips

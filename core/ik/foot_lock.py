@@ -64,12 +64,12 @@ class FootLock:
         `unlock_distance_m` this frame's release distance (None: the lock's)."""
         unlock = self.unlock_distance_m if unlock_distance_m is None else unlock_distance_m
         far = length(feet - self.lock_positions) > unlock
-        lifting = np.zeros(2, bool)
+        lifting = lifted = np.zeros(2, bool)
         if self.lift_off_m > 0.0:
             lifting = self.locked & ~contacts & ~far & (feet[:, 1] < self.lock_positions[:, 1] + self.lift_off_m)
-        lifted = self.locked & ~contacts & ~lifting & ~far
+            lifted = self.locked & ~contacts & ~lifting & ~far
         self.release(far | (~contacts & ~lifting), feet)
-        self.release_offsets[lifted & (self.lift_off_m > 0.0), 1] = 0.0
+        self.release_offsets[lifted, 1] = 0.0
         self.release_offsets, self.release_velocities = decay_toward_zero(
             self.release_offsets, self.release_velocities, self.release_halflife_s, dt)
         free = feet + self.release_offsets

@@ -206,8 +206,6 @@ class MotionMatchingSolver:
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
         self.predictor = self.model.predictor() if self.model is not None else None
         self.root_speed = 0.0
-        self.guide: QueryGuide | None = None
-        """Set before a step by a solver that knows the body (the hybrid): the next search's query follows it."""
 
     # -- calibration ------------------------------------------------------------------------------------------
 
@@ -232,8 +230,10 @@ class MotionMatchingSolver:
         lower = self.step_lower_body(positions, rotations, tracked, dt)
         return self.finish_poses([lower], self.upper_body_calibration(lower.standing_height_m))
 
-    def step_lower_body(self, positions, rotations, tracked, dt: float) -> LowerBodyFrame:
-        """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK."""
+    def step_lower_body(self, positions, rotations, tracked, dt: float,
+                        guide: QueryGuide | None = None) -> LowerBodyFrame:
+        """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK;
+        `guide`: what another solver knows of the body (the hybrid's predictor), for this frame's search."""
         state, config = self.state, self.config
         dt, paused = step_seconds(dt, 1.0 / self.fps)
         state.paused_steps += paused
@@ -269,7 +269,7 @@ class MotionMatchingSolver:
         searched = (not state.started or teleported or database != state.database or at_end
                     or state.since_search >= config.search_interval)
         if searched:
-            self.search(database, target, body_yaw)
+            self.search(database, target, body_yaw, guide)
             state.since_search = 0
         state.started = True
         state.since_search += 1
@@ -339,14 +339,15 @@ class MotionMatchingSolver:
 
     # -- motion matching ----------------------------------------------------------------------------------------
 
-    def query(self, database: int, target: np.ndarray, body_yaw: float) -> np.ndarray:
-        """The raw query q (eq. 5-8) in the avatar's character space."""
+    def query(self, database: int, target: np.ndarray, body_yaw: float,
+              guide: QueryGuide | None = None) -> np.ndarray:
+        """The raw query q (eq. 5-8) in the avatar's character space; `guide`'s parts replace the played pose's."""
         state = self.state
         current = self.databases[state.database]
         pose_part = current.features[state.frame, POSE_FEATURES] if state.started \
             else self.databases[database].scale.mean[POSE_FEATURES]
-        if self.guide is not None:
-            pose_part = self.guide.apply(pose_part, state.root_rotation)
+        if guide is not None:
+            pose_part = guide.apply(pose_part, state.root_rotation)
         ahead = target[None] + TRAJECTORY_TIMES_S[:, None] * state.velocity[None]
         future = quat.inverse_rotate(state.root_rotation, ahead - state.root_position)
         yaws, _ = angle_spring_toward(state.facing_yaw, state.facing_yaw_rate, body_yaw,
@@ -354,11 +355,11 @@ class MotionMatchingSolver:
         directions = quat.inverse_rotate(state.root_rotation, quat.rotate(quat.from_yaw(yaws), FORWARD))
         return np.concatenate([pose_part, future[:, [0, 2]].ravel(), directions[:, [0, 2]].ravel()])
 
-    def search(self, database: int, target: np.ndarray, body_yaw: float) -> None:
+    def search(self, database: int, target: np.ndarray, body_yaw: float, guide: QueryGuide | None = None) -> None:
         """Search `database` for the best match; switch to it (with inertialization) if it is not the current pose."""
         state = self.state
         matching = self.databases[database]
-        query = matching.scale.normalise(self.query(database, target, body_yaw))
+        query = matching.scale.normalise(self.query(database, target, body_yaw, guide))
         best, cost = -1, np.inf
         if state.started and database == state.database and matching.index.searchable[state.frame]:
             best = state.frame
@@ -496,9 +497,8 @@ def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver, gu
     frames = []
     for t in range(first, len(stream)):
         dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
-        solver.guide = guides[t] if guides is not None and t < len(guides) else None
-        frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
-    solver.guide = None
+        guide = guides[t] if guides is not None and t < len(guides) else None
+        frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt, guide))
     return stream, height, frames, first
 
 

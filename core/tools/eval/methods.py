@@ -29,7 +29,7 @@ from ...files.bvh import read_bvh
 from ...files.mocap import default_database_files, find_bvh_files
 from ...hybrid.solver import HybridSolver
 from ...matching.pose_database import PoseDatabase, build_database
-from ...matching.solver import MotionMatchingSolver
+from ...matching.solver import MatchingDatabase, MotionMatchingSolver
 from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
 from ...orientation.window import load_orientation_model
@@ -47,19 +47,23 @@ PAPER = {"mpjpe_cm": 5.52, "mpjpe_cm_upper": 3.76, "mpjpe_cm_lower": 7.88}
 
 
 def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
+    """One solver per method; motion matching's feature database, index and orientation model are made once and
+    shared by `mm` and `hybrid`."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"unknown method {unknown[0]!r}; methods are {', '.join(METHODS)}")
+    if {"mm", "hybrid"} & set(methods):
+        prepared, orientation = MatchingDatabase.prepare(database, SolverConfig()), load_orientation_model()
     made = {}
     for method in methods:
         if method == "mm":
-            made[method] = MotionMatchingSolver([database], SolverConfig(), load_orientation_model())
+            made[method] = MotionMatchingSolver([prepared], SolverConfig(), orientation)
         elif method == "n3p":
             made[method] = N3PSolver(model)
         elif method == "n3p_hmd_only":
             made[method] = N3PSolver(model, N3PConfig(hmd_only=True))
-        elif method == "hybrid":
-            made[method] = HybridSolver(N3PSolver(model), MotionMatchingSolver([database], SolverConfig(),
-                                                                               load_orientation_model()))
         else:
-            raise ValueError(f"unknown method {method!r}; methods are {', '.join(METHODS)}")
+            made[method] = HybridSolver(N3PSolver(model), MotionMatchingSolver([prepared], SolverConfig(), orientation))
     return made
 
 
