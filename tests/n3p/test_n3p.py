@@ -13,14 +13,15 @@ from core.devices.attachments import hmd_forward, implied_joint_positions
 from core.rig.humanoid import find_mapping
 from core.quality.metrics import mpjpe_cm, score_motion
 from core.files.mocap import find_bvh_files, split_by_file
-from core.n3p.model import SIZES, N3PModel, N3PModelError
+from core.n3p.model import SHIPPED_MODEL, SIZES, N3PModel, N3PModelError
 from core.n3p.solver import N3PSolver
 from core.n3p.state import J_LO, J_UP, OutputSkeleton, body_states, canonical_transforms, global_pose, \
     reference_orientations, signals_into, signals_out_of, tracker_signals
 from core.devices.simulate import simulate_stream
 from core.matching.solver import solve
 from core.files.stream import ThreePointStream, read_stream, write_stream
-from core.tools.train.n3p import EpisodeData, Trainer, compose_headings, fk_loss, prepare_clips, signals_into_torch
+from core.tools.train.n3p import CONTACTS, TOES, EpisodeData, Trainer, compose_headings, fk_loss, foot_sliding_loss, \
+    prepare_clips, signals_into_torch
 from conftest import DATA, FIXTURE_WALK_1, FIXTURE_WALK_2
 
 
@@ -115,6 +116,49 @@ def test_fk_loss_is_zero_on_ground_truth_and_not_on_a_wrong_pose(training_bits):
     bent = lo.clone()
     bent[..., len(J_LO) * 6 + 3] += 0.3  # the left thigh's orientation turns, its children's positions do not
     assert fk_loss(bent, offsets, J_LO, reference, lo_std).item() > 1e-3
+
+
+def test_foot_sliding_loss_counts_a_toe_that_moves_in_the_world_during_contact(training_bits):
+    clips = training_bits[0]
+    data = EpisodeData.of(clips)
+    batch = Trainer(data.normalisation(), training_bits[1]).tensors(data, data.starts[:6])
+    lo, frames = batch["lo"].double(), batch["headings"].double()
+    contacts = batch["lo"][..., CONTACTS].double()
+    assert contacts.sum() > 0
+    planted = foot_sliding_loss(lo, frames, contacts).item()
+    assert planted < 0.3  # the data's own toes: a few millimetres per frame where they touch down and lift
+    slid = lo.clone()
+    toes = torch.tensor([3 * t for t in TOES])
+    slid[..., toes] += 0.02 * torch.arange(lo.shape[1], dtype=lo.dtype)[None, :, None]  # 2 cm per frame along x
+    assert foot_sliding_loss(slid, frames, contacts).item() > planted + 3.0
+    # Only frames in contact count.
+    assert foot_sliding_loss(slid, frames, torch.zeros_like(contacts)).item() == 0.0
+
+
+def test_training_resumes_a_saved_model_through_the_named_stages(tmp_path, model):
+    output = tmp_path / "resumed.npz"
+    assert main(["train", "n3p", "--data", str(FIXTURE_WALK_1), str(FIXTURE_WALK_2), "-o", str(output),
+                 "--resume", str(SHIPPED_MODEL), "--stages", "up",
+                 "--minutes", "0.01", "--foot-sliding", "1"]) == 0
+    resumed = N3PModel.load(output)
+    np.testing.assert_array_equal(resumed.norm.mean["lo"], model.norm.mean["lo"])
+    np.testing.assert_array_equal(resumed.reference, model.reference)
+    for name in ("sig", "lo"):  # stages not run keep the saved weights
+        for key, value in model.networks[name].items():
+            np.testing.assert_allclose(resumed.networks[name][key], value, atol=1e-6)
+    assert any(not np.allclose(resumed.networks["up"][k], v, atol=1e-6) for k, v in model.networks["up"].items())
+    assert [c["stage"] for c in resumed.info["curve"]] == ["up"] * len(resumed.info["curve"])
+    assert len(resumed.info["pieces"]) == 2 and resumed.info["total_minutes"] > model.info["minutes"]
+
+
+def test_training_refuses_an_unknown_stage_and_its_own_input_as_output(tmp_path, capsys):
+    assert main(["train", "n3p", "--data", str(FIXTURE_WALK_1), "-o", str(tmp_path / "m.npz"),
+                 "--stages", "lo,legs"]) != 0
+    assert "--stages lo,legs" in capsys.readouterr().err
+    saved = tmp_path / "saved.npz"
+    N3PModel.load().save(saved)
+    assert main(["train", "n3p", "--data", str(FIXTURE_WALK_1), "-o", str(saved), "--resume", str(saved)]) != 0
+    assert "saved.npz" in capsys.readouterr().err
 
 
 def test_numpy_sub_predictors_match_torch(training_bits):

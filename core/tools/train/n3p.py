@@ -17,6 +17,11 @@ the heading loss L_h (eq. 6) and the FK loss L_FK:
   from the set's first joint, the hips or the spine, at its predicted position, with the clip's
   bone offsets) against the predicted positions, in the same normalised units as the MSE.
 w_h and w_FK are not given in the paper; both are 1 here.
+Beyond the paper (off by default, `--foot-sliding W`): L_slide, the toes' displacement in the world
+between consecutive frames where the data has that foot in contact, in units of FOOT_SLIDE_SCALE_M, for
+G_lo (pretraining, with the data's heading frames) and in the chained stage (with the predicted ones).
+`--resume MODEL` continues a saved model (its weights, normalisation and references; Adam's moments start
+afresh) through the stages `--stages` names, the minutes shared among them in PHASE_SHARES' proportions.
 """
 from __future__ import annotations
 
@@ -50,6 +55,10 @@ TRAINING_LOOK_AROUND_DEG = 60.0
 PHASE_SHARES = {"sig": 0.15, "lo": 0.3, "up": 0.25, "joint": 0.3}
 """Share of the training time per stage (pretraining G_sig, G_lo, G_up; then the joint fine-tuning)."""
 BATCHES_PER_EPOCH = 50
+FOOT_SLIDE_SCALE_M = 0.01
+"""L_slide measures each toe's step between 30 Hz frames in centimetres (a foot sliding at 30 cm/s costs 1)."""
+TOES = [J_LO.index("l_toes"), J_LO.index("r_toes")]
+"""The joints the contacts are measured on (n3p_state), in the order of the contacts."""
 
 
 @dataclass
@@ -183,6 +192,27 @@ def signals_into_torch(h, world):
     return turned.reshape(len(world), -1)
 
 
+def points_out_of_torch(h, points):
+    """heading.points_out_of in torch: (B, T, 3) frames, (B, T, K, 3) points in them -> world points."""
+    import torch
+
+    c, s = torch.cos(h[..., 2])[..., None], torch.sin(h[..., 2])[..., None]
+    x, z = points[..., 0], points[..., 2]
+    return torch.stack([c * x + s * z + h[..., None, 0], points[..., 1], -s * x + c * z + h[..., None, 1]], dim=-1)
+
+
+def foot_sliding_loss(raw_lo, headings, contacts):
+    """L_slide: (B, T, LO_SIZE) raw g_lo in the frames `headings` (B, T, 3); `contacts` (B, T, 2) from the data.
+
+    The mean squared world displacement of each toe from one frame to the next, in FOOT_SLIDE_SCALE_M, where
+    the data has that foot in contact on both frames (zero elsewhere)."""
+    positions = raw_lo[..., :len(J_LO) * 3].reshape(*raw_lo.shape[:-1], len(J_LO), 3)[..., TOES, :]
+    world = points_out_of_torch(headings, positions)
+    steps = ((world[:, 1:] - world[:, :-1]) / FOOT_SLIDE_SCALE_M) ** 2
+    held = contacts[:, 1:] * contacts[:, :-1]
+    return (steps.sum(-1) * held).mean()
+
+
 def heading_loss(start, deltas, truth):
     """L_h (eq. 6): frames accumulated from `start` (B, 3) by `deltas` (B, T, 3) against `truth` (B, T, 3)."""
     import torch
@@ -247,11 +277,13 @@ def fk_loss(raw, offsets, joints, reference, position_std):
 class Trainer:
     """The three sub-predictors, their normalisation in torch, and the losses of one episode per stage."""
 
-    def __init__(self, norm: Normalisation, reference: np.ndarray, seed: int = 0):
+    def __init__(self, norm: Normalisation, reference: np.ndarray, seed: int = 0, foot_sliding: float = 0.0):
         import torch
 
         torch.manual_seed(seed)
         self.nets = {name: sub_predictor(name) for name in SIZES}
+        self.foot_sliding = foot_sliding
+        """W of L_slide (0: the paper's losses alone)."""
         self.norm = norm
         self.mean = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in norm.mean.items()}
         self.std = {k: torch.as_tensor(v, dtype=torch.float32) for k, v in norm.std.items()}
@@ -285,7 +317,7 @@ class Trainer:
         h = batch["headings"][:, 0]
         g_lo, g_up = batch["lo_n"][:, 0], batch["up_n"][:, 0]
         states = {name: None for name in nets}
-        out = {k: [] for k in ("z", "z_next", "lo", "o_next", "up", "o_next_truth")}
+        out = {k: [] for k in ("z", "z_next", "lo", "o_next", "up", "o_next_truth", "h")}
         for t in steps:
             if stage in ("sig", "joint"):
                 o = batch["o_previous_n"][:, t] if stage == "sig" else self.normalise(
@@ -301,6 +333,7 @@ class Trainer:
             if stage == "joint":
                 delta = self.restore("lo", g_lo)[:, Z_IN_LO][:, HEADING_CHANGE]
                 h = compose_headings(h, delta)
+                out["h"].append(h)
             if stage in ("up", "joint"):
                 o = batch["o_current_n"][:, t] if stage == "up" else self.normalise(
                     "o", signals_into_torch(h, batch["signals"][:, t]))
@@ -326,6 +359,10 @@ class Trainer:
                                                       truth_h)
                            + W_FK * fk_loss(raw, batch["offsets"], J_LO, self.reference,
                                             self.norm.std["lo"][:len(J_LO) * 3]))
+            if self.foot_sliding > 0:
+                frames = torch.stack(out["h"], dim=1) if out["h"] else truth_h
+                terms["slide"] = self.foot_sliding * foot_sliding_loss(
+                    raw, frames, batch["lo"][:, 1:EPISODE + 1, CONTACTS])
         if out["up"]:
             up = torch.stack(out["up"], dim=1)
             terms["up"] = (mse(up, batch["up_n"][:, 1:EPISODE + 1])
@@ -349,16 +386,25 @@ def standing_state(clips: list[TrainingClip]) -> tuple[np.ndarray, np.ndarray]:
     return up, lo
 
 
-def train(clips, validation, reference, minutes: float, seed: int = 0, log=print, checkpoint=None):
-    """Both stages within `minutes`; returns (Trainer, curve). `checkpoint(trainer)` runs after every epoch."""
+def train(clips, validation, reference, minutes: float, seed: int = 0, log=print, checkpoint=None,
+          resume: N3PModel | None = None, stages=tuple(PHASE_SHARES), foot_sliding: float = 0.0):
+    """The `stages` within `minutes` (shared in PHASE_SHARES' proportions); returns (Trainer, curve).
+
+    `checkpoint(trainer, curve)` runs after every epoch; `resume` starts from a saved model's weights and
+    normalisation instead of fresh ones."""
     import torch
 
     data, held = EpisodeData.of(clips), EpisodeData.of(validation)
-    trainer = Trainer(data.normalisation(), reference, seed)
+    trainer = Trainer(resume.norm if resume else data.normalisation(), reference, seed, foot_sliding)
+    if resume:
+        for name, net in trainer.nets.items():
+            net.load_state_dict({k: torch.from_numpy(v.astype(np.float32)) for k, v in resume.networks[name].items()})
     rng = np.random.default_rng(seed)
     validation_starts = np.random.default_rng(1).choice(held.starts, size=min(256, len(held.starts)), replace=False)
     curve = []
-    for stage, share in PHASE_SHARES.items():
+    total_share = sum(PHASE_SHARES[stage] for stage in stages)
+    for stage in stages:
+        share = PHASE_SHARES[stage] / total_share
         trained = ["sig", "lo"] if stage == "joint" else [stage]
         parameters = [p for name in trained for p in trainer.nets[name].parameters()]
         optimiser = torch.optim.Adam(parameters, lr=LEARNING_RATE)
@@ -430,8 +476,13 @@ def run(args) -> int:
 
     files = find_bvh_files(args.data)
     path = Path(args.output)
-    check_outputs([path, path.with_suffix(".json"), path.with_name(path.stem + "_curve.png")], files,
-                  make_folders=True)
+    check_outputs([path, path.with_suffix(".json"), path.with_name(path.stem + "_curve.png")],
+                  files + ([args.resume] if args.resume else []), make_folders=True)
+    stages = tuple(args.stages.split(","))
+    unknown = [stage for stage in stages if stage not in PHASE_SHARES]
+    if unknown or not stages:
+        raise ValueError(f"--stages {args.stages}: stages are {', '.join(PHASE_SHARES)}, separated by commas")
+    resume = N3PModel.load(args.resume) if args.resume else None
     training_files, validation_files = split_by_file(files)
     if args.limit:
         training_files, validation_files = training_files[:args.limit], validation_files[:max(1, args.limit // 4)]
@@ -443,9 +494,13 @@ def run(args) -> int:
             print(f"  simulated {done}/{total} files", file=sys.stderr)
 
     started = time.perf_counter()
-    clips, reference, output, head = prepare_clips(training_files, None, args.look_around, args.seed, progress)
+    clips, reference, output, head = prepare_clips(training_files, resume.reference if resume else None,
+                                                   args.look_around, args.seed, progress)
     validation, _, _, _ = prepare_clips(validation_files, reference, args.look_around, 10_000 + args.seed, progress)
     initial_up, initial_lo = standing_state(clips)
+    if resume:
+        initial_up, initial_lo, head = resume.initial_up, resume.initial_lo, resume.standing_head_m
+    earlier = resume.info.get("pieces", [resume.info]) if resume else []
 
     def record(curve):
         return {
@@ -454,15 +509,22 @@ def run(args) -> int:
             "validation_files": len(validation_files), "training_frames": int(sum(len(c.signals) for c in clips)),
             "fps": FPS, "look_around_deg": args.look_around, "episode": EPISODE, "batch_size": BATCH_SIZE,
             "learning_rate": LEARNING_RATE, "hidden": HIDDEN, "stage_shares": PHASE_SHARES, "minutes": args.minutes,
+            "stages": list(stages), "foot_sliding": args.foot_sliding, "resumed_from": args.resume,
             "seed": args.seed, "torch": torch.__version__,
-            "training_seconds": round(time.perf_counter() - started, 1), "curve": curve}
+            "training_seconds": round(time.perf_counter() - started, 1), "curve": curve,
+            "total_minutes": round(sum(p.get("minutes", 0) for p in earlier) + args.minutes, 2)}
+
+    def with_pieces(info):
+        """The record of this piece, and every earlier piece's without its curve."""
+        pieces = [{k: v for k, v in p.items() if k not in ("curve", "pieces")} for p in earlier]
+        return {**info, "pieces": pieces + [{k: v for k, v in info.items() if k != "curve"}]} if earlier else info
 
     def checkpoint(trainer, curve):
-        trainer.export(reference, initial_up, initial_lo, output, head, record(curve)).save(path)
+        trainer.export(reference, initial_up, initial_lo, output, head, with_pieces(record(curve))).save(path)
 
     trainer, curve = train(clips, validation, reference, args.minutes, args.seed,
-                           lambda line: print(line, file=sys.stderr), checkpoint)
-    model = trainer.export(reference, initial_up, initial_lo, output, head, record(curve))
+                           lambda line: print(line, file=sys.stderr), checkpoint, resume, stages, args.foot_sliding)
+    model = trainer.export(reference, initial_up, initial_lo, output, head, with_pieces(record(curve)))
     model.save(path)
     write_text(path.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
     try:
@@ -483,4 +545,11 @@ def add_command(train_group) -> None:
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",
                         help="look-around augmentation of the simulated streams (default 60)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N training files (0: all)")
+    parser.add_argument("--resume", metavar="MODEL", help="continue training this model (its weights, normalisation "
+                        "and references); --minutes are the additional ones")
+    parser.add_argument("--stages", default=",".join(PHASE_SHARES), metavar="LIST",
+                        help=f"stages to run, in order (default {','.join(PHASE_SHARES)}); the minutes are shared "
+                        "among them in their default proportions")
+    parser.add_argument("--foot-sliding", type=float, default=0.0, metavar="W",
+                        help="weight of the toes' sliding during the data's contacts (default 0: the paper's losses)")
     parser.set_defaults(run=run)
