@@ -96,18 +96,26 @@ def fallback() -> dict:
     return session("headless", 0.3, ("LOCAL_FLOOR", "LOCAL"))
 
 
-def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = False) -> dict:
-    """core's MotionMatchingSolver stepped from every located frame; with `lose_hands` "A:B", the hands' tracking
-    is dropped (flags cleared) from frame A to B of the run, then returns. `pin_core` keeps this thread (the solver's) on
-    one CPU once the runtime's own threads have started, free to run on any."""
+def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = False, method: str = "mm") -> dict:
+    """core's solver (`method`: "mm", motion matching; "hybrid", the default solve) stepped from every located
+    frame; with `lose_hands` "A:B", the hands' tracking is dropped (flags cleared) from frame A to B of the run, then
+    returns. `pin_core` keeps this thread (the solver's) on one CPU once the runtime's own threads have started,
+    free to run on any."""
     from core.files.bvh import read_bvh
     from core.devices.attachments import joints_from_devices
     from core.devices.live import run_live
+    from core.hybrid.solver import HybridSolver
+    from core.n3p.model import N3PModel
+    from core.n3p.solver import N3PSolver
     from core.orientation.window import load_orientation_model
     from core.matching.pose_database import build_database
     from core.matching.solver import MotionMatchingSolver
 
     solver = MotionMatchingSolver([build_database([read_bvh(WALK_1)])], orientation_model=load_orientation_model())
+    if method == "hybrid":
+        solver = HybridSolver(N3PSolver(N3PModel.load()), solver)
+    elif method != "mm":
+        raise ValueError(f"method {method!r}: mm or hybrid")
     first, last = (int(v) for v in lose_hands.split(":")) if lose_hands else (-1, -1)
     count, hand_errors = [0], []
 
