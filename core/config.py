@@ -330,6 +330,13 @@ class HybridConfig:
     The predictor (`n3p`) and motion matching (`matching`, over the user's databases) run side by side; these
     settings say how their answers are put together."""
 
+    legs: str = "predicted"
+    """Whose legs step while the body travels: "predicted", the predictor's own, locked on its predicted contacts
+    (its legs step in the person's phase); "matched", motion matching's, locked on the matched poses' contacts
+    (they step in their clip's phase, docs/default_method.md)."""
+    toe_contact_m: float = 0.0
+    """With the predictor's legs, a toe this close to its standing height counts as in contact too (the predicted
+    contact flags miss feet that touch down briefly or skim the floor)."""
     standing_m_s: float = 0.15
     """Under this floor speed of the predicted hips the predictor's own legs are kept (both feet locked)."""
     travelling_m_s: float = 0.45

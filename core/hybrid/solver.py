@@ -30,10 +30,15 @@ from ..math import quat
 from ..math.angle import wrap_angle
 from ..n3p.model import N3PModel
 from ..n3p.solver import N3PSolver
+from ..n3p.state import J_LO
 from ..rig.humanoid import find_mapping
 from .query import PARTS, LiveGuide, query_guides
 from .blend import LegTransfer, TrailingMean, centred_mean, floor_speeds, travel_weights, turn_lower_body, \
     unwrapped_after
+
+
+LEGS = ("predicted", "matched")
+"""HybridConfig.legs: whose legs step while the body travels."""
 
 
 class HybridSolver:
@@ -45,6 +50,8 @@ class HybridSolver:
     def __init__(self, predictor: N3PSolver, matching: MotionMatchingSolver, config: HybridConfig = HybridConfig()):
         """The two solvers become the hybrid's parts: the predictor's foot lock and motion matching's foot lock and
         arm IK are switched off in them (the hybrid locks the feet itself; the arms are the predictor's)."""
+        if config.legs not in LEGS:
+            raise ValueError(f"HybridConfig.legs: {config.legs!r}; legs are {', '.join(LEGS)}")
         unknown = set(config.query_guide) - set(PARTS)
         if unknown:
             raise ValueError(f"HybridConfig.query_guide: unknown parts {sorted(unknown)}; parts are {', '.join(PARTS)}")
@@ -61,6 +68,8 @@ class HybridSolver:
         self.lower = [self.hips, *self.transfer.own]
         self.matched_toes = [matching.mapping[f"{s}_toes"] for s in "lr"]
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
+        self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
+        """The predictor's toes' heights over the floor in its standing state."""
         self.feet = [self.mapping[f"{s}_foot"] for s in "lr"]
         self.faces_with_model = config.face_with_model and matching.model is not None \
             and matching.config.orientation == "network"
@@ -98,9 +107,10 @@ class HybridSolver:
             yaw = lower.body_yaw if self.previous_yaw is None else unwrapped_after(self.previous_yaw, lower.body_yaw)
             self.previous_yaw = yaw
             facing = np.array([self.facing.add(yaw)])
+        contacts = lower.contacts if self.config.legs == "matched" else self.predictor.contacts
         rotations_out, positions_out = self.combine(body, pose, self.matched_legs(lower.rotations[None],
                                                                                   lower.positions[None]),
-                                                    facing, np.array([weight]), lower.contacts[None], lower.dt,
+                                                    facing, np.array([weight]), contacts[None], lower.dt,
                                                     np.array([lower.placed]))
         return Motion(self.skeleton, rotations_out, positions_out, self.fps)
 
@@ -108,7 +118,8 @@ class HybridSolver:
         """The offline driver: the predictor's solve of the stream (30 Hz, resampled) and motion matching's steps
         1-5, put together frame by frame with centred averages (the stream comes calibrated:
         `matching.solver.solve` does it)."""
-        body = self.predictor.solve(stream).motion.resampled(self.fps)
+        predicted = self.predictor.solve(stream)
+        body = predicted.motion.resampled(self.fps)
         pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
         config = self.config
         guides = query_guides(pose[1][:, self.hips], pose[1][:, self.feet], self.fps, config.query_guide) \
@@ -123,11 +134,16 @@ class HybridSolver:
         if self.faces_with_model:
             facing = centred_mean(np.unwrap([f.body_yaw for f in frames]), config.facing_window_s * self.fps)
         matched = self.matched_legs(np.array([f.rotations for f in frames]), np.array([f.positions for f in frames]))
+        if config.legs == "matched":
+            contacts = np.array([f.contacts for f in frames])
+        else:  # the predictor's 30 Hz contacts held between its ticks, as live
+            ticks = np.minimum((np.arange(count) * self.predictor.fps / self.fps + 1e-6).astype(int),
+                               len(predicted.contacts) - 1)
+            contacts = predicted.contacts[ticks]
         self.foot_lock.reset()
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
-            np.array([f.contacts for f in frames]), np.array([f.dt for f in frames]),
-            np.array([f.placed for f in frames]))
+            contacts, np.array([f.dt for f in frames]), np.array([f.placed for f in frames]))
         motion = Motion(self.skeleton, rotations, positions, self.fps, self.method)
         require_finite(motion, stepped)
         return Solution(motion, stepped, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
@@ -145,7 +161,8 @@ class HybridSolver:
                 contacts: np.ndarray, dt, restarts: np.ndarray):
         """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its global `pose`
         (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2)), the body's
-        facing (T,) or None (the predictor's), travel weights (T,), the matched contacts (T, 2), time steps and
+        facing (T,) or None (the predictor's), travel weights (T,), the contacts the feet lock on while travelling
+        (T, 2; HybridConfig.legs says whose), time steps and
         foot-lock restarts (T,)."""
         matched_legs, matched_toe_heights = matched_legs
         parents = self.skeleton.parents
@@ -156,7 +173,8 @@ class HybridSolver:
             turn_lower_body(rotations, positions, self.lower, self.mapping["spine"],
                             np.where(np.isfinite(turns), turns, 0.0))  # unknown: the predictor's facing
         own = self.transfer.own
-        rotations[:, own] = quat.slerp(rotations[:, own], matched_legs, weights[:, None])
+        matched_share = weights if self.config.legs == "matched" else np.zeros_like(weights)
+        rotations[:, own] = quat.slerp(rotations[:, own], matched_legs, matched_share[:, None])
         local = local_from_global(parents, rotations)
         local[:, 0] = body.rotations[:, 0]
         out_positions = body.positions.copy()
@@ -167,7 +185,9 @@ class HybridSolver:
         toe_heights = None
         if self.config.matched_toe_heights:
             predicted = pose[1][:, self.toes, 1]
-            toe_heights = predicted + weights[:, None] * (matched_toe_heights - predicted)
+            toe_heights = predicted + matched_share[:, None] * (matched_toe_heights - predicted)
+        if self.config.legs == "predicted":
+            contacts = contacts | (pose[1][:, self.toes, 1] < self.standing_toe_heights + self.config.toe_contact_m)
         if self.config.foot_lock or toe_heights is not None:
             travelling = weights > 0.5
             locked = np.where(travelling[:, None], contacts, True) & self.config.foot_lock

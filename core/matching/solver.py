@@ -450,6 +450,8 @@ class Solution:
     """'mm' (motion matching: databases, frames and searches say what it played) or 'n3p' (they are zero)."""
     calibration: StreamCalibration | None = None
     """What calibration.py found in the stream's first seconds (and applied), or None if not asked."""
+    contacts: np.ndarray | None = None
+    """(T, 2) the feet's contacts as the solver has them per frame (n3p: the predicted ones), where it keeps them."""
 
 
 def hands_in_hmd_frame(positions: np.ndarray, rotations: np.ndarray, hmd_frame: np.ndarray):

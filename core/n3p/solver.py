@@ -93,6 +93,8 @@ class N3PSolver:
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
         self.prediction = None
+        self.contacts = np.ones(2, bool)
+        """The feet's contacts of the last prediction (left, right)."""
         self.rejected_samples = 0
         """Device samples flagged tracked that were not usable (non-finite, absurd) and counted as untracked."""
         self.paused_steps = 0
@@ -150,8 +152,9 @@ class N3PSolver:
         hips[[0, 2]] /= scale
         motion = self.model.output.motion(world_rotations[None], hips[None], self.fps)
         local_rotations, local_positions = motion.rotations[0], motion.positions[0]
+        self.contacts = contacts_of(g_lo)
         if self.config.foot_lock:
-            self.legs.plant(local_rotations, local_positions, self.foot_lock, contacts_of(g_lo), dt)
+            self.legs.plant(local_rotations, local_positions, self.foot_lock, self.contacts, dt)
         if self.config.hand_ik and tracked[1:].any():
             wrists = joints_from_devices(positions, rotations, self.offsets)[1:]
             self.reach(local_rotations, local_positions, wrists, tracked[1:])
@@ -175,11 +178,13 @@ class N3PSolver:
         height = self.fixed_height or standing_height(stream, self.config.calibration_s)
         first = int(np.flatnonzero(stream.tracked[:, 0])[0])
         self.reset(height)
-        frames = []
+        frames, contacts = [], []
         for t in range(first, len(stream)):
             dt = stream.times[t] - stream.times[t - 1] if t > first else TICK_S
             frames.append(self.step(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+            contacts.append(self.contacts)
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
+        contacts = [contacts[0]] * first + contacts
         motion = Motion(self.skeleton, np.concatenate([f.rotations for f in frames]),
                         np.concatenate([f.positions for f in frames]), self.fps, "n3p")
         require_finite(motion, stream)
@@ -187,7 +192,7 @@ class N3PSolver:
         held = held_samples(stream.tracked[:, 0])
         targets = head_on_floor(stream.positions[held, 0], stream.rotations[held, 0], HEAD_CENTRE_FROM_HMD)
         return Solution(motion, stream, np.zeros(count, int), np.zeros(count, int), targets,
-                        np.zeros(count, bool), height, self.method)
+                        np.zeros(count, bool), height, self.method, contacts=np.array(contacts))
 
 
 def load_n3p_solver(model_path=None, config: N3PConfig = N3PConfig(),
