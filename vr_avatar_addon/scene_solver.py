@@ -73,15 +73,16 @@ def load_solver(context):
     paths = database_paths(settings)
     if not paths:
         raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library): the method "
-                            f"{'Predictor + Matched Steps' if solve.method == 'HYBRID' else 'Motion Matching'} takes "
-                            "its steps from it; Neural3Points needs none")
+                            f"{'Predictor + Motion Matching' if solve.method == 'HYBRID' else 'Motion Matching'} takes "
+                            "its facing and steps from it; Neural3Points needs none")
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:
         raise VRAvatarError(f"motion database not found: {missing[0]}")
     orientation = None if solve.orientation == 'NETWORK' else solve.orientation.lower()
     try:
         if solve.method == 'HYBRID':
-            config = core.config.HybridConfig(foot_lock=solve.foot_lock, matching=solver_config(solve))
+            config = core.config.HybridConfig(legs="matched" if solve.matched_legs else "predicted",
+                                              foot_lock=solve.foot_lock, matching=solver_config(solve))
             return core.hybrid.solver.load_hybrid_solver(paths, config, orientation, None,
                                                          solve.user_height if explicit else None)
         return core.matching.solver.load_calibrated_solver(

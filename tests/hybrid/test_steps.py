@@ -20,8 +20,8 @@ from core.orientation.window import load_orientation_model
 from core.quality.metrics import score_motion
 from conftest import DATASET_1, DATASET_2, FIXTURE_WALK_1, WALK_1
 
-MATCHED = HybridConfig(legs="matched")
-"""Motion matching's legs while travelling (the feet's changes below are theirs)."""
+MATCHED = HybridConfig(legs="matched", lift_off_m=0.03)
+"""Motion matching's legs while travelling, lifting off at 3 cm (the feet's changes below are theirs)."""
 BEFORE = HybridConfig(legs="matched", matched_toe_heights=False, lift_off_m=0.0,
                       standing_unlock_distance_m=SolverConfig().foot_unlock_distance_m, query_guide=())
 """The matched legs' feet as they were: matched rotations only, released at the contact's end and, standing or
