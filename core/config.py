@@ -361,11 +361,12 @@ class HybridConfig:
     toe is this far from it; travelling, at motion matching's `foot_unlock_distance_m` (0.3 m). At 0.3 m the feet
     under a body that moves without travelling (bows: the predictor's feet drift with the hips) were let go and
     slid back along the floor; at 0.6 m a foot stays until its leg no longer reaches (docs/hybrid_steps.md)."""
-    lift_off_m: float = 0.01
+    lift_off_m: float = 0.005
     """A foot whose contact ends stays where it was locked, rising with the pose, until its toe is this high over
     the lock (ik/foot_lock.py): the catch-up to the pose's toe then happens in the air, not along the floor (0:
     released at the contact's end, as motion matching's own lock does). The predictor's legs swing low: at 3 cm
-    (where matched legs were measured best) their feet were held until dragged (docs/default_method.md)."""
+    (where matched legs were measured best) their feet were held until dragged; 0.5 cm measured best for them
+    (docs/default_method.md)."""
     query_guide: tuple[str, ...] = ()
     """The predicted body's parts that replace the played pose's in motion matching's query (hybrid/query.py:
     "hips_velocity", "feet_velocities", "feet_offsets"), so the matched steps follow the predictor's; none by

@@ -26,7 +26,7 @@ MANNEQUIN_MAPPING = {"hips": "DEF-hips", "neck": "DEF-neck", "head": "DEF-head"}
 SECONDS, FPS = 2.0, 30
 SLIDE_BOUND = {ROBOT: 2.0}
 """Foot sliding over the clip's, the target 1.5 except where measured otherwise: the robot's stance feet roll on
-their toes (legs 42 % of its height) and the default's walk slides 1.6-1.7 times the clip's on it
+their toes (legs 42 % of its height) and the default's walk slides about 1.6 times the clip's on it
 (docs/eval_rigs.md)."""
 METRICS = ("mesh_below_floor_frames", "mesh_lowest_cm", "toe_below_rest_cm", "planted_share", "foot_slide_cm_s",
            "clip_foot_slide_cm_s", "foot_slide_ratio", "hand_cm", "head_cm", "seconds", "contact_sheet_seconds")

@@ -60,16 +60,26 @@ def test_on_a_held_out_walk_the_upper_body_and_root_stay_the_predictors(held_out
         assert abs(scores[legs]["root_cm"] - scores["n3p"]["root_cm"]) < 0.05
 
 
-def test_on_a_held_out_walk_matched_legs_step_in_their_clips_phase_and_the_predictors_in_the_persons(
+def test_on_a_held_out_walk_the_default_holds_the_predictors_steps_and_matched_legs_step_out_of_phase(
         held_out_walk_scores):
-    """Matched legs slide less than the predictor's own (1.8 against 2.4 times the truth's) but step in their clip's
-    phase: lower body 25.2 cm, where the default keeps the predictor's legs (9.8 cm, the predictor alone 7.4: its
-    lock costs 2.4 cm on this walk, and slides 1.9 times the truth's)."""
+    """The default keeps the predictor's legs and holds its feet: 1.2 times the truth's foot skating against the
+    predictor's 2.4, for 2.7 cm more lower-body error (10.0 against 7.4 cm); matched legs step in their clip's
+    phase, not the person's (lower body 25.2 cm)."""
     scores = held_out_walk_scores
     ratio = {n: s["foot_skate_cm_s"] / s["foot_skate_cm_s_truth"] for n, s in scores.items()}
-    assert ratio["matched"] < 0.85 * ratio["n3p"]
+    assert ratio["hybrid"] < 0.7 * ratio["n3p"]
     assert scores["hybrid"]["mpjpe_cm_lower"] < 0.5 * scores["matched"]["mpjpe_cm_lower"]
-    assert scores["hybrid"]["mpjpe_cm_lower"] < scores["n3p"]["mpjpe_cm_lower"] + 3.0
+    assert scores["hybrid"]["mpjpe_cm_lower"] < scores["n3p"]["mpjpe_cm_lower"] + 4.0
+
+
+def test_on_a_held_out_walk_the_hips_face_where_the_window_model_says_and_the_hands_stay(held_out_walk_scores):
+    """The hips turned to the window model's facing: 2.1 degrees from the truth's where the predictor's hips face
+    6.3 degrees off; the upper body keeps its world pose, so the hands stay on the controllers (the predictor's
+    0.04 cm)."""
+    scores = held_out_walk_scores
+    assert scores["hybrid"]["angle_deg"] < 0.6 * scores["n3p"]["angle_deg"]
+    assert scores["hybrid"]["hand_cm"] < 1.0
+    assert abs(scores["hybrid"]["hand_cm"] - scores["n3p"]["hand_cm"]) < 0.01
 
 
 def yawed(vectors: np.ndarray, yaw: np.ndarray) -> np.ndarray:
