@@ -337,6 +337,10 @@ class HybridConfig:
     toe_contact_m: float = 0.0
     """With the predictor's legs, a toe this close to its standing height counts as in contact too (the predicted
     contact flags miss feet that touch down briefly or skim the floor)."""
+    step_height: float = 0.15
+    """A released foot catches up with its pose in an arc, at most this share of the gap it had to close over the
+    floor (FootLock.step_height; 0: along the floor). With the predictor's legs most of the sliding left was such
+    catch-ups: a foot held on its contact while the predicted leg moved on, released at the unlock distance."""
     standing_m_s: float = 0.15
     """Under this floor speed of the predicted hips the predictor's own legs are kept (both feet locked)."""
     travelling_m_s: float = 0.45

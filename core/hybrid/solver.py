@@ -84,7 +84,8 @@ class HybridSolver:
         self.predictor.reset(standing_hmd_height_m)
         self.matching.reset(standing_hmd_height_m)
         self.foot_lock = FootLock(self.matching.config.foot_unlock_distance_m,
-                                  self.matching.config.foot_unlock_halflife_s, self.config.lift_off_m)
+                                  self.matching.config.foot_unlock_halflife_s, self.config.lift_off_m,
+                                  self.config.step_height)
         self.speed = TrailingMean(self.config.speed_window_s * self.fps)
         self.facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None

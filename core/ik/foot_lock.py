@@ -39,10 +39,15 @@ class FootLock:
     lift_off_m: float = 0.0
     """Over 0: a locked foot whose contact ends keeps its place on the floor, rising with the pose, until its
     toe is this high over its lock; only then (in the air) does it move on to the pose's toe."""
+    step_height: float = 0.0
+    """Over 0: a released foot catches up with the pose in an arc, not along the floor: raised by this share of
+    the gap it started with, most halfway (4 h g (g0 - g) / g0 for a horizontal gap g of g0)."""
     locked: np.ndarray = field(default_factory=lambda: np.zeros(2, bool))
     lock_positions: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
     release_offsets: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
     release_velocities: np.ndarray = field(default_factory=lambda: np.zeros((2, 3)))
+    release_gaps: np.ndarray = field(default_factory=lambda: np.zeros(2))
+    """The horizontal gap each foot's catch-up started with (for step_height)."""
     in_contact: np.ndarray = field(default_factory=lambda: np.zeros(2, bool))
     """The contacts of the previous frame: a contact that was not there then is a new step."""
 
@@ -51,11 +56,13 @@ class FootLock:
         self.in_contact[:] = False
         self.release_offsets[:] = 0.0
         self.release_velocities[:] = 0.0
+        self.release_gaps[:] = 0.0
 
     def release(self, which: np.ndarray, feet: np.ndarray) -> None:
         """Unlock the feet flagged in `which` (2,), keeping their output where it is."""
         which = which & self.locked
         self.release_offsets[which] = self.lock_positions[which] - feet[which]
+        self.release_gaps[which] = np.hypot(self.release_offsets[which, 0], self.release_offsets[which, 2])
         self.locked[which] = False
 
     def targets(self, feet: np.ndarray, contacts: np.ndarray, dt: float,
@@ -83,6 +90,11 @@ class FootLock:
         self.locked |= lock
         held = np.where(self.locked[:, None], self.lock_positions, free)
         held[lifting, 1] = np.maximum(held[lifting, 1], feet[lifting, 1])
+        if self.step_height > 0.0:
+            gap = np.hypot(self.release_offsets[:, 0], self.release_offsets[:, 2])
+            start = np.maximum(self.release_gaps, gap)
+            arc = 4.0 * self.step_height * gap * (start - gap) / np.maximum(start, 1e-9)
+            held[:, 1] += np.where(self.locked, 0.0, arc)
         return held
 
 
