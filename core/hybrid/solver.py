@@ -1,16 +1,16 @@
-"""The default solve (`hybrid`): Neural3Points' body with motion matching's steps and facing.
+"""The default solve (`hybrid`): Neural3Points' pose with held feet and motion matching's facing.
 
-Neural3Points (`n3p`) places the body and the upper body well but its legs barely step while its root follows
-the headset, and its hips face 14° off; motion matching (`mm`) steps but places the body worse (15 cm) over a
-locomotion database. Both solve the same devices; on the predictor's skeleton the result keeps the
+Neural3Points (`n3p`) places the body well and, trained long enough, steps in the person's phase, but its hips
+face 7-11 degrees off and its feet slide; motion matching (`mm`) steps cleanly but places the body worse (14
+cm) over a locomotion database. Both solve the same devices; on the predictor's skeleton the result keeps the
 predictor's pose (root, spine, neck, head, arms: its hands on the controllers through its own IK), then:
 1. facing: the hips and legs turn about the vertical through the spine's base so the hips face where motion
    matching's orientation model says (averaged over `facing_window_s`: centred offline, trailing live); the
    spine turns back, so the upper body (head, arms, hands on the devices) keeps its world pose;
-2. legs: each leg joint (thigh, shin, foot, toes) turns in the world toward motion matching's, by the travel
-   weight of the predicted hips' floor speed (blend.travel_weights);
-3. feet: the foot lock (MMVR §6.2) holds the feet on the matched poses' contacts while travelling, and
-   both feet while standing.
+2. legs (`HybridConfig.legs`): the predictor's own, or ("matched") each leg joint turned in the world toward
+   motion matching's by the travel weight of the predicted hips' floor speed (blend.travel_weights);
+3. feet: the foot lock (MMVR §6.2) holds the feet on the predicted contacts (or the matched poses') while
+   travelling and both feet while standing; a released foot catches up in a low arc.
 `step` is the live driver (one frame); `solve` the offline one, which runs the predictor's own offline
 driver (30 Hz, resampled to motion matching's rate) and motion matching's steps 1-5, then puts every frame
 together with the same `combine`. Measured against its parents in docs/default_method.md.
@@ -199,7 +199,7 @@ class HybridSolver:
 
 def load_hybrid_solver(database_paths, config: HybridConfig = HybridConfig(), orientation: str | None = None,
                        model_path=None, standing_hmd_height_m: float | None = None) -> HybridSolver:
-    """The default solver over database files (motion matching's steps) and a predictor model file (None: the
+    """The default solver over database files (motion matching's facing and steps) and a predictor model file (None: the
     shipped one); `orientation` as `matching.solver.load_solver` takes it."""
     predictor = N3PSolver(N3PModel.load(model_path) if model_path else N3PModel.load(), config.n3p,
                           standing_hmd_height_m)
