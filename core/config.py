@@ -325,7 +325,7 @@ class N3PConfig:
 
 @dataclass(frozen=True)
 class HybridConfig:
-    """The default solve (core/hybrid): Neural3Points' body with motion matching's steps while the body travels.
+    """The default solve (core/hybrid): Neural3Points' pose with held feet and motion matching's facing.
 
     The predictor (`n3p`) and motion matching (`matching`, over the user's databases) run side by side; these
     settings say how their answers are put together."""

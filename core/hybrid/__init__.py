@@ -1,4 +1,4 @@
-"""The default solve: Neural3Points' body and upper body with motion matching's steps and facing."""
+"""The default solve: Neural3Points' pose with held feet and motion matching's facing (its legs optionally)."""
 from .. import lazy_submodules
 
 __getattr__ = lazy_submodules(__name__)

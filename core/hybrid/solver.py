@@ -42,7 +42,7 @@ LEGS = ("predicted", "matched")
 
 
 class HybridSolver:
-    """The predictor's body with motion matching's legs and facing (module docstring); motion matching's
+    """The predictor's pose with motion matching's facing and the foot lock (module docstring); motion matching's
     interface (`step`, `solve`, `reset`, `standing_motion`)."""
 
     method = "hybrid"

@@ -3,7 +3,7 @@
 It reads a held-out clip, simulates the devices (with look-around), writes the stream, a BVH copy
 and the ground truth; builds the default motion-matching database (the training split's
 locomotion clips); solves the stream as it was written with the default method (`hybrid`: the
-predictor's body with motion matching's steps); and writes the solved BVH with its quality report
+predictor's pose, its feet held, motion matching's facing); and writes the solved BVH with its quality report
 (PNG and JSON) and the SPEC §5 figures against the ground truth.
 """
 from __future__ import annotations
