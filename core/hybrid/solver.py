@@ -108,11 +108,12 @@ class HybridSolver:
             yaw = lower.body_yaw if self.previous_yaw is None else unwrapped_after(self.previous_yaw, lower.body_yaw)
             self.previous_yaw = yaw
             facing = np.array([self.facing.add(yaw)])
-        contacts = lower.contacts if self.config.legs == "matched" else self.predictor.contacts
-        rotations_out, positions_out = self.combine(body, pose, self.matched_legs(lower.rotations[None],
-                                                                                  lower.positions[None]),
-                                                    facing, np.array([weight]), contacts[None], lower.dt,
-                                                    np.array([lower.placed]))
+        if self.config.legs == "matched":
+            matched, contacts = self.matched_legs(lower.rotations[None], lower.positions[None]), lower.contacts
+        else:
+            matched, contacts = None, self.predictor.contacts
+        rotations_out, positions_out = self.combine(body, pose, matched, facing, np.array([weight]), contacts[None],
+                                                    lower.dt, np.array([lower.placed]))
         return Motion(self.skeleton, rotations_out, positions_out, self.fps)
 
     def solve(self, stream) -> Solution:
@@ -134,10 +135,12 @@ class HybridSolver:
         facing = None
         if self.faces_with_model:
             facing = centred_mean(np.unwrap([f.body_yaw for f in frames]), config.facing_window_s * self.fps)
-        matched = self.matched_legs(np.array([f.rotations for f in frames]), np.array([f.positions for f in frames]))
         if config.legs == "matched":
+            matched = self.matched_legs(np.array([f.rotations for f in frames]),
+                                        np.array([f.positions for f in frames]))
             contacts = np.array([f.contacts for f in frames])
         else:  # the predictor's 30 Hz contacts held between its ticks, as live
+            matched = None
             ticks = np.minimum((np.arange(count) * self.predictor.fps / self.fps + 1e-6).astype(int),
                                len(predicted.contacts) - 1)
             contacts = predicted.contacts[ticks]
@@ -161,11 +164,10 @@ class HybridSolver:
     def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
                 contacts: np.ndarray, dt, restarts: np.ndarray):
         """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its global `pose`
-        (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2)), the body's
-        facing (T,) or None (the predictor's), travel weights (T,), the contacts the feet lock on while travelling
-        (T, 2; HybridConfig.legs says whose), time steps and
-        foot-lock restarts (T,)."""
-        matched_legs, matched_toe_heights = matched_legs
+        (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2); None: the
+        predictor's legs stay), the body's facing (T,) or None (the predictor's), travel weights (T,), the contacts
+        the feet lock on while travelling (T, 2; HybridConfig.legs says whose), time steps and foot-lock restarts
+        (T,)."""
         parents = self.skeleton.parents
         rotations, positions = pose[0].copy(), pose[1].copy()
         parent = parents[self.hips]
@@ -173,9 +175,16 @@ class HybridSolver:
             turns = wrap_angle(facing - body_yaw(positions, self.mapping))
             turn_lower_body(rotations, positions, self.lower, self.mapping["spine"],
                             np.where(np.isfinite(turns), turns, 0.0))  # unknown: the predictor's facing
-        own = self.transfer.own
-        matched_share = weights if self.config.legs == "matched" else np.zeros_like(weights)
-        rotations[:, own] = quat.slerp(rotations[:, own], matched_legs, matched_share[:, None])
+        toe_heights = None
+        if matched_legs is not None:
+            legs, matched_toe_heights = matched_legs
+            own = self.transfer.own
+            rotations[:, own] = quat.slerp(rotations[:, own], legs, weights[:, None])
+            if self.config.matched_toe_heights:
+                predicted = pose[1][:, self.toes, 1]
+                toe_heights = predicted + weights[:, None] * (matched_toe_heights - predicted)
+        else:  # toes at or under their standing height are in contact too
+            contacts = contacts | (pose[1][:, self.toes, 1] < self.standing_toe_heights + self.config.toe_contact_m)
         local = local_from_global(parents, rotations)
         local[:, 0] = body.rotations[:, 0]
         out_positions = body.positions.copy()
@@ -183,12 +192,6 @@ class HybridSolver:
         if parent >= 0:  # the hips where the turn put them, in their parent's frame
             hips = quat.inverse_rotate(pose[0][:, parent], hips - pose[1][:, parent])
         out_positions[:, self.hips] = hips
-        toe_heights = None
-        if self.config.matched_toe_heights:
-            predicted = pose[1][:, self.toes, 1]
-            toe_heights = predicted + matched_share[:, None] * (matched_toe_heights - predicted)
-        if self.config.legs == "predicted":
-            contacts = contacts | (pose[1][:, self.toes, 1] < self.standing_toe_heights + self.config.toe_contact_m)
         if self.config.foot_lock or toe_heights is not None:
             travelling = weights > 0.5
             locked = np.where(travelling[:, None], contacts, True) & self.config.foot_lock

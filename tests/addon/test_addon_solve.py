@@ -207,13 +207,19 @@ def test_changing_a_setting_marks_the_solve_stale(bpy, installed, session):
     settings.solve.alpha_m = 0.3
 
 
-def test_the_elbow_constants_setting_picks_the_fitted_or_the_papers(bpy, installed, session):
-    """Motion matching's arm IK constants, as the setting says."""
+def _solve_mm_with_fitted_constants(bpy, installed, session):
+    """The Mixamo rig solved by motion matching, its arm IK on the fitted constants (the default), checked."""
     bpy.context.scene.vr_avatar.solve.method = 'MM'
     settings = _solve(bpy, session["mixamo"])
     assert settings.solve.elbow_constants == 'FITTED'
     config = installed.scene_solver.solver_config(settings.solve)
     assert config.upper_body == installed.core.ik.upper_body_ik.ik_constants("fitted")
+    return settings
+
+
+def test_the_elbow_constants_setting_picks_the_fitted_or_the_papers(bpy, installed, session):
+    """Motion matching's arm IK constants, as the setting says."""
+    settings = _solve_mm_with_fitted_constants(bpy, installed, session)
     settings.solve.elbow_constants = 'PAPER'
     try:
         assert settings.solve.cache_stale
@@ -227,11 +233,7 @@ def test_the_elbow_constants_setting_picks_the_fitted_or_the_papers(bpy, install
 @BANDAI_ONLY
 def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_elbows(bpy, installed, session):
     """Motion matching's arm IK (the default method's arms are the predictor's)."""
-    bpy.context.scene.vr_avatar.solve.method = 'MM'
-    settings = _solve(bpy, session["mixamo"])
-    assert settings.solve.elbow_constants == 'FITTED'
-    config = installed.scene_solver.solver_config(settings.solve)
-    assert config.upper_body == installed.core.ik.upper_body_ik.ik_constants("fitted")
+    settings = _solve_mm_with_fitted_constants(bpy, installed, session)
     cache = _cache(installed, bpy)
     fitted = cache.positions.copy()
     settings.solve.elbow_constants = 'PAPER'

@@ -480,7 +480,7 @@ def run(args) -> int:
                   files + ([args.resume] if args.resume else []), make_folders=True)
     stages = tuple(args.stages.split(","))
     unknown = [stage for stage in stages if stage not in PHASE_SHARES]
-    if unknown or not stages:
+    if unknown:
         raise ValueError(f"--stages {args.stages}: stages are {', '.join(PHASE_SHARES)}, separated by commas")
     resume = N3PModel.load(args.resume) if args.resume else None
     training_files, validation_files = split_by_file(files)
@@ -497,9 +497,10 @@ def run(args) -> int:
     clips, reference, output, head = prepare_clips(training_files, resume.reference if resume else None,
                                                    args.look_around, args.seed, progress)
     validation, _, _, _ = prepare_clips(validation_files, reference, args.look_around, 10_000 + args.seed, progress)
-    initial_up, initial_lo = standing_state(clips)
-    if resume:
+    if resume:  # the model goes on from the standing state and head height it was made with
         initial_up, initial_lo, head = resume.initial_up, resume.initial_lo, resume.standing_head_m
+    else:
+        initial_up, initial_lo = standing_state(clips)
     earlier = resume.info.get("pieces", [resume.info]) if resume else []
 
     def record(curve):
