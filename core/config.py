@@ -325,22 +325,23 @@ class N3PConfig:
 
 @dataclass(frozen=True)
 class HybridConfig:
-    """The default solve (core/hybrid): Neural3Points' pose with held feet and motion matching's facing.
+    """The default solve (core/hybrid): Neural3Points' pose with MMVR's body facing and held feet.
 
-    The predictor (`n3p`) and motion matching (`matching`, over the user's databases) run side by side; these
-    settings say how their answers are put together."""
+    The predictor and the orientation model run side by side on the stream (motion matching too, over the user's
+    databases, for matched legs); these settings say how their answers are put together."""
 
     legs: str = "predicted"
     """Whose legs step while the body travels: "predicted", the predictor's own, locked on its predicted contacts
-    (its legs step in the person's phase); "matched", motion matching's, locked on the matched poses' contacts
-    (they step in their clip's phase, docs/default_method.md)."""
+    (its legs step in the person's phase; no database needed); "matched", motion matching's over the user's
+    databases, locked on the matched poses' contacts (they step in their clip's phase, docs/default_method.md)."""
+    fps: float = 60.0
+    """The output's rate (with matched legs, the databases')."""
     toe_contact_m: float = 0.0
     """With the predictor's legs, a toe this close to its standing height counts as in contact too (the predicted
     contact flags miss feet that touch down briefly or skim the floor)."""
     step_height: float = 0.15
     """A released foot catches up with its pose in an arc, at most this share of the gap it had to close over the
-    floor (FootLock.step_height; 0: along the floor). With the predictor's legs most of the sliding left was such
-    catch-ups: a foot held on its contact while the predicted leg moved on, released at the unlock distance."""
+    floor (FootLock.step_height; 0: along the floor)."""
     standing_m_s: float = 0.15
     """Under this floor speed of the predicted hips the predictor's own legs are kept (both feet locked)."""
     travelling_m_s: float = 0.45
@@ -352,29 +353,65 @@ class HybridConfig:
     live_facing_window_s: float = 0.0833
     """Live, over the last this many seconds (five 60 Hz frames: a centred average needs the future)."""
     face_with_model: bool = True
-    """Turn the hips and legs to where motion matching's orientation model says the body faces (off: the
-    predictor's own hips' facing)."""
+    """Turn the hips and legs to where the orientation model says the body faces (off: the predictor's own hips'
+    facing)."""
     foot_lock: bool = True
-    """MMVR §6.2 on the result: the matched poses' contacts while travelling, both feet while standing."""
+    """MMVR §6.2 on the result: the contacts while travelling, both feet while standing."""
+    foot_unlock_distance_m: float = 0.3
+    """While travelling, release a locked foot when the pose's toe is this far from it (motion matching's)."""
+    foot_unlock_halflife_s: float = 0.1
+    """Half-life over which a released foot returns to the pose."""
     matched_toe_heights: bool = True
-    """Put the toes at the matched poses' heights above the floor (by the travel weight; the leg IK bends the
-    knees): the predictor's hips sit lower than the matched ones (6 cm on runs), so the matched legs' rotations
-    alone drag the feet along the floor."""
+    """With matched legs, put the toes at the matched poses' heights above the floor (by the travel weight; the leg
+    IK bends the knees): the predictor's hips sit lower than the matched ones, so the matched legs' rotations alone
+    drag the feet along the floor."""
     standing_unlock_distance_m: float = 0.6
     """While standing (travel weight 0.5 or less: both feet locked) a locked foot is released only when the pose's
-    toe is this far from it; travelling, at motion matching's `foot_unlock_distance_m` (0.3 m). At 0.3 m the feet
-    under a body that moves without travelling (bows: the predictor's feet drift with the hips) were let go and
-    slid back along the floor; at 0.6 m a foot stays until its leg no longer reaches (docs/hybrid_steps.md)."""
+    toe is this far from it: under a body that moves without travelling (bows) a foot stays until its leg no
+    longer reaches (docs/hybrid_steps.md)."""
     lift_off_m: float = 0.005
     """A foot whose contact ends stays where it was locked, rising with the pose, until its toe is this high over
     the lock (ik/foot_lock.py): the catch-up to the pose's toe then happens in the air, not along the floor (0:
-    released at the contact's end, as motion matching's own lock does). The predictor's legs swing low: at 3 cm
-    (where matched legs were measured best) their feet were held until dragged; 0.5 cm measured best for them
-    (docs/default_method.md)."""
-    query_guide: tuple[str, ...] = ()
-    """The predicted body's parts that replace the played pose's in motion matching's query (hybrid/query.py:
-    "hips_velocity", "feet_velocities", "feet_offsets"), so the matched steps follow the predictor's; none by
-    default: the feet velocities bring the legs into the person's phase (lower body 13.7 -> 11.5 cm on the
-    validation subset) but the feet slide twice as much (docs/hybrid_steps.md)."""
-    n3p: N3PConfig = N3PConfig()
+    released at the contact's end, as motion matching's own lock does; docs/default_method.md)."""
+
+    def __post_init__(self):
+        require_positive(self, "fps")
+
+
+METHODS = ("hybrid", "mm", "n3p")
+"""The solving methods: the default (Neural3Points' body with MMVR's facing, core/hybrid), motion matching (MMVR,
+over motion databases) and the Neural3Points predictor alone."""
+
+
+@dataclass(frozen=True)
+class SolveConfig:
+    """What a solve runs with: the method, each method's settings and the user's calibration. The command line and
+    the add-on fill it from their options; core/solve.py's `load_solver` makes the solver."""
+
+    method: str = "hybrid"
+    """One of METHODS."""
+    hybrid: HybridConfig = HybridConfig()
     matching: SolverConfig = field(default_factory=SolverConfig)
+    """Motion matching's settings: the `mm` method's, and the hybrid's matched legs'."""
+    n3p: N3PConfig = N3PConfig()
+    """The predictor's: the `n3p` method's, and the hybrid's body."""
+    model: str | None = None
+    """The predictor's model file (None: the shipped assets/n3p.npz)."""
+    orientation: str | None = None
+    """The body-orientation model of `hybrid` and `mm`: None (the shipped window model), 'mmvr' (MMVR §4's
+    network), a model file, or 'hmd' (the HMD's forward)."""
+    standing_hmd_height_m: float | None = None
+    """The user's standing HMD height (None: measured over the stream's first half second)."""
+    arm_span_m: float | None = None
+    """`mm`: the user's T-pose wrist-to-wrist span (Parger eq. 1; None: the avatar's arms)."""
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; methods are {', '.join(METHODS)}")
+        if self.method != "n3p" and self.n3p.hmd_only:
+            raise ValueError(f"HMD-only is a mode of the n3p method; {self.method} needs the controllers")
+
+    @property
+    def needs_database(self) -> bool:
+        """Whether the method takes poses from motion databases: motion matching, and the hybrid's matched legs."""
+        return self.method == "mm" or (self.method == "hybrid" and self.hybrid.legs == "matched")

@@ -1,6 +1,6 @@
 """Live latency against the OpenXR runtime (Monado, headless, 90 Hz): `python build.py bench` runs this under "openxr".
 
-60 s of core's default solver (HybridSolver: the shipped predictor and motion matching over one walk) stepped from
+60 s of core's default solver (HybridSolver: the shipped predictor and orientation model) stepped from
 every frame the source locates, on one core (the solver's thread pinned to one CPU once the runtime's threads have
 started; numpy's threads to one), with the latency from the locate call to the posed skeleton's joint positions;
 `python tests/bench_openxr.py SECONDS mm` times motion matching alone. Run with xr_runtime.environment()'s

@@ -111,10 +111,11 @@ def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = F
     from core.matching.pose_database import build_database
     from core.matching.solver import MotionMatchingSolver
 
-    solver = MotionMatchingSolver([build_database([read_bvh(WALK_1)])], orientation_model=load_orientation_model())
     if method == "hybrid":
-        solver = HybridSolver(N3PSolver(N3PModel.load()), solver)
-    elif method != "mm":
+        solver = HybridSolver(N3PSolver(N3PModel.load()), load_orientation_model())
+    elif method == "mm":
+        solver = MotionMatchingSolver([build_database([read_bvh(WALK_1)])], orientation_model=load_orientation_model())
+    else:
         raise ValueError(f"method {method!r}: mm or hybrid")
     first, last = (int(v) for v in lose_hands.split(":")) if lose_hands else (-1, -1)
     count, hand_errors = [0], []

@@ -137,8 +137,8 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         if solve.method == 'N3P':
             settings = ("hmd_only", "foot_lock", "arm_ik", "avatar_size", "stride_scaled")
         elif solve.method == 'HYBRID':
-            settings = ("matched_legs", "alpha_m", "search_interval", "responsiveness_s", "foot_lock", "orientation",
-                        "avatar_size", "stride_scaled")
+            settings = ("matched_legs", *(("alpha_m", "search_interval", "responsiveness_s") if solve.matched_legs
+                                          else ()), "foot_lock", "orientation", "avatar_size", "stride_scaled")
         else:
             settings = ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "elbow_constants",
                         "orientation", "avatar_size", "stride_scaled")

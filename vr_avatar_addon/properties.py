@@ -94,9 +94,9 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     """Solver settings (core SolverConfig, N3PConfig) and the cached solve."""
     method: EnumProperty(
         name="Method", description="How the full body is found from the three devices",
-        items=[('HYBRID', "Predictor + Motion Matching", "The default: the learned full-body predictor's pose with "
-                "its feet held where they step, the hips facing where motion matching's orientation model says "
-                "(over the library's databases); Matched Legs takes motion matching's steps instead"),
+        items=[('HYBRID', "Hybrid", "The default, from the stream alone: the learned full-body predictor's pose "
+                "with its feet held where they step and the hips facing where the orientation model says; Matched "
+                "Legs takes motion matching's steps from the library's databases instead"),
                ('MM', "Motion Matching", "Motion matching over the library's databases, Parger IK for the arms "
                 "(MMVR): few foot artefacts, the root within α of the headset"),
                ('N3P', "Neural3Points", "The learned full-body predictor (Ye et al., direct mode) with IK for "
@@ -118,9 +118,9 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
         unit='TIME_ABSOLUTE', update=_mark_stale)
     foot_lock: BoolProperty(name="Foot Lock", description="Hold a foot where it touched down (MMVR §6.2)",
                             default=SOLVER.foot_lock, update=_mark_stale)
-    matched_legs: BoolProperty(name="Matched Legs", description="Predictor + Motion Matching: the legs step as "
-                               "motion matching's poses do while the body travels (their clip's phase, feet "
-                               "held on their contacts) instead of the predictor's own",
+    matched_legs: BoolProperty(name="Matched Legs", description="Hybrid: the legs step as motion matching's "
+                               "poses from the library's databases do while the body travels (their clip's phase, "
+                               "feet held on their contacts) instead of the predictor's own",
                                default=core.config.HybridConfig().legs == "matched", update=_mark_stale)
     arm_ik: BoolProperty(name="Arm IK", description="Pose neck, shoulders and arms from the headset and "
                          "controllers (Parger et al.); off keeps the matched upper body", default=True,

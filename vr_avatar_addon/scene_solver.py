@@ -58,36 +58,38 @@ def avatar_target(context):
         raise VRAvatarError(str(error)) from None
 
 
-def load_solver(context):
-    """A core solver with the panel's method, settings and calibration (the default and motion matching: over the
-    scene's databases)."""
-    settings = context.scene.vr_avatar
+METHODS = {'HYBRID': "hybrid", 'MM': "mm", 'N3P': "n3p"}
+"""The panel's methods as core's (core.config.METHODS)."""
+
+
+def solve_config(settings) -> "core.config.SolveConfig":
+    """The panel's method, settings and calibration as core's SolveConfig (the command line's defaults elsewhere)."""
     solve = settings.solve
     explicit = solve.calibration == 'EXPLICIT'
-    if solve.method == 'N3P':
-        config = core.config.N3PConfig(hmd_only=solve.hmd_only, foot_lock=solve.foot_lock, hand_ik=solve.arm_ik)
-        try:
-            return core.n3p.solver.load_n3p_solver(None, config, solve.user_height if explicit else None)
-        except ValueError as error:
-            raise VRAvatarError(str(error)) from None
-    paths = database_paths(settings)
-    if not paths:
-        raise VRAvatarError("Build or add a motion database first (VR Avatar › Motion Library): the method "
-                            f"{'Predictor + Motion Matching' if solve.method == 'HYBRID' else 'Motion Matching'} takes "
-                            "its facing and steps from it; Neural3Points needs none")
+    method = METHODS[solve.method]
+    return core.config.SolveConfig(
+        method, hybrid=core.config.HybridConfig(legs="matched" if solve.matched_legs else "predicted",
+                                                foot_lock=solve.foot_lock),
+        matching=solver_config(solve),
+        n3p=core.config.N3PConfig(hmd_only=method == "n3p" and solve.hmd_only, foot_lock=solve.foot_lock,
+                                  hand_ik=solve.arm_ik),
+        orientation=None if solve.orientation == 'NETWORK' else solve.orientation.lower(),
+        standing_hmd_height_m=solve.user_height if explicit else None, arm_span_m=solve.arm_span if explicit else None)
+
+
+def load_solver(context):
+    """A core solver with the panel's method, settings and calibration (over the scene's databases where the method
+    plays database poses)."""
+    settings = context.scene.vr_avatar
+    config = solve_config(settings)
+    paths = database_paths(settings) if config.needs_database else []
     missing = [p for p in paths if not Path(p).is_file()]
     if missing:
         raise VRAvatarError(f"motion database not found: {missing[0]}")
-    orientation = None if solve.orientation == 'NETWORK' else solve.orientation.lower()
     try:
-        if solve.method == 'HYBRID':
-            config = core.config.HybridConfig(legs="matched" if solve.matched_legs else "predicted",
-                                              foot_lock=solve.foot_lock, matching=solver_config(solve))
-            return core.hybrid.solver.load_hybrid_solver(paths, config, orientation, None,
-                                                         solve.user_height if explicit else None)
-        return core.matching.solver.load_calibrated_solver(
-            paths, solver_config(solve), orientation,
-            solve.user_height if explicit else None, solve.arm_span if explicit else None)
+        return core.solve.load_solver(config, paths)
+    except core.solve.DatabaseNeeded as error:
+        raise VRAvatarError(f"{error} (VR Avatar › Motion Library)") from None
     except (core.matching.pose_database.DatabaseError, ValueError) as error:
         raise VRAvatarError(str(error)) from None
 

@@ -148,11 +148,12 @@ class Motion:
         """The same motion in other length units (all translations times `factor`)."""
         return Motion(self.skeleton.scaled(factor), self.rotations, self.positions * factor, self.fps, self.name)
 
-    def resampled(self, fps: float) -> "Motion":
-        """The motion at another frame rate: slerp for rotations, linear for translations."""
-        if abs(fps - self.fps) < 1e-9:
+    def resampled(self, fps: float, frames: int | None = None) -> "Motion":
+        """The motion at another frame rate: slerp for rotations, linear for translations; `frames` (default: as
+        many as its duration holds) from its first frame, the last frame held past its end."""
+        count = int(np.floor(self.duration * fps + 1e-6)) + 1 if frames is None else frames
+        if abs(fps - self.fps) < 1e-9 and count == len(self):
             return self
-        count = int(np.floor(self.duration * fps + 1e-6)) + 1
         source = np.arange(count) * (self.fps / fps)
         first = np.minimum(np.floor(source).astype(int), len(self) - 1)
         second = np.minimum(first + 1, len(self) - 1)

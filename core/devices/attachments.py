@@ -46,6 +46,15 @@ def hmd_forward(rotations: np.ndarray) -> np.ndarray:
     return quat.rotate(rotations, np.array([0.0, 0.0, -1.0]))
 
 
+def hmd_frame_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
+    """Yaw-only rotations (..., 4) of the HMD frame: +Z along the HMD's forward on the floor.
+
+    The body faces +Z in character space while devices look along -Z, so the HMD frame
+    turns +Z onto the HMD's floor-projected view direction.
+    """
+    return quat.from_yaw(quat.yaw_of_direction(hmd_forward(hmd_rotations)))
+
+
 def controller_axes(rotations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Directions (..., 3) from the wrist toward the fingers (the grip's -Y axis) and from the little finger
     to the thumb across the fist (its -Z axis)."""

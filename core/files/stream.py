@@ -64,6 +64,11 @@ class ThreePointStream:
         """Median samples per second."""
         return float(1.0 / np.median(np.diff(self.times))) if len(self) > 1 else 0.0
 
+    def frames_at(self, fps: float) -> int:
+        """Frames of this stream's timeline at `fps`: every 1/fps s from its first sample to its last (one for a
+        single sample). Every solve's output has exactly these frames."""
+        return int(np.floor(self.duration * fps + 1e-6)) + 1 if len(self) else 0
+
     def resampled(self, fps: float) -> "ThreePointStream":
         """Samples every 1/fps s from the first time: linear positions, slerped rotations.
 
@@ -72,7 +77,7 @@ class ThreePointStream:
         """
         if len(self) < 2:  # nothing to interpolate between
             return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
-        times = self.times[0] + np.arange(int(np.floor(self.duration * fps + 1e-6)) + 1) / fps
+        times = self.times[0] + np.arange(self.frames_at(fps)) / fps
         second = np.clip(np.searchsorted(self.times, times, side="right"), 1, len(self) - 1)
         first = second - 1
         alpha = np.clip((times - self.times[first]) / (self.times[second] - self.times[first]), 0.0, 1.0)

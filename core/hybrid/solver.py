@@ -1,19 +1,20 @@
-"""The default solve (`hybrid`): Neural3Points' pose with held feet and motion matching's facing.
+"""The default solve (`hybrid`): Neural3Points' pose with MMVR's body facing and held feet; a stream is all it needs.
 
-Neural3Points (`n3p`) places the body well and, trained long enough, steps in the person's phase, but its hips
-face 7-11 degrees off and its feet slide; motion matching (`mm`) steps cleanly but places the body worse (14
-cm) over a locomotion database. Both solve the same devices; on the predictor's skeleton the result keeps the
-predictor's pose (root, spine, neck, head, arms: its hands on the controllers through its own IK), then:
-1. facing: the hips and legs turn about the vertical through the spine's base so the hips face where motion
-   matching's orientation model says (averaged over `facing_window_s`: centred offline, trailing live); the
-   spine turns back, so the upper body (head, arms, hands on the devices) keeps its world pose;
-2. legs (`HybridConfig.legs`): the predictor's own, or ("matched") each leg joint turned in the world toward
-   motion matching's by the travel weight of the predicted hips' floor speed (blend.travel_weights);
+Neural3Points (`n3p`) places the body well and steps in the person's phase, but its hips face 7-11 degrees off
+and its feet slide; MMVR's orientation model (§4) faces the body better. On the predictor's skeleton the
+result keeps the predictor's pose (root, spine, neck, head, arms: its hands on the controllers through its
+own IK), then:
+1. facing: the hips and legs turn about the vertical through the spine's base so the hips face where the
+   orientation model says (averaged over `facing_window_s`: centred offline, trailing live); the spine turns
+   back, so the upper body (head, arms, hands on the devices) keeps its world pose;
+2. legs (`HybridConfig.legs`): the predictor's own, or ("matched", over a motion database) each leg joint
+   turned in the world toward motion matching's by the travel weight of the predicted hips' floor speed
+   (blend.travel_weights);
 3. feet: the foot lock (MMVR §6.2) holds the feet on the predicted contacts (or the matched poses') while
    travelling and both feet while standing; a released foot catches up in a low arc.
 `step` is the live driver (one frame); `solve` the offline one, which runs the predictor's own offline
-driver (30 Hz, resampled to motion matching's rate) and motion matching's steps 1-5, then puts every frame
-together with the same `combine`. Measured against its parents in docs/default_method.md.
+driver (30 Hz, resampled onto the output's timeline) and the devices' frames (or motion matching's steps
+1-5), then puts every frame together with the same `combine`. Measured in docs/default_method.md.
 """
 from __future__ import annotations
 
@@ -23,56 +24,62 @@ import numpy as np
 
 from ..anim.character import body_yaw
 from ..anim.motion import Motion, forward_kinematics, local_from_global
-from ..config import HybridConfig
+from ..config import HybridConfig, SolverConfig
+from ..devices.held import HeldDevices
+from ..devices.plausibility import without_unusable_samples
+from ..files.stream import ThreePointStream
 from ..ik.foot_lock import FootLock, Legs
-from ..matching.solver import MotionMatchingSolver, Solution, load_solver, lower_body_frames, require_finite
+from ..matching.solver import MotionMatchingSolver, lower_body_frames
 from ..math import quat
 from ..math.angle import wrap_angle
-from ..n3p.model import N3PModel
 from ..n3p.solver import N3PSolver
 from ..n3p.state import J_LO
+from ..orientation.facing import BodyFacing
 from ..rig.humanoid import find_mapping
-from .query import PARTS, LiveGuide, query_guides
-from .blend import LegTransfer, TrailingMean, centred_mean, floor_speeds, travel_weights, turn_lower_body, \
-    unwrapped_after
-
+from ..solution import Solution, require_finite, standing_height
+from .blend import LEG_JOINTS, LegTransfer, TrailingMean, centred_mean, floor_speeds, travel_weights, \
+    turn_lower_body, unwrapped_after
 
 LEGS = ("predicted", "matched")
 """HybridConfig.legs: whose legs step while the body travels."""
 
 
 class HybridSolver:
-    """The predictor's pose with motion matching's facing and the foot lock (module docstring); motion matching's
-    interface (`step`, `solve`, `reset`, `standing_motion`)."""
+    """The predictor's pose with the orientation model's facing and the foot lock (module docstring); the solver
+    interface of core/solution.py."""
 
     method = "hybrid"
 
-    def __init__(self, predictor: N3PSolver, matching: MotionMatchingSolver, config: HybridConfig = HybridConfig()):
-        """The two solvers become the hybrid's parts: the predictor's foot lock and motion matching's foot lock and
-        arm IK are switched off in them (the hybrid locks the feet itself; the arms are the predictor's)."""
+    def __init__(self, predictor: N3PSolver, orientation_model=None, config: HybridConfig = HybridConfig(),
+                 matching: MotionMatchingSolver | None = None):
+        """The predictor's foot lock is switched off in it (the hybrid locks the feet itself). `orientation_model`
+        (a window or MMVR model; None: the predictor's own facing) turns the body. `matching`, needed by matched
+        legs only, steps the legs and faces the body with its own model (its foot lock and arm IK are switched
+        off: the arms are the predictor's)."""
         if config.legs not in LEGS:
             raise ValueError(f"HybridConfig.legs: {config.legs!r}; legs are {', '.join(LEGS)}")
-        unknown = set(config.query_guide) - set(PARTS)
-        if unknown:
-            raise ValueError(f"HybridConfig.query_guide: unknown parts {sorted(unknown)}; parts are {', '.join(PARTS)}")
-        self.predictor, self.matching, self.config = predictor, matching, config
+        if config.legs == "matched" and matching is None:
+            raise ValueError("the hybrid's matched legs step motion matching's poses: they need a motion database")
+        self.predictor, self.config = predictor, config
+        self.matching = matching if config.legs == "matched" else None
         predictor.config = replace(predictor.config, foot_lock=False)
-        matching.config = replace(matching.config, foot_lock=False, arm_ik=False)
+        if self.matching is not None:
+            self.matching.config = replace(self.matching.config, foot_lock=False, arm_ik=False)
+            orientation_model = self.matching.facing.model
         self.devices, self.offsets = predictor.devices, predictor.offsets
-        self.fps = matching.fps
+        self.fps = self.matching.fps if self.matching is not None else config.fps
         self.skeleton = predictor.skeleton
         self.mapping = find_mapping(self.skeleton)
         self.legs = Legs.of(self.skeleton, self.mapping)
-        self.transfer = LegTransfer.between(predictor, matching)
+        self.transfer = LegTransfer.between(predictor, self.matching) if self.matching is not None else None
         self.hips = self.mapping["hips"]
-        self.lower = [self.hips, *self.transfer.own]
-        self.matched_toes = [matching.mapping[f"{s}_toes"] for s in "lr"]
+        self.lower = [self.hips, *(self.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS)]
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
         """The predictor's toes' heights over the floor in its standing state."""
-        self.feet = [self.mapping[f"{s}_foot"] for s in "lr"]
-        self.faces_with_model = config.face_with_model and matching.model is not None \
-            and matching.config.orientation == "network"
+        self.faces_with_model = config.face_with_model and orientation_model is not None
+        self.held = HeldDevices(self.fps, SolverConfig.head_centre_from_hmd, SolverConfig.teleport_distance_m)
+        self.facing = BodyFacing(orientation_model)
         self.reset()
 
     def standing_motion(self) -> Motion:
@@ -82,84 +89,107 @@ class HybridSolver:
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts a new avatar where the devices are."""
         self.predictor.reset(standing_hmd_height_m)
-        self.matching.reset(standing_hmd_height_m)
-        self.foot_lock = FootLock(self.matching.config.foot_unlock_distance_m,
-                                  self.matching.config.foot_unlock_halflife_s, self.config.lift_off_m,
-                                  self.config.step_height)
+        if self.matching is not None:
+            self.matching.reset(standing_hmd_height_m)
+        self.held.reset()
+        self.facing.reset()
+        self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s,
+                                  self.config.lift_off_m, self.config.step_height)
         self.speed = TrailingMean(self.config.speed_window_s * self.fps)
-        self.facing = TrailingMean(self.config.live_facing_window_s * self.fps)
+        self.live_facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None
         self.previous_yaw: float | None = None
-        self.guide = LiveGuide(self.config.query_guide)
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         body = self.predictor.step(positions, rotations, tracked, dt)
         pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
         hips = pose[1][0, self.hips]
-        guide = self.guide.add(hips, pose[1][0, self.feet], dt) if self.config.query_guide else None
-        lower = self.matching.step_lower_body(positions, rotations, tracked, dt, guide)
-        speed = 0.0 if self.previous_hips is None or lower.placed else \
-            float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / lower.dt
+        if self.matching is not None:
+            lower = self.matching.step_lower_body(positions, rotations, tracked, dt)
+            dt, placed, yaw = lower.dt, lower.placed, lower.body_yaw
+            matched, contacts = self.matched_legs(lower.rotations[None], lower.positions[None]), lower.contacts
+        else:
+            held = self.held.step(positions, rotations, tracked, dt)
+            dt, placed = held.dt, self.previous_hips is None or held.teleported
+            yaw = self.facing.step(held.positions, held.rotations, dt, held.teleported) if self.faces_with_model \
+                else None
+            matched, contacts = None, self.predictor.contacts
+        speed = 0.0 if self.previous_hips is None or placed else float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / dt
         self.previous_hips = hips
         weight = travel_weights(self.speed.add(speed), self.config.standing_m_s, self.config.travelling_m_s)
         facing = None
         if self.faces_with_model:
-            yaw = lower.body_yaw if self.previous_yaw is None else unwrapped_after(self.previous_yaw, lower.body_yaw)
+            yaw = yaw if self.previous_yaw is None else unwrapped_after(self.previous_yaw, yaw)
             self.previous_yaw = yaw
-            facing = np.array([self.facing.add(yaw)])
-        if self.config.legs == "matched":
-            matched, contacts = self.matched_legs(lower.rotations[None], lower.positions[None]), lower.contacts
-        else:
-            matched, contacts = None, self.predictor.contacts
+            facing = np.array([self.live_facing.add(yaw)])
         rotations_out, positions_out = self.combine(body, pose, matched, facing, np.array([weight]), contacts[None],
-                                                    lower.dt, np.array([lower.placed]))
+                                                    dt, np.array([placed]))
         return Motion(self.skeleton, rotations_out, positions_out, self.fps)
 
-    def solve(self, stream) -> Solution:
-        """The offline driver: the predictor's solve of the stream (30 Hz, resampled) and motion matching's steps
-        1-5, put together frame by frame with centred averages (the stream comes calibrated:
-        `matching.solver.solve` does it)."""
+    def solve(self, stream: ThreePointStream) -> Solution:
+        """The offline driver over a calibrated stream: the predictor's solve (30 Hz, resampled onto the output's
+        timeline) and the devices' frames (or motion matching's steps 1-5), put together frame by frame with
+        centred averages."""
         predicted = self.predictor.solve(stream)
-        body = predicted.motion.resampled(self.fps)
-        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
         config = self.config
-        guides = query_guides(pose[1][:, self.hips], pose[1][:, self.feet], self.fps, config.query_guide) \
-            if config.query_guide else None
-        stepped, height, frames, first = lower_body_frames(stream, self.matching, guides)
-        frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
-        count = min(len(body), len(frames))
-        body, frames = body[:count], frames[:count]
-        pose = pose[0][:count], pose[1][:count]
+        if self.matching is not None:
+            stepped, height, frames = lower_body_frames(stream, self.matching)
+            yaws, targets = np.array([f.body_yaw for f in frames]), np.array([f.target for f in frames])
+            dts, restarts = np.array([f.dt for f in frames]), np.array([f.placed for f in frames])
+        else:
+            stepped, height, yaws, targets, dts, restarts = self.device_frames(stream)
+        body = predicted.motion.resampled(self.fps, len(stepped))
+        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
         speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)
-        facing = None
-        if self.faces_with_model:
-            facing = centred_mean(np.unwrap([f.body_yaw for f in frames]), config.facing_window_s * self.fps)
-        if config.legs == "matched":
-            matched = self.matched_legs(np.array([f.rotations for f in frames]),
-                                        np.array([f.positions for f in frames]))
+        facing = centred_mean(np.unwrap(yaws), config.facing_window_s * self.fps) if self.faces_with_model else None
+        if self.matching is not None:
+            matched = self.matched_legs(np.array([f.rotations for f in frames]), np.array([f.positions for f in frames]))
             contacts = np.array([f.contacts for f in frames])
         else:  # the predictor's 30 Hz contacts held between its ticks, as live
             matched = None
-            ticks = np.minimum((np.arange(count) * self.predictor.fps / self.fps + 1e-6).astype(int),
+            ticks = np.minimum((np.arange(len(stepped)) * self.predictor.fps / self.fps + 1e-6).astype(int),
                                len(predicted.contacts) - 1)
             contacts = predicted.contacts[ticks]
         self.foot_lock.reset()
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
-            contacts, np.array([f.dt for f in frames]), np.array([f.placed for f in frames]))
+            contacts, dts, restarts)
         motion = Motion(self.skeleton, rotations, positions, self.fps, self.method)
         require_finite(motion, stepped)
+        count = len(motion)
+        if self.matching is None:
+            return Solution(motion, stepped, np.zeros(count, int), np.zeros(count, int), targets,
+                            np.zeros(count, bool), height, self.method, contacts=contacts)
         return Solution(motion, stepped, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
-                        np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height,
-                        self.method)
+                        targets, np.array([f.searched for f in frames]), height, self.method, contacts=contacts)
+
+    def device_frames(self, stream: ThreePointStream):
+        """The devices over a whole stream on the output's timeline, as the live step holds them: the stream as
+        stepped, its standing HMD height, and per frame the orientation model's yaw (or zero), the target, the time
+        step and whether the avatar was placed. Frames before the HMD is first tracked wait in its first frame's."""
+        stepped = without_unusable_samples(stream)[0].resampled(self.fps)
+        height = self.predictor.fixed_height or standing_height(stepped, self.predictor.config.calibration_s)
+        first = int(np.flatnonzero(stepped.tracked[:, 0])[0])  # standing_height refused a stream without one
+        self.held.reset()
+        self.facing.reset()
+        count = len(stepped) - first
+        yaws, targets, dts, restarts = np.zeros(count), np.zeros((count, 3)), np.zeros(count), np.zeros(count, bool)
+        for k, t in enumerate(range(first, len(stepped))):
+            held = self.held.step(stepped.positions[t], stepped.rotations[t], stepped.tracked[t],
+                                  stepped.times[t] - stepped.times[t - 1] if k else 1.0 / self.fps)
+            if self.faces_with_model:
+                yaws[k] = self.facing.step(held.positions, held.rotations, held.dt, held.teleported)
+            targets[k], dts[k], restarts[k] = held.target, held.dt, k == 0 or held.teleported
+        waiting = np.zeros(first, int)
+        return (stepped, height, *(np.concatenate([values[waiting], values]) for values in (yaws, targets, dts, restarts)))
 
     def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
         toes' heights (T, 2) above the floor."""
-        world, world_positions = forward_kinematics(self.matching.skeleton.parents, rotations, positions,
-                                                    self.matched_toes)
-        return self.transfer.carry(world), world_positions[:, self.matched_toes, 1]
+        toes = [self.matching.mapping[f"{s}_toes"] for s in "lr"]
+        world, world_positions = forward_kinematics(self.matching.skeleton.parents, rotations, positions, toes)
+        return self.transfer.carry(world), world_positions[:, toes, 1]
 
     def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
                 contacts: np.ndarray, dt, restarts: np.ndarray):
@@ -196,15 +226,6 @@ class HybridSolver:
             travelling = weights > 0.5
             locked = np.where(travelling[:, None], contacts, True) & self.config.foot_lock
             unlock = np.where(travelling, self.foot_lock.unlock_distance_m, self.config.standing_unlock_distance_m)
-            self.legs.plant(local, out_positions, self.foot_lock, locked, dt, restarts, None, toe_heights, unlock)
+            known = (rotations, positions) if matched_legs is None else None  # matched legs moved the joints below
+            self.legs.plant(local, out_positions, self.foot_lock, locked, dt, restarts, known, toe_heights, unlock)
         return local, out_positions
-
-
-def load_hybrid_solver(database_paths, config: HybridConfig = HybridConfig(), orientation: str | None = None,
-                       model_path=None, standing_hmd_height_m: float | None = None) -> HybridSolver:
-    """The default solver over database files (motion matching's facing and steps) and a predictor model file (None: the
-    shipped one); `orientation` as `matching.solver.load_solver` takes it."""
-    predictor = N3PSolver(N3PModel.load(model_path) if model_path else N3PModel.load(), config.n3p,
-                          standing_hmd_height_m)
-    matching = load_solver(database_paths, config.matching, orientation, standing_hmd_height_m)
-    return HybridSolver(predictor, matching, config)

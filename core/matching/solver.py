@@ -3,7 +3,7 @@
 Per frame (`MotionMatchingSolver.step`, the live driver):
 1. devices: an untracked device holds its last pose (controllers relative to the HMD's frame); a sample
    that is not finite or absurd counts as untracked, a time step that is not finite, not positive or too
-   long as a one-frame pause (plausibility.py; both are counted in the state);
+   long as a one-frame pause (devices/held.py counts both);
 2. trajectory: the target is the centre of the head on the floor (§5.3); its velocity and the
    predicted body orientation (§4, or the HMD's forward) are smoothed by spring-dampers (eq. 3-4);
 3. database: the one whose HMD-height-ratio range holds current / standing height (§5.5);
@@ -25,10 +25,10 @@ import numpy as np
 
 from ..anim.inertialize import Inertializer
 from ..anim.motion import Motion, forward_kinematics
-from ..config import CalibrationConfig, DeviceOffsets, SimulationConfig, SolverConfig
-from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
-from ..devices.calibration import StreamCalibration, calibrate_stream
-from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
+from ..config import DeviceOffsets, SimulationConfig, SolverConfig
+from ..devices.attachments import device_offsets, joints_from_devices
+from ..devices.held import HeldDevices
+from ..devices.plausibility import without_unusable_samples
 from ..devices.simulate import simulate_stream
 from ..files.stream import ThreePointStream
 from ..ik.foot_lock import FootLock, Legs
@@ -36,10 +36,11 @@ from ..ik.upper_body_ik import UpperBodyCalibration, arm_length_from_span
 from ..ik.upper_body_pose import DeviceAttachments, UpperBodyJoints, calibrate_upper_body, pose_upper_body
 from ..math import quat
 from ..math.spring import angle_spring_toward, spring_toward
-from ..orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, facing_yaw, hmd_frame_rotations
-from ..orientation.window import WindowOrientationModel, load_orientation_model
+from ..orientation.facing import BodyFacing, load_facing_model
+from ..orientation.mmvr import OrientationModel
+from ..orientation.window import WindowOrientationModel
+from ..solution import Solution, require_finite, standing_height
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
-from .guide import QueryGuide
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
 
@@ -133,25 +134,18 @@ class SolverState:
     """The smoothed body orientation (eq. 4), radians about +Y, and its rate."""
     facing_yaw_rate: float = 0.0
     previous_target: np.ndarray | None = None
-    hmd: tuple | None = None
-    """The HMD's pose (position, rotation) in the last frame it was tracked in."""
-    last_tracked: tuple | None = None
-    """The device poses of the last frame all three were tracked in, while they still are."""
-    hands_in_hmd_frame: tuple | None = None
     standing_height_m: float | None = None
     """The calibrated standing HMD height; None while it is being measured."""
     height_samples: list = field(default_factory=list)
     mean_height_m: float = 0.0
     """The mean of height_samples."""
     elapsed_s: float = 0.0
-    rejected_samples: int = 0
-    """Device samples flagged tracked that were not usable (non-finite, absurd) and counted as untracked."""
-    paused_steps: int = 0
-    """Steps whose dt was not finite, not positive or too long, taken as one frame."""
 
 
 class MotionMatchingSolver:
     """Motion matching over one or more databases, then foot lock and upper-body IK (live driver: `step`)."""
+
+    method = "mm"
 
     def __init__(self, databases: list[PoseDatabase | MatchingDatabase], config: SolverConfig = SolverConfig(),
                  orientation_model: WindowOrientationModel | OrientationModel | None = None,
@@ -180,8 +174,9 @@ class MotionMatchingSolver:
         self.fps = first.fps
         self.rig = AvatarRig.from_database(first, devices, config.calibration_s)
         self.offsets = device_offsets(devices)
-        self.head_centre = np.asarray(config.head_centre_from_hmd, dtype=float)
         self.model = orientation_model
+        self.held = HeldDevices(self.fps, config.head_centre_from_hmd, config.teleport_distance_m)
+        self.facing = BodyFacing(orientation_model if config.orientation == "network" else None)
         self.fixed_height = standing_hmd_height_m
         try:
             self.legs = Legs.of(self.skeleton, self.mapping)
@@ -202,9 +197,10 @@ class MotionMatchingSolver:
         The standing HMD height is the one given here, else the solver's, else measured live.
         """
         self.state = SolverState(standing_height_m=standing_hmd_height_m or self.fixed_height)
+        self.held.reset()
+        self.facing.reset()
         self.inertializer = Inertializer.at_rest(len(self.skeleton))
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
-        self.predictor = self.model.predictor() if self.model is not None else None
         self.root_speed = 0.0
 
     # -- calibration ------------------------------------------------------------------------------------------
@@ -230,30 +226,26 @@ class MotionMatchingSolver:
         lower = self.step_lower_body(positions, rotations, tracked, dt)
         return self.finish_poses([lower], self.upper_body_calibration(lower.standing_height_m))
 
-    def step_lower_body(self, positions, rotations, tracked, dt: float,
-                        guide: QueryGuide | None = None) -> LowerBodyFrame:
-        """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK;
-        `guide`: what another solver knows of the body (the hybrid's predictor), for this frame's search."""
+    def solve(self, stream: ThreePointStream) -> Solution:
+        """The offline driver over a calibrated stream: steps 1-5 frame by frame, then step 6 over all frames."""
+        stream, height, frames = lower_body_frames(stream, self)
+        motion = self.finish_poses(frames, self.upper_body_calibration(height))
+        require_finite(motion, stream)
+        return Solution(motion, stream, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
+                        np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height,
+                        self.method)
+
+    def step_lower_body(self, positions, rotations, tracked, dt: float) -> LowerBodyFrame:
+        """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK."""
         state, config = self.state, self.config
-        dt, paused = step_seconds(dt, 1.0 / self.fps)
-        state.paused_steps += paused
-        positions, rotations, tracked = np.asarray(positions, float), np.asarray(rotations, float), \
-            np.asarray(tracked, bool)
-        usable = usable_samples(positions, rotations, tracked)
-        rejected = tracked & ~usable
-        if rejected.any():
-            state.rejected_samples += int(rejected.sum())
-            positions, rotations, tracked = np.where(usable[:, None], positions, np.nan), \
-                np.where(usable[:, None], rotations, np.nan), usable
-        positions, rotations = self.hold_untracked(positions, rotations, tracked)
-        hmd_position, hmd_rotation = positions[0], rotations[0]
-        target = head_on_floor(hmd_position, hmd_rotation, self.head_centre)
-        teleported = (state.previous_target is not None
-                      and np.linalg.norm(target - state.previous_target) > config.teleport_distance_m)
-        standing = self.standing_height(hmd_position[1], not rejected[0])
+        held = self.held.step(positions, rotations, tracked, dt)
+        positions, rotations, dt, target, teleported = held.positions, held.rotations, held.dt, held.target, \
+            held.teleported
+        hmd_position = positions[0]
+        standing = self.standing_height(hmd_position[1], not held.rejected[0])
         state.elapsed_s += dt
 
-        body_yaw = self.predict_body_yaw(positions, rotations, dt, teleported)
+        body_yaw = self.facing.step(positions, rotations, dt, teleported)
         placed = not state.started or teleported
         if placed:
             self.place(target, body_yaw)
@@ -269,7 +261,7 @@ class MotionMatchingSolver:
         searched = (not state.started or teleported or database != state.database or at_end
                     or state.since_search >= config.search_interval)
         if searched:
-            self.search(database, target, body_yaw, guide)
+            self.search(database, target, body_yaw)
             state.since_search = 0
         state.started = True
         state.since_search += 1
@@ -281,46 +273,6 @@ class MotionMatchingSolver:
         return LowerBodyFrame(rotations_out, positions_out, positions, rotations, state.database, state.frame,
                               target, searched, standing, self.databases[state.database].poses.contacts[state.frame],
                               placed, dt, body_yaw)
-
-    def hold_untracked(self, positions, rotations, tracked):
-        """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's frame."""
-        state = self.state
-        if tracked.all():  # nothing to hold; the hands' poses in the HMD frame are found if tracking is lost
-            positions, rotations = positions.copy(), rotations.copy()
-            state.last_tracked = (positions, rotations)
-            state.hmd = (positions[0], rotations[0])
-            return positions, rotations
-        if tracked[0]:
-            state.hmd = (positions[0].copy(), rotations[0].copy())
-        elif state.hmd is None:
-            raise ValueError("the HMD has not been tracked yet: the solver needs its pose to place the avatar")
-        if state.last_tracked is not None:
-            seen_positions, seen_rotations = state.last_tracked
-            state.hands_in_hmd_frame = hands_in_hmd_frame(seen_positions, seen_rotations,
-                                                      hmd_frame_rotations(seen_rotations[0]))
-            state.last_tracked = None
-        elif state.hands_in_hmd_frame is None:
-            state.hands_in_hmd_frame = (np.array([[0.2, -0.6, 0.1], [-0.2, -0.6, 0.1]]), quat.identity(2))
-        positions, rotations = positions.copy(), rotations.copy()
-        positions[0], rotations[0] = state.hmd
-        hmd_frame = hmd_frame_rotations(rotations[0])
-        local_positions, local_rotations = hands_in_hmd_frame(positions, rotations, hmd_frame)
-        held_positions, held_rotations = state.hands_in_hmd_frame
-        hands = tracked[1:]
-        held_positions = np.where(hands[:, None], local_positions, held_positions)
-        held_rotations = np.where(hands[:, None], local_rotations, held_rotations)
-        state.hands_in_hmd_frame = (held_positions, held_rotations)
-        positions[1:] = positions[0] + quat.rotate(hmd_frame, held_positions)
-        rotations[1:] = quat.multiply(hmd_frame, held_rotations)
-        return positions, rotations
-
-    def predict_body_yaw(self, positions, rotations, dt: float, teleported: bool) -> float:
-        """The body's facing (radians): the orientation network's prediction (§4) or the HMD's forward."""
-        if self.predictor is None or self.config.orientation == "hmd":
-            return float(quat.yaw_of_direction(hmd_forward(rotations[0])))
-        if teleported:
-            self.predictor.reset()
-        return float(facing_yaw(self.predictor.step(positions, rotations, dt)))
 
     def place(self, target: np.ndarray, yaw: float) -> None:
         """Put the avatar at the target, facing `yaw` (radians), at rest (first frame and teleports)."""
@@ -339,15 +291,12 @@ class MotionMatchingSolver:
 
     # -- motion matching ----------------------------------------------------------------------------------------
 
-    def query(self, database: int, target: np.ndarray, body_yaw: float,
-              guide: QueryGuide | None = None) -> np.ndarray:
-        """The raw query q (eq. 5-8) in the avatar's character space; `guide`'s parts replace the played pose's."""
+    def query(self, database: int, target: np.ndarray, body_yaw: float) -> np.ndarray:
+        """The raw query q (eq. 5-8) in the avatar's character space."""
         state = self.state
         current = self.databases[state.database]
         pose_part = current.features[state.frame, POSE_FEATURES] if state.started \
             else self.databases[database].scale.mean[POSE_FEATURES]
-        if guide is not None:
-            pose_part = guide.apply(pose_part, state.root_rotation)
         ahead = target[None] + TRAJECTORY_TIMES_S[:, None] * state.velocity[None]
         future = quat.inverse_rotate(state.root_rotation, ahead - state.root_position)
         yaws, _ = angle_spring_toward(state.facing_yaw, state.facing_yaw_rate, body_yaw,
@@ -355,11 +304,11 @@ class MotionMatchingSolver:
         directions = quat.inverse_rotate(state.root_rotation, quat.rotate(quat.from_yaw(yaws), FORWARD))
         return np.concatenate([pose_part, future[:, [0, 2]].ravel(), directions[:, [0, 2]].ravel()])
 
-    def search(self, database: int, target: np.ndarray, body_yaw: float, guide: QueryGuide | None = None) -> None:
+    def search(self, database: int, target: np.ndarray, body_yaw: float) -> None:
         """Search `database` for the best match; switch to it (with inertialization) if it is not the current pose."""
         state = self.state
         matching = self.databases[database]
-        query = matching.scale.normalise(self.query(database, target, body_yaw, guide))
+        query = matching.scale.normalise(self.query(database, target, body_yaw))
         best, cost = -1, np.inf
         if state.started and database == state.database and matching.index.searchable[state.frame]:
             best = state.frame
@@ -434,64 +383,10 @@ class MotionMatchingSolver:
                                global_pose)
 
 
-@dataclass
-class Solution:
-    """An offline solve: the motion and what the solver did each frame."""
-
-    motion: Motion
-    stream: ThreePointStream
-    """The stream as solved (resampled to the solver's rate)."""
-    databases: np.ndarray
-    frames: np.ndarray
-    targets: np.ndarray
-    searches: np.ndarray
-    standing_height_m: float
-    method: str = "mm"
-    """'mm' (motion matching: databases, frames and searches say what it played) or 'n3p' (they are zero)."""
-    calibration: StreamCalibration | None = None
-    """What calibration.py found in the stream's first seconds (and applied), or None if not asked."""
-    contacts: np.ndarray | None = None
-    """(T, 2) the feet's contacts as the solver has them per frame (n3p: the predicted ones), where it keeps them."""
-
-
-def hands_in_hmd_frame(positions: np.ndarray, rotations: np.ndarray, hmd_frame: np.ndarray):
-    """The controllers' positions (2, 3) and rotations (2, 4) in the frame `hmd_frame` (the HMD's, hmd_frame_rotations)."""
-    return (quat.inverse_rotate(hmd_frame, positions[1:] - positions[0]),
-            quat.inverse_multiply(hmd_frame, rotations[1:]))
-
-
-def standing_height(stream: ThreePointStream, seconds: float) -> float:
-    """Mean tracked HMD height over the stream's first `seconds` (the standing calibration)."""
-    first = (stream.times - stream.times[0] <= seconds) & stream.tracked[:, 0]
-    if not first.any():
-        first = stream.tracked[:, 0]
-    if not first.any():
-        raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
-    return float(stream.positions[first, 0, 1].mean())
-
-
-def solve(stream: ThreePointStream, solver: MotionMatchingSolver,
-          calibration: CalibrationConfig | StreamCalibration | None = CalibrationConfig()) -> Solution:
-    """The offline driver: calibrate the devices (calibration.py: a calibration found in the stream's first
-    seconds, or the one given, re-expresses the controllers as held the way the solver assumes; None: as they
-    are), resample to the solver's rate, calibrate the standing height on the first half second, step every frame.
-
-    Other solvers (n3p_solver.N3PSolver) bring their own offline driver, `solver.solve(stream)`.
-    """
-    if isinstance(calibration, CalibrationConfig):
-        calibration = calibrate_stream(without_unusable_samples(stream)[0], calibration, solver.devices)
-    if calibration is not None:
-        stream = calibration.apply(stream, solver.devices)
-    solution = solver.solve(stream) if not isinstance(solver, MotionMatchingSolver) else _solve(stream, solver)
-    solution.calibration = calibration
-    return solution
-
-
-def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver, guides=None):
-    """Steps 1-5 over a whole stream: resampled to the solver's rate, the standing height measured on its first
-    `calibration_s`, every frame from the HMD's first tracked one stepped. `guides`: None, or each stepped
-    frame's QueryGuide (a sequence over the resampled stream's frames; past its end, none). Returns the stream
-    as stepped, the height, the frames and the index of the first stepped frame."""
+def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
+    """Steps 1-5 over a whole stream: on the solver's timeline (resampled to its rate), the standing height
+    measured on its first `calibration_s`, every frame from the HMD's first tracked one stepped and the frames
+    before it waiting in that one's pose. Returns the stream as stepped, the height and one frame per sample."""
     stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
@@ -499,54 +394,21 @@ def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver, gu
     frames = []
     for t in range(first, len(stream)):
         dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
-        guide = guides[t] if guides is not None and t < len(guides) else None
-        frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt, guide))
-    return stream, height, frames, first
+        frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+    return stream, height, [frames[0]] * first + frames
 
 
-def _solve(stream: ThreePointStream, solver: MotionMatchingSolver) -> Solution:
-    stream, height, frames, first = lower_body_frames(stream, solver)
-    motion = solver.finish_poses(frames, solver.upper_body_calibration(height))
-    if first > 0:  # before the HMD is first seen the avatar waits in its first pose
-        motion = Motion(motion.skeleton, np.concatenate([np.repeat(motion.rotations[:1], first, 0), motion.rotations]),
-                        np.concatenate([np.repeat(motion.positions[:1], first, 0), motion.positions]),
-                        motion.fps, motion.name)
-        frames = [frames[0]] * first + frames
-    require_finite(motion, stream)
-    return Solution(motion, stream, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
-                    np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height)
-
-
-def require_finite(motion: Motion, stream: ThreePointStream) -> None:
-    """Refuse a solved motion with a non-finite value (ValueError naming the first such frame and its stream time):
-    nothing non-finite is ever written or cached."""
-    bad = ~(np.isfinite(motion.rotations).all(axis=(1, 2)) & np.isfinite(motion.positions).all(axis=(1, 2)))
-    if bad.any():
-        frame = int(np.argmax(bad))
-        raise ValueError(f"the solve went non-finite at frame {frame} (t = {stream.times[frame]:.3f} s of the stream): "
-                         f"check the stream's samples there and the database; nothing was written")
-
-
-def load_calibrated_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
-                           standing_hmd_height_m: float | None = None,
-                           arm_span_m: float | None = None) -> MotionMatchingSolver:
-    """A solver with the user's calibration: the command line's and the add-on's shared path.
-
-    `arm_span_m` (wrist to wrist in a T-pose, Parger eq. 1) replaces the avatar's arm lengths.
-    """
-    solver = load_solver(database_paths, config, orientation, standing_hmd_height_m)
+def load_matching_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
+                         standing_hmd_height_m: float | None = None,
+                         arm_span_m: float | None = None) -> MotionMatchingSolver:
+    """Motion matching over database files with the user's calibration; `orientation` as
+    orientation.facing.load_facing_model takes it; `arm_span_m` (wrist to wrist in a T-pose, Parger eq. 1)
+    replaces the avatar's arm lengths."""
+    databases = [PoseDatabase.load(path) for path in database_paths]
+    model = load_facing_model(orientation)
+    solver = MotionMatchingSolver(databases, replace(config, orientation="hmd" if model is None else "network"), model,
+                                  standing_hmd_height_m)
     if arm_span_m:
         arm = arm_length_from_span(arm_span_m, solver.rig.calibration.shoulder_from_neck[0])
         solver.rig.calibration = replace(solver.rig.calibration, upper_arm_m=arm, forearm_m=arm)
     return solver
-
-
-def load_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
-                standing_hmd_height_m: float | None = None) -> MotionMatchingSolver:
-    """A solver over database files; `orientation` is a model file, 'mmvr' (the paper's network), 'hmd', or None
-    for the shipped default (the window model)."""
-    databases = [PoseDatabase.load(path) for path in database_paths]
-    if orientation == "hmd":
-        return MotionMatchingSolver(databases, replace(config, orientation="hmd"), None, standing_hmd_height_m)
-    model = load_orientation_model(MMVR_MODEL if orientation == "mmvr" else orientation or SHIPPED_MODEL)
-    return MotionMatchingSolver(databases, replace(config, orientation="network"), model, standing_hmd_height_m)

@@ -28,9 +28,9 @@ from ..devices.plausibility import step_seconds, usable_samples, without_unusabl
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.leg_ik import two_bone_ik
-from ..matching.solver import Solution, require_finite, standing_height
 from ..math import quat
 from ..rig.humanoid import find_mapping
+from ..solution import Solution, require_finite, standing_height
 from .model import N3PModel, N3PPredictor, contacts_of
 from .state import FPS, global_pose, tracker_signals
 
@@ -162,7 +162,8 @@ class N3PSolver:
 
     def reach(self, rotations: np.ndarray, positions: np.ndarray, wrists: np.ndarray, tracked: np.ndarray) -> None:
         """Arm IK: turn upper arm and forearm so each tracked wrist reaches its target; the hand keeps its orientation."""
-        global_rotations, global_positions = forward_kinematics(self.skeleton.parents, rotations[None], positions[None])
+        global_rotations, global_positions = forward_kinematics(self.skeleton.parents, rotations[None], positions[None],
+                                                                self.arms[:, 2])
         global_rotations, global_positions = global_rotations[0], global_positions[0]
         arms = self.arms[tracked]
         upper, fore = two_bone_ik(global_positions[arms[:, 0]], global_positions[arms[:, 1]],
@@ -193,9 +194,3 @@ class N3PSolver:
         targets = head_on_floor(stream.positions[held, 0], stream.rotations[held, 0], HEAD_CENTRE_FROM_HMD)
         return Solution(motion, stream, np.zeros(count, int), np.zeros(count, int), targets,
                         np.zeros(count, bool), height, self.method, contacts=np.array(contacts))
-
-
-def load_n3p_solver(model_path=None, config: N3PConfig = N3PConfig(),
-                    standing_hmd_height_m: float | None = None) -> N3PSolver:
-    """A Neural3Points solver over a model file (None: the shipped model)."""
-    return N3PSolver(N3PModel.load(model_path) if model_path else N3PModel.load(), config, standing_hmd_height_m)

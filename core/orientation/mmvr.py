@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 from ..assets import asset, read_model, write_model
-from ..devices.attachments import hmd_forward
 from ..errors import ModelFileError
 from ..math import quat
 
@@ -38,15 +37,6 @@ SETTLE_STEPS = 50
 how a session starts): the network was trained (Algorithm 1) to run r = 50 steps on its own outputs, so
 starting from HMD-forward and feeding it the first frame 50 times lets it reach its own answer for that
 frame instead of taking about a second of real frames to recover from the guess."""
-
-
-def hmd_frame_rotations(hmd_rotations: np.ndarray) -> np.ndarray:
-    """Yaw-only rotations (..., 4) of the HMD frame: +Z along the HMD's forward on the floor.
-
-    The body faces +Z in character space while devices look along -Z, so the HMD frame
-    turns +Z onto the HMD's floor-projected view direction.
-    """
-    return quat.from_yaw(quat.yaw_of_direction(hmd_forward(hmd_rotations)))
 
 
 def hmd_frame_of_forward(forward: np.ndarray) -> np.ndarray:

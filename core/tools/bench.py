@@ -19,7 +19,8 @@ from ..ik.upper_body_ik import UpperBodyCalibration, solve_upper_body
 from ..hybrid.solver import HybridSolver
 from ..matching.pose_database import build_database
 from ..matching.search import FeatureIndex
-from ..matching.solver import MotionMatchingSolver, solve
+from ..matching.solver import MotionMatchingSolver
+from ..solve import solve
 from ..n3p.model import N3PModel
 from ..n3p.solver import N3PSolver
 from ..orientation.mmvr import MMVR_MODEL
@@ -166,7 +167,7 @@ def time_matching(files, stream, model) -> dict:
         runs.append(np.array(steps) * 1000.0)
     steps, searched = min(runs, key=np.mean), np.array(searched)
     return {
-        **time_hybrid(database, stream, model),
+        **time_hybrid(stream, model),
         "poses": len(database),
         "searches": len(searches),
         "search_brute_us": round(brute * 1e6, 1),
@@ -183,10 +184,10 @@ def time_matching(files, stream, model) -> dict:
     }
 
 
-def time_hybrid(database, stream, model) -> dict:
-    """The default solve (`hybrid`) over the same database: stepped live, frame by frame at the stream's 60 Hz
-    (the fastest of SOLVER_RUNS runs), and offline."""
-    solver = HybridSolver(N3PSolver(N3PModel.load()), MotionMatchingSolver([database], orientation_model=model))
+def time_hybrid(stream, model) -> dict:
+    """The default solve (`hybrid`, no database) with the same orientation model: stepped live, frame by frame at
+    the stream's 60 Hz (the fastest of SOLVER_RUNS runs), and offline."""
+    solver = HybridSolver(N3PSolver(N3PModel.load()), model)
     start = time.perf_counter()
     solve(stream, solver)
     offline_s = time.perf_counter() - start

@@ -7,8 +7,8 @@ import math
 import sys
 from pathlib import Path
 
-from ..config import CalibrationConfig, DatabaseConfig, DeviceOffsets, HybridConfig, N3PConfig, SimulationConfig, \
-    SolverConfig, StitchConfig, describe
+from ..config import METHODS, CalibrationConfig, DatabaseConfig, DeviceOffsets, HybridConfig, N3PConfig, \
+    SimulationConfig, SolveConfig, SolverConfig, StitchConfig, describe
 from ..devices.calibration import calibrate_stream, stored_calibration
 from ..devices.openxr_source import OpenXRUnavailable, record
 from ..devices.plausibility import check_stream
@@ -17,15 +17,14 @@ from ..files.atomic import check_outputs
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from ..files.stream import DEVICES, read_comments, read_stream, write_stream
-from ..hybrid.solver import load_hybrid_solver
+from ..hybrid.solver import LEGS
 from ..ik.upper_body_ik import ik_constants
 from ..matching.pose_database import build_database
-from ..matching.solver import load_calibrated_solver, solve
-from ..n3p.solver import load_n3p_solver
 from ..quality.report import write_solution_report
 from ..rig.humanoid import HumanoidMappingError, find_mapping
 from ..rig.mapping_preset import builtin_presets, mapping_override
 from ..rig.retarget import SIZE_MODES, bvh_target, on_bvh_skeleton, retarget_solution
+from ..solve import load_solver, solve
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from . import bench, demo
 from .eval import calibration as eval_calibration, ik as eval_ik, matching as eval_matching, methods as eval_full, \
@@ -231,24 +230,12 @@ def solve_stream(args) -> int:
                   [args.stream, *(args.db or []), args.model, args.avatar,
                    None if args.orientation in ("hmd", "mmvr") else args.orientation,
                    None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
+    config = solve_config(args)
     stream = read_stream(args.stream, hmd_only=args.hmd_only)
     _warn(check_stream(stream, args.stream))
+    _warn(unused_solve_options(args, config))
     calibration = None if args.no_calibrate else (stored_calibration(args.stream) or CalibrationConfig())
-    if args.method == "n3p":
-        config = N3PConfig(hmd_only=args.hmd_only, foot_lock=not args.no_foot_lock)
-        solver = load_n3p_solver(args.model, config, args.height)
-    elif not args.db:
-        raise ValueError(f"solve --method {args.method} needs --db DB.npz for motion matching's steps (python -m core "
-                         "db build), or --method n3p, which needs none")
-    elif args.hmd_only:
-        raise ValueError(f"--hmd-only is a mode of --method n3p; --method {args.method} needs the controllers")
-    elif args.method == "hybrid":
-        config = HybridConfig(foot_lock=not args.no_foot_lock, matching=SolverConfig(alpha_m=args.alpha))
-        solver = load_hybrid_solver(args.db, config, args.orientation, args.model, args.height)
-    else:
-        config = SolverConfig(alpha_m=args.alpha, foot_lock=not args.no_foot_lock,
-                              upper_body=ik_constants(args.ik_constants))
-        solver = load_calibrated_solver(args.db, config, args.orientation, args.height, args.arm_span)
+    solver = load_solver(config, args.db if config.needs_database else ())
     solution = solve(stream, solver, calibration)
     if solution.calibration is not None and solution.calibration.found:
         found = solution.calibration.describe()
@@ -266,6 +253,28 @@ def solve_stream(args) -> int:
     print(f"wrote {args.output}: {len(solution.motion)} frames at {solution.motion.fps:g} fps; report "
           f"{report['json']}" + (f" and {report['plot']}" if "plot" in report else ""), file=sys.stderr)
     return 0
+
+
+def solve_config(args) -> SolveConfig:
+    """`solve`'s options as the SolveConfig the add-on fills from its panel."""
+    foot_lock = not args.no_foot_lock
+    return SolveConfig(args.method, HybridConfig(legs=args.legs, foot_lock=foot_lock),
+                       SolverConfig(alpha_m=args.alpha, foot_lock=foot_lock, upper_body=ik_constants(args.ik_constants)),
+                       N3PConfig(hmd_only=args.hmd_only, foot_lock=foot_lock), args.model, args.orientation,
+                       args.height, args.arm_span)
+
+
+def unused_solve_options(args, config: SolveConfig) -> list[str]:
+    """Warnings for options given to `solve` that the chosen method does not read."""
+    unused = []
+    if args.db and not config.needs_database:
+        unused.append(f"--db is not used by --method {args.method}" + (" (only with --legs matched)" if
+                                                                       args.method == "hybrid" else ""))
+    if args.method != "mm":
+        unused += [f"{option} acts on --method mm only (the {args.method} method's arms reach by its own IK)"
+                   for option, given in (("--arm-span", args.arm_span), ("--ik-constants",
+                                                                         args.ik_constants != "fitted")) if given]
+    return unused
 
 
 def stitch_clips(args) -> int:
@@ -353,11 +362,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     solve_parser = groups.add_parser("solve", help=solve_stream.__doc__, description=solve_stream.__doc__)
     solve_parser.add_argument("stream", help="three-point stream, CSV v1")
-    solve_parser.add_argument("--db", nargs="+", help="pose database(s) for hybrid and mm; several for height ranges")
+    solve_parser.add_argument("--db", nargs="+", help="pose database(s) for --method mm and --legs matched; several for "
+                                                      "height ranges")
     solve_parser.add_argument("-o", "--output", required=True, help="BVH to write; the report goes beside it")
-    solve_parser.add_argument("--method", choices=("hybrid", "mm", "n3p"), default="hybrid",
-                              help="solver: hybrid (default) the Neural3Points predictor's body with motion matching's "
-                                   "steps and facing; mm motion matching (MMVR); n3p the predictor alone (no --db)")
+    solve_parser.add_argument("--method", choices=METHODS, default=SolveConfig.method,
+                              help="solver: hybrid (default, needs no --db) the Neural3Points predictor's body with "
+                                   "MMVR's body facing and foot lock; mm motion matching (MMVR, needs --db); n3p the "
+                                   "predictor alone")
+    solve_parser.add_argument("--legs", choices=LEGS, default=HybridConfig.legs,
+                              help="hybrid: the predictor's own legs (default) or motion matching's steps over --db")
     solve_parser.add_argument("--model", help="n3p, hybrid: predictor model file (default: the shipped assets/n3p.npz)")
     solve_parser.add_argument("--hmd-only", action="store_true",
                               help="n3p: ignore the controllers (the stream may lack their columns)")

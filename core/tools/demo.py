@@ -2,9 +2,9 @@
 
 It reads a held-out clip, simulates the devices (with look-around), writes the stream, a BVH copy
 and the ground truth; builds the default motion-matching database (the training split's
-locomotion clips); solves the stream as it was written with the default method (`hybrid`: the
-predictor's pose, its feet held, motion matching's facing); and writes the solved BVH with its quality report
-(PNG and JSON) and the SPEC §5 figures against the ground truth.
+locomotion clips, for the Blender scene's motion library); solves the stream as it was written with the default
+method (`hybrid`: the predictor's pose, its feet held, the orientation model's facing; no database); and writes
+the solved BVH with its quality report (PNG and JSON) and the SPEC §5 figures against the ground truth.
 """
 from __future__ import annotations
 
@@ -12,21 +12,17 @@ import json
 import sys
 from pathlib import Path
 
-from ..config import SimulationConfig, describe
+from ..config import SimulationConfig, SolveConfig, describe
 from ..devices.attachments import implied_joint_positions
 from ..devices.simulate import simulate_stream
 from ..files.bvh import read_bvh, write_bvh
 from ..files.mocap import default_database_files, default_mocap_dir, find_bvh_files, split_by_file
 from ..files.stream import read_stream, write_stream
 from ..matching.pose_database import build_database
-from ..hybrid.solver import HybridSolver
-from ..matching.solver import MotionMatchingSolver, solve
-from ..n3p.model import N3PModel
-from ..n3p.solver import N3PSolver
-from ..orientation.window import load_orientation_model
 from ..quality.metrics import score_motion
 from ..quality.report import quality_series, write_report
 from ..rig.humanoid import find_mapping
+from ..solve import load_solver, solve
 from .arguments import add_mocap_argument
 
 DEMO_CLIP = "dataset-2_walk-turn-left_active_005.bvh"
@@ -74,22 +70,20 @@ def run_demo(mocap: Path, out: Path) -> dict:
 
 
 def solve_demo(files, clip: Path, stream, truth, out: Path) -> dict:
-    """Build the default database, solve the written stream with the default method (`hybrid`), write the solved
-    BVH and its report."""
+    """Build the default database (the Blender scene's library), solve the written stream with the default method
+    (`hybrid`, which needs no database), write the solved BVH and its report."""
     chosen = default_database_files(files, clip)
     print(f"demo: building the database from {len(chosen)} clips ...", file=sys.stderr)
     database = build_database([read_bvh(f) for f in chosen])
     database_path = out / "default.db.npz"
     database.save(database_path)
-    print(f"demo: solving {len(stream)} samples over {len(database)} poses ...", file=sys.stderr)
-    matching = MotionMatchingSolver([database], orientation_model=load_orientation_model())
-    solution = solve(stream, HybridSolver(N3PSolver(N3PModel.load()), matching))
+    print(f"demo: solving {len(stream)} samples ...", file=sys.stderr)
+    solution = solve(stream, load_solver(SolveConfig()))
     solved_path = out / f"{clip.stem}.solved.bvh"
     write_bvh(solved_path, solution.motion)
     implied = implied_joint_positions(solution.stream)[:, 1:]
     scores = score_motion(solution.motion, truth, implied, solution.stream.tracked[:, 1:])
     figures = {k: round(v, 3) for k, v in scores.items()}
-    figures["poses_used"] = len(set(zip(solution.databases.tolist(), solution.frames.tolist())))
     true_hips = truth.global_positions()[:, find_mapping(truth.skeleton)["hips"]]
     frames = min(len(true_hips), len(solution.motion))
     series = quality_series(solution.motion[:frames], implied[:frames], solution.stream.tracked[:frames, 1:],

@@ -254,7 +254,7 @@ def test_the_fitted_elbow_constants_ship_with_the_extension_and_move_only_the_el
 
 
 def test_the_body_orientation_setting_picks_the_window_model_the_papers_network_or_the_hmd(bpy, installed, session):
-    """Motion matching's, and the default's facing (its motion matching part's)."""
+    """Motion matching's facing, and the default's."""
     settings = _solve(bpy, session["mixamo"])
     assert settings.solve.method == 'HYBRID'
     models = {}
@@ -265,16 +265,13 @@ def test_the_body_orientation_setting_picks_the_window_model_the_papers_network_
                 settings.solve.orientation = item
                 assert settings.solve.cache_stale
                 solver = installed.scene_solver.load_solver(bpy.context)
-                matching = solver.matching if method == 'HYBRID' else solver
-                models[method, item] = (type(matching.model).__name__ if matching.model else None,
-                                        matching.config.orientation)
+                models[method, item] = type(solver.facing.model).__name__ if solver.facing.model else None
     finally:
         settings.solve.orientation = 'NETWORK'
         settings.solve.method = 'HYBRID'
     for method in ('HYBRID', 'MM'):
         assert {item: models[method, item] for item in ('NETWORK', 'MMVR', 'HMD')} == {
-            "NETWORK": ("WindowOrientationModel", "network"), "MMVR": ("OrientationModel", "network"),
-            "HMD": (None, "hmd")}
+            "NETWORK": "WindowOrientationModel", "MMVR": "OrientationModel", "HMD": None}
 
 
 def _bake(bpy, session, rig):
@@ -392,19 +389,27 @@ def test_baking_twice_keeps_both_bakes_and_the_users_own_action(bpy, installed, 
                                atol=1e-6)
 
 
-def test_neural3points_solves_and_bakes_without_a_database(bpy, installed, session):
+@pytest.mark.parametrize("method", ["N3P", "HYBRID"])
+def test_the_default_and_neural3points_solve_and_bake_without_a_database(bpy, installed, session, method):
+    """An empty Motion Library: the default and the predictor solve and bake; motion matching and matched legs say in
+    one line that they need a database."""
     settings = bpy.context.scene.vr_avatar
     kept = [(item.path, item.height_min, item.height_max, item.poses) for item in settings.library.databases]
-    settings.solve.method = 'N3P'
-    settings.library.databases.clear()  # the predictor needs none
+    before = settings.solve.method
+    settings.library.databases.clear()
     try:
+        for needs in ('MM', 'MATCHED'):
+            settings.solve.method, settings.solve.matched_legs = ('MM', False) if needs == 'MM' else ('HYBRID', True)
+            with pytest.raises(installed.errors.VRAvatarError, match=r"^[^\n]*motion database[^\n]*Motion Library\)$"):
+                installed.scene_solver.load_solver(bpy.context)
+        settings.solve.method, settings.solve.matched_legs = method, False
         obj, action = _bake(bpy, session, "rigify")
         cache = _cache(installed, bpy)
         assert int(round(action.frame_range[1] - action.frame_range[0])) + 1 == cache.frames
-        assert cache.report["figures"]["method"] == "n3p" and "poses_used" not in cache.report["figures"]
+        assert cache.report["figures"]["method"] == method.lower() and "poses_used" not in cache.report["figures"]
         assert _hands_on_controllers(bpy, session, obj, cache) >= 10
     finally:
-        settings.solve.method = 'MM'
+        settings.solve.method, settings.solve.matched_legs = before, False
         for path, height_min, height_max, poses in kept:
             item = settings.library.databases.add()
             item.path, item.height_min, item.height_max, item.poses = path, height_min, height_max, poses

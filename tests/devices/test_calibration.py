@@ -16,7 +16,8 @@ from core.rig.humanoid import find_mapping
 from core.matching.pose_database import build_database
 from core.orientation.window import load_orientation_model
 from core.devices.simulate import simulate_stream
-from core.matching.solver import MotionMatchingSolver, solve
+from core.matching.solver import MotionMatchingSolver
+from core.solve import solve
 from core.hybrid.solver import HybridSolver
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
@@ -108,7 +109,7 @@ def test_after_calibration_attachment_noise_moves_the_solved_hands_less_than_1_c
     database = build_database([read_bvh(WALK_1), read_bvh(DATASET_2 / "dataset-2_walk_normal_002.bvh")])
     solver = MotionMatchingSolver([database], orientation_model=load_orientation_model())
     if method == "hybrid":
-        solver = HybridSolver(N3PSolver(N3PModel.load()), solver)
+        solver = HybridSolver(N3PSolver(N3PModel.load()), load_orientation_model())
     hands = [solver.mapping["l_hand"], solver.mapping["r_hand"]]
     clean = simulate_stream(read_bvh(WALK_2)[:150], replace(NOISY, attachment_noise_m=0.0, attachment_noise_deg=0.0))
     clip = slice(noisy.clip_start, None)
@@ -134,7 +135,7 @@ def test_after_calibration_controllers_held_off_and_held_as_assumed_solve_alike(
     database = build_database([read_bvh(FIXTURE_WALK_1)])
     solver = MotionMatchingSolver([database], orientation_model=load_orientation_model())
     if method == "hybrid":
-        solver = HybridSolver(N3PSolver(N3PModel.load()), solver)
+        solver = HybridSolver(N3PSolver(N3PModel.load()), load_orientation_model())
     hands = [solver.mapping["l_hand"], solver.mapping["r_hand"]]
     walk = read_bvh(FIXTURE_WALK_2)[:150]
     noisy = simulate_stream(walk, NOISY)

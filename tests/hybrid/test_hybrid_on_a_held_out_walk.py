@@ -15,7 +15,8 @@ from core.n3p.solver import N3PSolver
 from core.orientation.window import load_orientation_model
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
-from core.matching.solver import MotionMatchingSolver, solve
+from core.matching.solver import MotionMatchingSolver
+from core.solve import solve
 from conftest import DATASET_1, DATASET_2, WALK_1
 
 HELD_OUT_WALK = DATASET_1 / "dataset-1_walk_active_001.bvh"
@@ -43,8 +44,9 @@ def held_out_walk_scores():
     model = N3PModel.load()
 
     def hybrid(config):
-        return HybridSolver(N3PSolver(model), MotionMatchingSolver([database], orientation_model=load_orientation_model()),
-                            config)
+        matching = MotionMatchingSolver([database], orientation_model=load_orientation_model())
+        return HybridSolver(N3PSolver(model), load_orientation_model(), config,
+                            matching if config.legs == "matched" else None)
 
     simulated = simulate_stream(read_bvh(HELD_OUT_WALK), SimulationConfig(look_around_deg=60.0))
     implied = implied_joint_positions(simulated.stream)[:, 1:]

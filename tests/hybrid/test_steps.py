@@ -1,4 +1,4 @@
-"""The hybrid's legs stepping with the person (core/hybrid): toe heights, the matching query, contacts."""
+"""The hybrid's legs stepping with the person (core/hybrid): toe heights, lift-off, release distances."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,13 +7,12 @@ import pytest
 from core.config import DatabaseConfig, HybridConfig, SimulationConfig, SolverConfig
 from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh
-from core.hybrid.query import LiveGuide, query_guides
 from core.hybrid.solver import HybridSolver
 from core.ik.foot_lock import FootLock, Legs
 from core.math import quat
-from core.matching.guide import QueryGuide
 from core.matching.pose_database import build_database, global_transforms
-from core.matching.solver import MotionMatchingSolver, solve
+from core.matching.solver import MotionMatchingSolver
+from core.solve import solve
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
 from core.orientation.window import load_orientation_model
@@ -23,7 +22,7 @@ from conftest import DATASET_1, DATASET_2, FIXTURE_WALK_1, WALK_1
 MATCHED = HybridConfig(legs="matched", lift_off_m=0.03)
 """Motion matching's legs while travelling, lifting off at 3 cm (the feet's changes below are theirs)."""
 BEFORE = HybridConfig(legs="matched", matched_toe_heights=False, lift_off_m=0.0,
-                      standing_unlock_distance_m=SolverConfig().foot_unlock_distance_m, query_guide=())
+                      standing_unlock_distance_m=SolverConfig().foot_unlock_distance_m)
 """The matched legs' feet as they were: matched rotations only, released at the contact's end and, standing or
 not, at motion matching's release distance."""
 
@@ -99,37 +98,6 @@ def test_a_lifting_foot_keeps_its_place_until_it_is_off_the_floor():
     assert np.allclose(held[:, 1], 0.0) and np.allclose(released[:, 1], 0.0)  # the right foot stays locked
 
 
-def test_a_guide_replaces_the_played_poses_velocities_and_feet_in_the_roots_frame():
-    """World vectors turned into the character's frame (root facing +X: world +X is its forward, +Z); parts left
-    None keep the played pose's values."""
-    pose_part = np.arange(15.0)
-    facing_x = quat.from_yaw(np.array(np.pi / 2))
-    guided = QueryGuide(hips_velocity=np.array([1.0, 0.5, 0.0])).apply(pose_part, facing_x)
-    np.testing.assert_allclose(guided[6:9], [0.0, 0.5, 1.0], atol=1e-12)
-    np.testing.assert_array_equal(guided[:6], pose_part[:6])
-    np.testing.assert_array_equal(guided[9:], pose_part[9:])
-    feet = QueryGuide(feet_offsets=np.array([[0.1, 0.0, 0.0], [-0.1, 0.05, 0.0]])).apply(pose_part, facing_x)
-    np.testing.assert_allclose(feet[9:15], [0.0, 0.0, 0.1, 0.0, 0.05, -0.1], atol=1e-12)
-    np.testing.assert_array_equal(feet[:9], pose_part[:9])
-
-
-def test_the_live_guide_equals_the_offline_one():
-    """Velocities over the last two frames and offsets from the hips' floor point, frame by frame as offline."""
-    rng = np.random.default_rng(5)
-    hips, feet = rng.normal(size=(30, 3)), rng.normal(size=(30, 2, 3))
-    parts = ("hips_velocity", "feet_velocities", "feet_offsets")
-    offline = query_guides(hips, feet, 60.0, parts)
-    live = LiveGuide(parts)
-    for t in range(30):
-        guide = live.add(hips[t], feet[t], 1.0 / 60.0)
-        if t >= 2:
-            np.testing.assert_allclose(guide.hips_velocity, offline[t].hips_velocity, atol=1e-9)
-            np.testing.assert_allclose(guide.feet_velocities, offline[t].feet_velocities, atol=1e-9)
-        np.testing.assert_allclose(guide.feet_offsets, offline[t].feet_offsets, atol=1e-12)
-    np.testing.assert_allclose(offline[10].feet_offsets[:, 1], feet[10, :, 1])
-    assert LiveGuide(()).add(hips[0], feet[0], 1.0 / 60.0) == QueryGuide()
-
-
 @pytest.fixture(scope="module")
 def skating():
     """Foot skating over the truth's of the hybrid with matched legs as they are and with their feet as before, over
@@ -142,8 +110,8 @@ def skating():
         simulated = simulate_stream(read_bvh(DATASET_1 / f"dataset-1_{clip}_001.bvh"),
                                     SimulationConfig(look_around_deg=60.0))
         for name, config in (("now", MATCHED), ("before", BEFORE)):
-            hybrid = HybridSolver(N3PSolver(N3PModel.load()),
-                                  MotionMatchingSolver([database], orientation_model=load_orientation_model()), config)
+            hybrid = HybridSolver(N3PSolver(N3PModel.load()), None, config,
+                                  MotionMatchingSolver([database], orientation_model=load_orientation_model()))
             scores = score_motion(solve(simulated.stream, hybrid).motion, simulated.truth)
             ratios[clip, name] = (scores["foot_skate_cm_s"] / scores["foot_skate_cm_s_truth"], scores["mpjpe_cm"])
     return ratios

@@ -19,7 +19,8 @@ from core.n3p.solver import N3PSolver
 from core.devices.openxr_source import TRACKED_FLAGS, frame_from_poses
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
-from core.matching.solver import MotionMatchingSolver, solve
+from core.matching.solver import MotionMatchingSolver
+from core.solve import solve
 from core.files.stream import ThreePointStream, read_stream, write_stream
 
 BROKEN = {  # what a device may hand over instead of a pose: (position, rotation)
@@ -91,7 +92,7 @@ MM_STEPS = (20, 45, 70, 100, 130)
 def test_motion_matching_steps_take_broken_samples_as_untracked_and_bad_steps_as_nominal(mm_solver, stream):
     broken, untracked = corrupted(stream, MM_PLAN, MM_STEPS, 1.0 / 60.0)
     got = run(mm_solver, broken, len(stream))
-    rejected, paused = mm_solver.state.rejected_samples, mm_solver.state.paused_steps
+    rejected, paused = mm_solver.held.rejected_samples, mm_solver.held.paused_steps
     expected = run(mm_solver, untracked, len(stream))
     for a, b in zip(poses(got), poses(expected)):
         assert np.isfinite(a).all()
@@ -99,7 +100,7 @@ def test_motion_matching_steps_take_broken_samples_as_untracked_and_bad_steps_as
     assert rejected == len(MM_PLAN) and paused == len(MM_STEPS)
     # Recovered on the next good sample: the root is back within alpha of the target the HMD implies there.
     for frame in (43, 91, 122):
-        target = head_on_floor(stream.positions[frame, 0], stream.rotations[frame, 0], mm_solver.head_centre)
+        target = head_on_floor(stream.positions[frame, 0], stream.rotations[frame, 0], mm_solver.held.head_centre)
         root = got[frame].positions[0, 0]
         assert np.hypot(*(root - target)[[0, 2]]) <= mm_solver.config.alpha_m + 1e-9
 

@@ -18,7 +18,8 @@ from core.anim.motion import Motion
 from core.orientation.window import load_orientation_model
 from core.matching.pose_database import DatabaseError, PoseDatabase, build_database
 from core.devices.simulate import simulate_stream
-from core.matching.solver import MotionMatchingSolver, solve
+from core.matching.solver import MotionMatchingSolver
+from core.solve import solve
 from core.math.spring import angle_spring_toward
 from core.files.stream import ThreePointStream
 from core.ik.upper_body_ik import ik_constants
@@ -374,18 +375,18 @@ def test_a_lost_controller_is_held_where_it_was_relative_to_the_hmds_frame(datab
     solver = MotionMatchingSolver([database], SolverConfig(), model)
     positions, rotations = walk_stream.positions[10], walk_stream.rotations[10]
     for t in range(5):  # all tracked: passed through unchanged
-        seen = solver.hold_untracked(walk_stream.positions[t + 6], walk_stream.rotations[t + 6], np.ones(3, bool))
+        seen = solver.held.hold(walk_stream.positions[t + 6], walk_stream.rotations[t + 6], np.ones(3, bool))
         assert np.array_equal(seen[0], walk_stream.positions[t + 6])
     # The user turns 90 degrees and walks 2 m while the left controller is lost (its sample is NaN).
     turn = quat.from_yaw(np.array(np.pi / 2))
     moved_p, moved_r = quat.rotate(turn, positions) + np.array([1.0, 0.0, 2.0]), quat.multiply(turn, rotations)
     lost_p, lost_r = moved_p.copy(), moved_r.copy()
     lost_p[1], lost_r[1] = np.nan, np.nan
-    held_p, held_r = solver.hold_untracked(lost_p, lost_r, np.array([True, False, True]))
+    held_p, held_r = solver.held.hold(lost_p, lost_r, np.array([True, False, True]))
     assert np.abs(held_p - moved_p).max() < 1e-9
     assert np.abs(np.abs(np.sum(held_r * moved_r, axis=-1)) - 1.0).max() < 1e-9
     # Still lost a frame later, after a further turn: it keeps following the HMD frame.
-    held_again, _ = solver.hold_untracked(quat.rotate(turn, lost_p), quat.multiply(turn, lost_r),
+    held_again, _ = solver.held.hold(quat.rotate(turn, lost_p), quat.multiply(turn, lost_r),
                                           np.array([True, False, True]))
     assert np.abs(held_again - quat.rotate(turn, moved_p)).max() < 1e-9
 
@@ -428,7 +429,8 @@ def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
                     "foot_skate_cm_s", "foot_skate_gt_cm_s", "jitter", "poses_used", "ms_per_frame"):
             assert np.isfinite(figures[method][key]), (method, key)
     assert figures["alpha_0.1"]["root_cm"] < figures["mm"]["root_cm"] + 1.0
-    failed = core("solve", stream, "--db", tmp_path / "missing.npz", "-o", tmp_path / "x.bvh", check=False)
+    failed = core("solve", stream, "--db", tmp_path / "missing.npz", "--method", "mm", "-o", tmp_path / "x.bvh",
+                  check=False)
     assert "missing.npz" in failed.stderr and not (tmp_path / "x.bvh").exists()
     failed = core("solve", stream, "--db", db, "-o", tmp_path / "x.bvh", "--method", "mm", "--ik-constants",
                   tmp_path / "ik.json", check=False)

@@ -18,7 +18,7 @@ from core.n3p.solver import N3PSolver
 from core.n3p.state import J_LO, J_UP, OutputSkeleton, body_states, canonical_transforms, global_pose, \
     reference_orientations, signals_into, signals_out_of, tracker_signals
 from core.devices.simulate import simulate_stream
-from core.matching.solver import solve
+from core.solve import solve
 from core.files.stream import ThreePointStream, read_stream, write_stream
 from core.tools.train.n3p import CONTACTS, TOES, EpisodeData, Trainer, compose_headings, fk_loss, foot_sliding_loss, \
     prepare_clips, signals_into_torch

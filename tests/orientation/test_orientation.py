@@ -10,7 +10,8 @@ from core.config import SimulationConfig
 from core.quality.metrics import angle_deg
 from core.files.mocap import is_validation
 from core.orientation.mmvr import IDENTITY_6D, INPUT_SIZE, OrientationModel, OrientationPredictor, device_features, \
-    facing_yaw, hmd_frame_rotations, orthonormalize_6d, predict_body_orientation
+    facing_yaw, orthonormalize_6d, predict_body_orientation
+from core.devices.attachments import hmd_frame_rotations
 from core.devices.simulate import simulate_stream
 from core.tools.train.orientation import export, prepare_clips, rollout_loss, train
 from conftest import DATASET_2, FIXTURE_WALK_2

@@ -128,7 +128,8 @@ def _damaged_database(good: Path, folder: Path, case: str) -> Path:
 def test_damaged_databases_are_named_with_what_is_wrong(good, tmp_path, capsys, case, words):
     csv, = _copy(good, tmp_path, "walk.csv")
     db = _damaged_database(good, tmp_path, case)
-    refused(capsys, tmp_path, ["solve", csv, "--db", db, "-o", tmp_path / "out.bvh", "--orientation", "hmd"], db, words)
+    refused(capsys, tmp_path, ["solve", csv, "--db", db, "--method", "mm", "-o", tmp_path / "out.bvh", "--orientation",
+                               "hmd"], db, words)
 
 
 def test_eval_matching_says_its_database_is_missing(good, tmp_path, capsys):
@@ -144,7 +145,7 @@ def test_damaged_models_are_named(good, tmp_path, capsys, model, damage):
     path = tmp_path / f"{model}.npz"
     path.write_bytes(raw[: len(raw) // 3] if damage == "truncated" else b"")
     args = {"n3p": ["solve", csv, "--method", "n3p", "--model", path, "-o", tmp_path / "out.bvh"],
-            "orientation": ["solve", csv, "--db", db, "--orientation", path, "-o", tmp_path / "out.bvh"],
+            "orientation": ["solve", csv, "--orientation", path, "-o", tmp_path / "out.bvh"],
             "stitch": ["stitch", clip, clip, "--model", path, "-o", tmp_path / "out.bvh"]}[model]
     refused(capsys, tmp_path, args, path, ["not a" if damage == "truncated" else "empty"])
 
@@ -218,7 +219,8 @@ def test_streams_off_by_a_unit_or_an_axis_are_refused(good, tmp_path, capsys, ch
 def _solve_with_warning(good, folder, csv, capsys, words, method="hybrid"):
     db, = _copy(good, folder, "db.npz")
     out = folder / "out.bvh"
-    assert main([str(a) for a in ["solve", csv, "--db", db, "-o", out, "--orientation", "hmd", "--method", method]]) == 0
+    databases = ["--db", db] if method == "mm" else []
+    assert main([str(a) for a in ["solve", csv, *databases, "-o", out, "--orientation", "hmd", "--method", method]]) == 0
     err = capsys.readouterr().err
     warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and str(csv) in warnings[0] and all(w in warnings[0] for w in words), err
@@ -248,8 +250,7 @@ def test_an_absurd_sample_is_untracked_with_a_warning_and_the_output_stays_finit
     csv = tmp_path / "absurd.csv"
     csv.write_text("\n".join(lines) + "\n")
     if value == "nan":  # an empty or nan field is untracked by the format: no warning, no error
-        db, = _copy(good, tmp_path, "db.npz")
-        assert main([str(a) for a in ["solve", csv, "--db", db, "-o", tmp_path / "o.bvh", "--orientation", "hmd"]]) == 0
+        assert main([str(a) for a in ["solve", csv, "-o", tmp_path / "o.bvh", "--orientation", "hmd"]]) == 0
         assert "warning" not in capsys.readouterr().err
         return
     if value == "inf":
@@ -331,7 +332,8 @@ def test_a_database_rebuilt_under_a_file_size_limit_leaves_the_previous_one_inta
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith(f"error: {db}: cannot write: File too large; the previous file is unchanged"), line
     assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["clip.bvh", "db.npz"]
-    solved = _core(["solve", good / "walk.csv", "--db", db, "-o", tmp_path / "out.bvh", "--orientation", "hmd"])
+    solved = _core(["solve", good / "walk.csv", "--db", db, "--method", "mm", "-o", tmp_path / "out.bvh", "--orientation",
+                    "hmd"])
     assert solved.returncode == 0, solved.stderr
 
 
@@ -347,7 +349,7 @@ def test_a_read_only_folder_is_one_line(good):
         options = {}
         if os.geteuid() == 0:
             options["user"] = 65534
-        done = _core(["solve", csv, "--db", db, "-o", locked / "out.bvh", "--orientation", "hmd"], **options)
+        done = _core(["solve", csv, "-o", locked / "out.bvh", "--orientation", "hmd"], **options)
         if "Permission denied" in done.stderr and "core" not in done.stderr:
             pytest.skip("the unprivileged user cannot run the project's Python here")
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
@@ -359,7 +361,7 @@ def test_a_read_only_folder_is_one_line(good):
 
 def test_a_damaged_database_through_the_real_entry_point(good, tmp_path):
     db = _damaged_database(good, tmp_path, "truncated")
-    done = _core(["solve", good / "walk.csv", "--db", db, "-o", tmp_path / "out.bvh"])
+    done = _core(["solve", good / "walk.csv", "--db", db, "--method", "mm", "-o", tmp_path / "out.bvh"])
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"error: {db}: not a VR Avatar database") and done.stderr.count("\n") == 1
     assert not (tmp_path / "out.bvh").exists()

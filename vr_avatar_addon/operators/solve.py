@@ -22,7 +22,7 @@ def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
     stream = read_stream(settings)
     progress(0.1)
     try:
-        solution = core.matching.solver.solve(stream, solver, device_calibration(settings))
+        solution = core.solve.solve(stream, solver, device_calibration(settings))
     except ValueError as error:
         raise VRAvatarError(str(error)) from None
     if solution.calibration is not None:

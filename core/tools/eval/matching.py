@@ -21,7 +21,8 @@ from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
 from ...files.mocap import activity
 from ...matching.pose_database import PoseDatabase
-from ...matching.solver import MatchingDatabase, MotionMatchingSolver, solve
+from ...matching.solver import MatchingDatabase, MotionMatchingSolver
+from ...solve import solve
 from ...orientation.window import load_orientation_model
 from ...quality.metrics import score_motion
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files

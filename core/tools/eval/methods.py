@@ -2,7 +2,7 @@
 
 Each clip becomes a stream with look-around; every method solves it; the output is scored with SPEC
 §5 against the clip. Methods (SPEC §4 keys): `hybrid` (the default solve, core/hybrid: the predictor's
-body with motion matching's steps and facing), `mm` (the motion-matching solver with its defaults),
+body with the orientation model's facing and the foot lock), `mm` (the motion-matching solver with its defaults),
 `n3p` (the shipped predictor with its IK) and `n3p_hmd_only` (the same model ignoring the
 controllers, §8.2). With `--attachment-noise` every method also solves streams whose controllers are
 held differently from what the solvers assume (random per clip: up to 3 cm off the grip, turned up
@@ -47,23 +47,23 @@ PAPER = {"mpjpe_cm": 5.52, "mpjpe_cm_upper": 3.76, "mpjpe_cm_lower": 7.88}
 
 
 def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
-    """One solver per method; motion matching's feature database, index and orientation model are made once and
-    shared by `mm` and `hybrid`."""
+    """One solver per method (`database` for `mm` only); the orientation model is loaded once for `mm` and
+    `hybrid`."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ValueError(f"unknown method {unknown[0]!r}; methods are {', '.join(METHODS)}")
-    if {"mm", "hybrid"} & set(methods):
-        prepared, orientation = MatchingDatabase.prepare(database, SolverConfig()), load_orientation_model()
+    orientation = load_orientation_model()
     made = {}
     for method in methods:
         if method == "mm":
-            made[method] = MotionMatchingSolver([prepared], SolverConfig(), orientation)
+            made[method] = MotionMatchingSolver([MatchingDatabase.prepare(database, SolverConfig())], SolverConfig(),
+                                                orientation)
         elif method == "n3p":
             made[method] = N3PSolver(model)
         elif method == "n3p_hmd_only":
             made[method] = N3PSolver(model, N3PConfig(hmd_only=True))
         else:
-            made[method] = HybridSolver(N3PSolver(model), MotionMatchingSolver([prepared], SolverConfig(), orientation))
+            made[method] = HybridSolver(N3PSolver(model), orientation)
     return made
 
 
@@ -122,9 +122,9 @@ def mpjpe_plot(path: str | None) -> str | None:
 def run(args) -> int:
     """Solve simulated streams with motion matching and Neural3Points; score both against the clips (SPEC §5)."""
     check_outputs([args.plot or None, mpjpe_plot(args.plot)], [args.db, args.model], make_folders=True)
-    database = PoseDatabase.load(args.db) if {"mm", "hybrid"} & set(args.methods) and args.db else None
+    database = PoseDatabase.load(args.db) if "mm" in args.methods and args.db else None
     files = selected_files(args)
-    if {"mm", "hybrid"} & set(args.methods):
+    if "mm" in args.methods:
         if database is None:
             chosen = default_database_files(find_bvh_files(args.data))
             print(f"eval full: building the default database from {len(chosen)} training clips (--db to reuse one)",
@@ -154,7 +154,7 @@ def run(args) -> int:
 def add_command(eval_group) -> None:
     parser = eval_group.add_parser("full", help=run.__doc__, description=__doc__)
     add_data_arguments(parser)
-    parser.add_argument("--db", help="motion-matching database (default: built from the data's training locomotion)")
+    parser.add_argument("--db", help="mm: motion-matching database (default: built from the data's training locomotion)")
     parser.add_argument("--model", help="Neural3Points model file (default: the shipped assets/n3p.npz)")
     parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), choices=METHODS,
                         help="methods to run (default: all; hybrid is the default solve)")

@@ -1,0 +1,83 @@
+"""What every solving method shares: the solver interface, a solve's result (`Solution`), the output's timeline,
+the standing-height calibration and the finite check.
+
+The methods (matching/, n3p/, hybrid/) implement `Solver`; core/solve.py drives them offline and makes them
+from one configuration. A solve's output has one frame per step of `fps` from the stream's first sample to its
+last (`ThreePointStream.frames_at`), whatever the method and the stream's own rate and clock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from .anim.motion import Motion
+from .anim.skeleton import Skeleton
+from .config import DeviceOffsets
+from .devices.calibration import StreamCalibration
+from .files.stream import ThreePointStream
+
+
+class Solver(Protocol):
+    """A solving method: devices in, a full-body motion on `skeleton` out, at `fps`."""
+
+    method: str
+    """Its name in METHODS (core/solve.py)."""
+    fps: float
+    """The output's rate: live steps are expected at about it, offline output is on its timeline."""
+    skeleton: Skeleton
+    devices: DeviceOffsets
+
+    def reset(self, standing_hmd_height_m: float | None = None) -> None:
+        """Forget the user: the next step starts a new avatar where the devices are."""
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
+        """One live frame from device poses (3, 3), (3, 4), tracking flags (3,) and the seconds since the last."""
+
+    def solve(self, stream: ThreePointStream) -> "Solution":
+        """The offline solve of a calibrated stream: a motion with `stream.frames_at(fps)` frames."""
+
+    def standing_motion(self) -> Motion:
+        """The skeleton standing: where retargeting reads its standing reference."""
+
+
+@dataclass
+class Solution:
+    """An offline solve: the motion and what the solver did each frame."""
+
+    motion: Motion
+    stream: ThreePointStream
+    """The stream as solved: on the output's timeline (resampled to the solver's rate)."""
+    databases: np.ndarray
+    frames: np.ndarray
+    targets: np.ndarray
+    searches: np.ndarray
+    standing_height_m: float
+    method: str = "mm"
+    """The solver's method. Where motion matching played the body ('mm', the hybrid's matched legs) databases,
+    frames and searches say what it played; otherwise they are zero."""
+    calibration: StreamCalibration | None = None
+    """What calibration.py found in the stream's first seconds (and applied), or None if not asked."""
+    contacts: np.ndarray | None = None
+    """(T, 2) the feet's contacts as the solver has them per frame (n3p: the predicted ones), where it keeps them."""
+
+
+def standing_height(stream: ThreePointStream, seconds: float) -> float:
+    """Mean tracked HMD height over the stream's first `seconds` (the standing calibration)."""
+    first = (stream.times - stream.times[0] <= seconds) & stream.tracked[:, 0]
+    if not first.any():
+        first = stream.tracked[:, 0]
+    if not first.any():
+        raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
+    return float(stream.positions[first, 0, 1].mean())
+
+
+def require_finite(motion: Motion, stream: ThreePointStream) -> None:
+    """Refuse a solved motion with a non-finite value (ValueError naming the first such frame and its stream time):
+    nothing non-finite is ever written or cached."""
+    bad = ~(np.isfinite(motion.rotations).all(axis=(1, 2)) & np.isfinite(motion.positions).all(axis=(1, 2)))
+    if bad.any():
+        frame = int(np.argmax(bad))
+        raise ValueError(f"the solve went non-finite at frame {frame} (t = {stream.times[frame]:.3f} s of the stream): "
+                         f"check the stream's samples there and the database; nothing was written")
