@@ -31,6 +31,34 @@ class DeviceOffsets:
 
 
 @dataclass(frozen=True)
+class DeviceNoise:
+    """What a real headset's stream has and a simulated one has not (`stream simulate --device-noise`): a recorded
+    HTC Vive Pro runs at 71 Hz with millisecond timestamps, gaps of 20-35 ms and quaternions rounded to two
+    decimals. Drawn per clip from its seed."""
+
+    rates_hz: tuple[float, ...] = (72.0, 90.0, 120.0)
+    """The device's rate, one of these per clip (the simulation's own `fps` stays the truth's)."""
+    clock_s: float = 0.001
+    """Timestamps are written rounded to this (milliseconds)."""
+    jitter_s: float = 0.001
+    """Each sample is captured up to this early or late against its nominal time (uniform)."""
+    gaps_per_minute: float = 20.0
+    """Samples the runtime missed: this many gaps a minute ..."""
+    gap_s: tuple[float, float] = (0.02, 0.04)
+    """... each this long (uniform)."""
+    quaternion_decimals: int = 2
+    """Quaternions are written rounded to this many decimals (not renormalised)."""
+    position_noise_m: tuple[float, float] = (0.001, 0.002)
+    """Each position is off by Gaussian noise of a standard deviation drawn per clip in this range."""
+    latency_s: tuple[float, float] = (0.01, 0.03)
+    """A sample's timestamp is its capture time plus a latency drawn per clip (whole milliseconds) in this range."""
+    dropouts_per_minute: float = 4.0
+    """One controller (either) loses tracking this many times a minute ..."""
+    dropout_s: tuple[float, float] = (0.1, 0.5)
+    """... for this long (uniform)."""
+
+
+@dataclass(frozen=True)
 class SimulationConfig:
     """Three-point streams simulated from mocap (SPEC §4 `stream simulate`)."""
 
@@ -49,6 +77,8 @@ class SimulationConfig:
     calibration_pose_s: float = 0.0
     """The person first holds a T-pose this long, circling the wrists (calibration.py's gesture), then eases
     into the clip; 0: the stream is the clip alone."""
+    device_noise: DeviceNoise | None = None
+    """A real device's traits on the stream (None: samples exactly every 1/fps s, as simulated)."""
 
     def __post_init__(self):
         require_positive(self, "fps")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..files.stream import HELD_GAP_S, StreamFormatError, ThreePointStream
+from ..files.stream import HELD_GAP_S, QUATERNION_NORM_TOLERANCE, StreamFormatError, ThreePointStream
 
 MAX_POSITION_M = 1e4
 """A device farther than this from the origin (10 km) is a broken sample, not a position."""
-QUATERNION_NORM_RANGE = (0.9, 1.1)
+QUATERNION_NORM_RANGE = (1.0 - QUATERNION_NORM_TOLERANCE, 1.0 + QUATERNION_NORM_TOLERANCE)
 """Rotations whose quaternion length is outside this are broken samples (zero, garbage); inside it they are normalised
-where read (the stream reader rejects more than 1 % off)."""
+where read (the stream reader refuses them)."""
 MAX_STEP_S = 1.0
 """A live time step longer than this (a stall, a clock jump) is a pause, not motion to integrate."""
 STEP_RANGE_S = (0.001, 0.1)

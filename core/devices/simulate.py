@@ -12,6 +12,9 @@ Two departures from that, for evaluating calibration (issue 28), both random per
 held differently from DeviceOffsets (`attachment_noise_m` / `_deg`: the grip moved off its assumed
 centre and turned about it), and the calibration gesture (`calibration_pose_s`: a T-pose with the
 wrists circling, held imprecisely, before the clip; calibration.py).
+With `device_noise` the stream is what a real headset would have written (`with_device_noise`): its own rate,
+jittered capture, missed samples, a latency on the timestamps, millisecond clocks, position noise, quaternions
+rounded, brief controller dropouts.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import numpy as np
 
 from ..anim.character import body_yaw
 from ..anim.motion import Motion, local_from_global
-from ..config import DeviceOffsets, SimulationConfig
+from ..config import DeviceNoise, DeviceOffsets, SimulationConfig
 from ..files.stream import ThreePointStream
 from ..math import quat
 from ..math.vector import unit
@@ -60,6 +63,11 @@ class SimulatedStream:
     """Frames of the calibration pose before the clip (truth and stream hold them too)."""
     grip_turns: np.ndarray | None = None
     """(2, 4) each controller's turn in the grip DeviceOffsets assumes (identity without attachment noise)."""
+    latency_s: float = 0.0
+    """With device noise: how much later than its capture each sample is stamped. The stream's time t shows the
+    truth's frame at t - latency_s (the first sample is captured at the clip's first frame)."""
+    exact: ThreePointStream | None = None
+    """With device noise: the stream as simulated before it (every 1/fps s from 0, the truth's frames)."""
 
 
 def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(),
@@ -97,7 +105,38 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
     stream = ThreePointStream(np.arange(len(motion)) / motion.fps, device_positions,
                               quat.unroll(quat.positive_hemisphere(device_rotations)),
                               np.ones((len(motion), 3), dtype=bool))
-    return SimulatedStream(stream, truth, mapping, look_around, config, offsets, clip_start, turns)
+    if config.device_noise is None:
+        return SimulatedStream(stream, truth, mapping, look_around, config, offsets, clip_start, turns)
+    noisy, latency = with_device_noise(stream, config.device_noise, rng)
+    return SimulatedStream(noisy, truth, mapping, look_around, config, offsets, clip_start, turns, latency, stream)
+
+
+def with_device_noise(stream: ThreePointStream, noise: DeviceNoise, rng) -> tuple[ThreePointStream, float]:
+    """(the stream as a real device would have written it, its latency in seconds): DeviceNoise's traits, drawn
+    from `rng`. Capture times run at the device's rate from the stream's first time, jittered (not the first) and
+    with missed runs of samples; each is stamped its latency later, rounded to the device's clock."""
+    rate = float(rng.choice(noise.rates_hz))
+    start, duration = stream.times[0], stream.duration
+    capture = np.arange(int(np.floor(duration * rate)) + 1) / rate
+    capture[1:] += rng.uniform(-noise.jitter_s, noise.jitter_s, len(capture) - 1)
+    kept = (capture >= 0.0) & (capture <= duration)
+    for _ in range(rng.poisson(noise.gaps_per_minute * duration / 60.0)):
+        gap_start = rng.uniform(0.0, duration)
+        kept &= ~((capture > gap_start) & (capture < gap_start + rng.uniform(*noise.gap_s)))
+    capture = capture[kept]
+    latency = round(rng.uniform(*noise.latency_s) / noise.clock_s) * noise.clock_s
+    stamps = np.round((start + capture + latency) / noise.clock_s) * noise.clock_s
+    distinct = np.r_[True, np.diff(stamps) > 0]  # two captures within one clock tick: the later is not written
+    capture, stamps = capture[distinct], stamps[distinct]
+    sampled = stream.sampled_at(start + capture)
+    positions = sampled.positions + rng.normal(0.0, rng.uniform(*noise.position_noise_m), sampled.positions.shape)
+    rotations = np.round(sampled.rotations, noise.quaternion_decimals)
+    tracked = sampled.tracked.copy()
+    for _ in range(rng.poisson(noise.dropouts_per_minute * duration / 60.0)):
+        lost = rng.uniform(0.0, duration)
+        tracked[(capture > lost) & (capture < lost + rng.uniform(*noise.dropout_s)), rng.integers(1, 3)] = False
+    positions[~tracked], rotations[~tracked] = np.nan, np.nan
+    return ThreePointStream(stamps, positions, rotations, tracked), latency
 
 
 def random_rotations(rng, count: int, max_deg: float) -> np.ndarray:

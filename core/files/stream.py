@@ -22,6 +22,9 @@ COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
 VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
 HELD_GAP_S = 5.0
 """Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
+QUATERNION_NORM_TOLERANCE = 0.1
+"""A tracked sample's quaternion may be this far from unit length (writers round: two decimals leave up to 1 %);
+it is normalised where read. Farther is not a rotation."""
 
 
 class StreamFormatError(FileFormatError):
@@ -70,14 +73,18 @@ class ThreePointStream:
         return int(np.floor(self.duration * fps + 1e-6)) + 1 if len(self) else 0
 
     def resampled(self, fps: float) -> "ThreePointStream":
-        """Samples every 1/fps s from the first time: linear positions, slerped rotations.
-
-        A resampled device is tracked only where both samples around it are tracked, and not inside a
-        gap longer than HELD_GAP_S (a solver holds the pose there).
-        """
+        """Samples every 1/fps s from the first time (`sampled_at`): the stream on its timeline at `fps`."""
         if len(self) < 2:  # nothing to interpolate between
             return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
-        times = self.times[0] + np.arange(self.frames_at(fps)) / fps
+        return self.sampled_at(self.times[0] + np.arange(self.frames_at(fps)) / fps)
+
+    def sampled_at(self, times: np.ndarray) -> "ThreePointStream":
+        """The stream at `times` (increasing, within its first and last time): linear positions, slerped rotations.
+
+        A device is tracked at a time only where both samples around it are tracked, and not inside a gap longer
+        than HELD_GAP_S (a solver holds the pose there).
+        """
+        times = np.asarray(times, dtype=float)
         second = np.clip(np.searchsorted(self.times, times, side="right"), 1, len(self) - 1)
         first = second - 1
         alpha = np.clip((times - self.times[first]) / (self.times[second] - self.times[first]), 0.0, 1.0)
@@ -175,7 +182,7 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
     times, pose, flags = times[:n].copy(), pose[:n].copy(), flags[:n].copy()
     tracked = flags & ~np.isnan(pose).any(axis=-1)
     norms = np.linalg.norm(pose[..., 3:], axis=-1)
-    bad = tracked & (np.abs(norms - 1.0) > 1e-2)
+    bad = tracked & (np.abs(norms - 1.0) > QUATERNION_NORM_TOLERANCE)
     if bad.any():
         r, d = np.argwhere(bad)[0]
         raise StreamFormatError(path, int(lines_of[r]), f"{DEVICES[d]} quaternion has norm {norms[r, d]:.4f}, not a unit quaternion")

@@ -23,7 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..anim.character import body_yaw
-from ..anim.motion import Motion, forward_kinematics, local_from_global
+from ..anim.motion import Motion, forward_kinematics
 from ..config import HybridConfig, SolverConfig
 from ..devices.held import HeldDevices
 from ..devices.plausibility import without_unusable_samples
@@ -74,6 +74,8 @@ class HybridSolver:
         self.transfer = LegTransfer.between(predictor, self.matching) if self.matching is not None else None
         self.hips = self.mapping["hips"]
         self.lower = [self.hips, *(self.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS)]
+        self.turned = np.array([*self.lower, self.mapping["spine"]])
+        """The joints whose local rotations the lower-body turn (and matched legs) change: the spine turns back."""
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
         """The predictor's toes' heights over the floor in its standing state."""
@@ -103,7 +105,7 @@ class HybridSolver:
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         body = self.predictor.step(positions, rotations, tracked, dt)
-        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
+        pose = self.lower_pose(body)
         hips = pose[1][0, self.hips]
         if self.matching is not None:
             lower = self.matching.step_lower_body(positions, rotations, tracked, dt)
@@ -140,7 +142,7 @@ class HybridSolver:
         else:
             stepped, height, yaws, targets, dts, restarts = self.device_frames(stream)
         body = predicted.motion.resampled(self.fps, len(stepped))
-        pose = forward_kinematics(self.skeleton.parents, body.rotations, body.positions)
+        pose = self.lower_pose(body)
         speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)
         facing = centred_mean(np.unwrap(yaws), config.facing_window_s * self.fps) if self.faces_with_model else None
         if self.matching is not None:
@@ -184,6 +186,11 @@ class HybridSolver:
         waiting = np.zeros(first, int)
         return (stepped, height, *(np.concatenate([values[waiting], values]) for values in (yaws, targets, dts, restarts)))
 
+    def lower_pose(self, body: Motion):
+        """The global rotations and positions (T, J, ...) of the body's hips, legs, spine and their ancestors (the
+        other joints zero): what `combine` turns and plants."""
+        return forward_kinematics(self.skeleton.parents, body.rotations, body.positions, self.turned)
+
     def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
         toes' heights (T, 2) above the floor."""
@@ -193,7 +200,7 @@ class HybridSolver:
 
     def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
                 contacts: np.ndarray, dt, restarts: np.ndarray):
-        """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its global `pose`
+        """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its `lower_pose`
         (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2); None: the
         predictor's legs stay), the body's facing (T,) or None (the predictor's), travel weights (T,), the contacts
         the feet lock on while travelling (T, 2; HybridConfig.legs says whose), time steps and foot-lock restarts
@@ -215,8 +222,9 @@ class HybridSolver:
                 toe_heights = predicted + weights[:, None] * (matched_toe_heights - predicted)
         else:  # toes at or under their standing height are in contact too
             contacts = contacts | (pose[1][:, self.toes, 1] < self.standing_toe_heights + self.config.toe_contact_m)
-        local = local_from_global(parents, rotations)
-        local[:, 0] = body.rotations[:, 0]
+        local = body.rotations.copy()
+        has_parent = self.turned[parents[self.turned] >= 0]
+        local[:, has_parent] = quat.inverse_multiply(rotations[:, parents[has_parent]], rotations[:, has_parent])
         out_positions = body.positions.copy()
         hips = positions[:, self.hips]
         if parent >= 0:  # the hips where the turn put them, in their parent's frame

@@ -93,6 +93,8 @@ class N3PSolver:
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
         self.prediction = None
+        self.predicted: tuple | None = None
+        """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts, arms)."""
         self.contacts = np.ones(2, bool)
         """The feet's contacts of the last prediction (left, right)."""
         self.rejected_samples = 0
@@ -112,6 +114,18 @@ class N3PSolver:
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
+        frame = [np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)]
+        if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != frame[3][0]:
+            self.predicted = (self.prediction, frame[3][0], *self.predicted_motion(*frame[3:]))
+        motion, contacts, arms = self.predicted[2:]  # between ticks the prediction holds: only the IK follows
+        motion = Motion(self.skeleton, motion.rotations.copy(), motion.positions.copy(), self.fps)
+        self.fit(motion, contacts, frame[0], frame[1], frame[2], frame[4], arms)
+        self.contacts = contacts[0]
+        return motion
+
+    def advance(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float):
+        """Steps 1-3 of one frame: (held device poses (3, 3), (3, 4), tracking (3,), the user's scale, dt, the
+        prediction's g_up, g_lo and heading frame), the predictor ticked if one is due."""
         positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
         tracked = np.array(tracked, dtype=bool)
         usable = usable_samples(positions, rotations, tracked)
@@ -142,55 +156,67 @@ class N3PSolver:
         if self.since_tick_s >= TICK_S - 1e-6:
             self.prediction = self.predictor.step(signals, tracked)
             self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
-        return self.pose(positions, rotations, tracked, scale, dt)
+        return (positions, rotations, tracked, scale, dt, *self.prediction)
 
-    def pose(self, positions, rotations, tracked, scale: float, dt: float) -> Motion:
-        """The last prediction on the model's skeleton with the IK of §7 toward this frame's devices."""
-        g_up, g_lo, frame = self.prediction
-        world_rotations, world_positions = global_pose(frame, g_up, g_lo, self.model.reference)
-        hips = world_positions[0].copy()
-        hips[[0, 2]] /= scale
-        motion = self.model.output.motion(world_rotations[None], hips[None], self.fps)
-        local_rotations, local_positions = motion.rotations[0], motion.positions[0]
-        self.contacts = contacts_of(g_lo)
+    def predicted_motion(self, scales, dts, g_up, g_lo, headings):
+        """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton, their contacts (T, 2)
+        and the arms' global poses (arm_poses)."""
+        world_rotations, world_positions = global_pose(headings, g_up, g_lo, self.model.reference)
+        hips = world_positions[:, 0].copy()
+        hips[:, [0, 2]] /= scales[:, None]
+        motion = self.model.output.motion(world_rotations, hips, self.fps)
+        return motion, contacts_of(g_lo), self.arm_poses(motion)
+
+    def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms) -> None:
+        """Step 5 over frames (T, ...), in place: the foot lock on the contacts (in frame order), the arms' IK toward
+        each frame's devices (T, 3, ...; tracked (T, 3)) from the arms' global poses."""
         if self.config.foot_lock:
-            self.legs.plant(local_rotations, local_positions, self.foot_lock, self.contacts, dt)
-        if self.config.hand_ik and tracked[1:].any():
-            wrists = joints_from_devices(positions, rotations, self.offsets)[1:]
-            self.reach(local_rotations, local_positions, wrists, tracked[1:])
-        return Motion(self.skeleton, local_rotations[None], local_positions[None], self.fps)
+            self.legs.plant(motion.rotations, motion.positions, self.foot_lock, contacts, dts)
+        hands = tracked[:, 1:]
+        if self.config.hand_ik and hands.any():
+            wrists = joints_from_devices(positions, rotations, self.offsets)[:, 1:]
+            self.reach(motion.rotations, arms, wrists, hands)
 
-    def reach(self, rotations: np.ndarray, positions: np.ndarray, wrists: np.ndarray, tracked: np.ndarray) -> None:
-        """Arm IK: turn upper arm and forearm so each tracked wrist reaches its target; the hand keeps its orientation."""
-        global_rotations, global_positions = forward_kinematics(self.skeleton.parents, rotations[None], positions[None],
-                                                                self.arms[:, 2])
-        global_rotations, global_positions = global_rotations[0], global_positions[0]
-        arms = self.arms[tracked]
-        upper, fore = two_bone_ik(global_positions[arms[:, 0]], global_positions[arms[:, 1]],
-                                  global_positions[arms[:, 2]], wrists[tracked],
-                                  global_rotations[arms[:, 0]], global_rotations[arms[:, 1]])
-        rotations[arms[:, 0]] = quat.inverse_multiply(global_rotations[self.skeleton.parents[arms[:, 0]]], upper)
-        rotations[arms[:, 1]] = quat.inverse_multiply(upper, fore)
-        rotations[arms[:, 2]] = quat.inverse_multiply(fore, global_rotations[arms[:, 2]])
+    def arm_poses(self, motion: Motion):
+        """The global rotations of the arm joints' parents and of the arm joints (T, 2, 4 each), and the arm joints'
+        global positions (T, 2, 3 each): upper arm, forearm, hand. The foot lock leaves them as they are."""
+        parents, (uppers, forearms, hands) = self.skeleton.parents, self.arms.T
+        rotations, positions = forward_kinematics(parents, motion.rotations, motion.positions, hands)
+        return (rotations[:, parents[uppers]], rotations[:, uppers], rotations[:, forearms], rotations[:, hands],
+                positions[:, uppers], positions[:, forearms], positions[:, hands])
+
+    def reach(self, rotations: np.ndarray, arms, wrists: np.ndarray, tracked: np.ndarray) -> None:
+        """Arm IK over poses (T, J, 4) whose arms' global poses are `arms` (arm_poses): turn upper arm and forearm so
+        each tracked wrist (T, 2, 3; tracked (T, 2)) reaches its target; the hand keeps its orientation."""
+        uppers, forearms, hands = self.arms.T
+        parent_rotations, upper_rotations, forearm_rotations, hand_rotations, shoulders, elbows, own_wrists = arms
+        targets = np.where(tracked[..., None], wrists, own_wrists)
+        upper, fore = two_bone_ik(shoulders, elbows, own_wrists, targets, upper_rotations, forearm_rotations)
+        turned = tracked[..., None]
+        for joints, local in ((uppers, quat.inverse_multiply(parent_rotations, upper)),
+                              (forearms, quat.inverse_multiply(upper, fore)),
+                              (hands, quat.inverse_multiply(fore, hand_rotations))):
+            # Signed as the pose had them: forward kinematics of a few frames may return -q for q.
+            rotations[:, joints] = np.where(turned, quat.nearest_sign(local, rotations[:, joints]), rotations[:, joints])
 
     def solve(self, stream: ThreePointStream):
-        """The offline driver: resample to 30 Hz, calibrate on the first half second, step every sample."""
+        """The offline driver: resample to 30 Hz, calibrate on the first half second, advance every sample, then
+        pose them all at once."""
         stream = without_unusable_samples(stream)[0].resampled(self.fps)
         height = self.fixed_height or standing_height(stream, self.config.calibration_s)
         first = int(np.flatnonzero(stream.tracked[:, 0])[0])
         self.reset(height)
-        frames, contacts = [], []
-        for t in range(first, len(stream)):
-            dt = stream.times[t] - stream.times[t - 1] if t > first else TICK_S
-            frames.append(self.step(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
-            contacts.append(self.contacts)
+        frames = [self.advance(stream.positions[t], stream.rotations[t], stream.tracked[t],
+                               stream.times[t] - stream.times[t - 1] if t > first else TICK_S)
+                  for t in range(first, len(stream))]
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
-        contacts = [contacts[0]] * first + contacts
-        motion = Motion(self.skeleton, np.concatenate([f.rotations for f in frames]),
-                        np.concatenate([f.positions for f in frames]), self.fps, "n3p")
+        positions, rotations, tracked, scales, dts, *prediction = (np.array(values) for values in zip(*frames))
+        motion, contacts, arms = self.predicted_motion(scales, dts, *prediction)
+        self.fit(motion, contacts, positions, rotations, tracked, dts, arms)
+        motion.name = "n3p"
         require_finite(motion, stream)
         count = len(motion)
         held = held_samples(stream.tracked[:, 0])
         targets = head_on_floor(stream.positions[held, 0], stream.rotations[held, 0], HEAD_CENTRE_FROM_HMD)
         return Solution(motion, stream, np.zeros(count, int), np.zeros(count, int), targets,
-                        np.zeros(count, bool), height, self.method, contacts=np.array(contacts))
+                        np.zeros(count, bool), height, self.method, contacts=contacts)

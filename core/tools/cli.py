@@ -7,8 +7,8 @@ import math
 import sys
 from pathlib import Path
 
-from ..config import METHODS, CalibrationConfig, DatabaseConfig, DeviceOffsets, HybridConfig, N3PConfig, \
-    SimulationConfig, SolveConfig, SolverConfig, StitchConfig, describe
+from ..config import METHODS, CalibrationConfig, DatabaseConfig, DeviceNoise, DeviceOffsets, HybridConfig, \
+    N3PConfig, SimulationConfig, SolveConfig, SolverConfig, StitchConfig, describe
 from ..devices.calibration import calibrate_stream, stored_calibration
 from ..devices.openxr_source import OpenXRUnavailable, record
 from ..devices.plausibility import check_stream
@@ -116,7 +116,8 @@ def stream_simulate(args) -> int:
     motion = read_bvh(args.bvh, scale=args.scale)
     config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets(),
                               attachment_noise_m=args.attachment_noise[0], attachment_noise_deg=args.attachment_noise[1],
-                              calibration_pose_s=args.calibration_pose)
+                              calibration_pose_s=args.calibration_pose,
+                              device_noise=DeviceNoise() if args.device_noise else None)
     simulated = simulate_stream(motion, config,
                                 find_mapping(motion.skeleton, mapping_override(args.mapping, motion.skeleton.names)))
     comments = [f"simulated from {Path(args.bvh).name} by python -m core stream simulate",
@@ -124,7 +125,9 @@ def stream_simulate(args) -> int:
     write_stream(args.output, simulated.stream, comments)
     if args.truth:
         write_bvh(args.truth, simulated.truth)
-    print(f"wrote {args.output}: {len(simulated.stream)} samples at {config.fps:g} Hz, "
+    rate = (f"{simulated.stream.rate:.0f} Hz with device noise (latency {simulated.latency_s * 1000:.0f} ms)"
+            if args.device_noise else f"{config.fps:g} Hz")
+    print(f"wrote {args.output}: {len(simulated.stream)} samples at {rate}, "
           f"look-around up to {config.look_around_deg:g} deg" + (f"; truth {args.truth}" if args.truth else ""),
           file=sys.stderr)
     return 0
@@ -320,6 +323,10 @@ def build_parser() -> argparse.ArgumentParser:
                                "turn up to DEG degrees (default 0 0)")
     simulate.add_argument("--calibration-pose", type=float, default=0.0, metavar="SECONDS",
                           help="start with the calibration gesture held this long (T-pose, wrists circling; default 0)")
+    simulate.add_argument("--device-noise", action="store_true",
+                          help="write the stream as a real headset would: its own rate (72, 90 or 120 Hz), jittered "
+                               "millisecond timestamps 10-30 ms late, 20-40 ms gaps, 1-2 mm position noise, quaternions "
+                               "rounded to two decimals, brief controller dropouts (DeviceNoise)")
     simulate.add_argument("--truth", help="also write the ground-truth motion (look-around applied) as BVH")
     simulate.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
     simulate.add_argument("--mapping", help=MAPPING_HELP)

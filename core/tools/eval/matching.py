@@ -72,21 +72,25 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
     """Every solver on every clip's simulated stream, scored against the clip (SPEC §5).
 
     Per method: frame-weighted figures, then per activity and per file; the time is the solve's alone.
-    `calibration` as `solve` takes it. The hands are scored against the wrists the controllers imply as really
-    held (SimulatedStream.offsets); frames of a calibration gesture before the clip are solved, not scored.
+    `calibration` as `solve` takes it. The hands are scored against the wrists the stream's controllers imply as
+    really held (SimulatedStream.offsets) where it tracks them; frames of a calibration gesture before the clip
+    are solved, not scored. With device noise the output's frame at stream time t is scored against the truth's
+    at t minus the latency (a constant latency shifts a recording's clock; live it delays the avatar by as much).
     """
     rows = {m: [] for m in made}
     for i, path in enumerate(files):
         simulated = simulate_stream(read_bvh(path), simulation)
         stream, clip = simulated.stream, slice(simulated.clip_start, None)
-        implied = joints_from_devices(stream.positions, stream.rotations, simulated.offsets)[clip, 1:]
+        on_truth = stream if simulated.exact is None else stream.sampled_at(simulated.exact.times + simulated.latency_s)
+        implied = joints_from_devices(on_truth.positions, on_truth.rotations, simulated.offsets)[clip, 1:]
+        hands_tracked = on_truth.tracked[clip, 1:]
         truth = simulated.truth[clip]
         for method, solver in made.items():
             start = time.perf_counter()
             solution = solve(stream, solver, calibration)
             seconds = time.perf_counter() - start
             solved = solution.motion.resampled(truth.fps)[clip] if simulated.clip_start else solution.motion
-            scores = score_motion(solved, truth, implied, stream.tracked[clip, 1:])
+            scores = score_motion(solved, truth, implied, hands_tracked)
             scores["foot_skate_gt_cm_s"] = scores.pop("foot_skate_cm_s_truth")
             scores["frames"] = len(solution.motion) - round(simulated.clip_start * solution.motion.fps / truth.fps)
             scores["seconds"] = seconds

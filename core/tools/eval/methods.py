@@ -7,7 +7,10 @@ body with the orientation model's facing and the foot lock), `mm` (the motion-ma
 controllers, §8.2). With `--attachment-noise` every method also solves streams whose controllers are
 held differently from what the solvers assume (random per clip: up to 3 cm off the grip, turned up
 to 15°), each starting with the calibration gesture (calibration.py), as `<method>+noise` (calibrated,
-the default solve) and `<method>+noise_uncalibrated`; the gesture's frames are not scored.
+the default solve) and `<method>+noise_uncalibrated`; the gesture's frames are not scored. With
+`--device-noise` every method also solves the streams as a real headset writes them (config.DeviceNoise: 72-120
+Hz, jittered millisecond timestamps 10-30 ms late, gaps, position noise, rounded quaternions, controller
+dropouts), as `<method>+device_noise`.
 Figures are frame-weighted means over the clips, per activity and per file, with `foot_skate_ratio`
 (the method's foot skating over the truth's);
 `ms_per_frame` is per frame of each method's own rate (`fps`: 60 for mm, 30 for n3p). The plot is
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...config import CalibrationConfig, N3PConfig, SimulationConfig, SolverConfig
+from ...config import CalibrationConfig, DeviceNoise, N3PConfig, SimulationConfig, SolverConfig
 from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
 from ...files.mocap import default_database_files, find_bvh_files
@@ -69,8 +72,9 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
 
 def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFAULT_METHODS,
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), progress=None,
-             attachment_noise: bool = False) -> dict:
-    """Figures per method (and with `attachment_noise` its NOISE_ROWS), per activity and per file."""
+             attachment_noise: bool = False, device_noise: bool = False) -> dict:
+    """Figures per method (and with `attachment_noise` its NOISE_ROWS, with `device_noise` its +device_noise row),
+    per activity and per file."""
     made = solvers(methods, database, model)
     result = score_solvers(files, made, simulation, progress)
     if attachment_noise:
@@ -78,6 +82,9 @@ def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFA
         for suffix, calibration in NOISE_ROWS.items():
             rows = score_solvers(files, made, noisy, progress, calibration)
             result.update({method + suffix: rows[method] for method in made})
+    if device_noise:
+        rows = score_solvers(files, made, replace(simulation, device_noise=DeviceNoise()), progress)
+        result.update({method + "+device_noise": rows[method] for method in made})
     result["paper_n3p_direct"] = PAPER
     return result
 
@@ -133,7 +140,7 @@ def run(args) -> int:
     model = N3PModel.load(args.model or N3P_MODEL)
     print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
     result = evaluate(files, database, model, args.methods, SimulationConfig(look_around_deg=args.look_around),
-                      print_progress, args.attachment_noise)
+                      print_progress, args.attachment_noise, args.device_noise)
     for method in rows_of(result):
         figures = result[method]
         print(f"{method:26s} " + " ".join(f"{k}={figures[k]}" for k in METRICS + (
@@ -163,6 +170,9 @@ def add_command(eval_group) -> None:
     parser.add_argument("--attachment-noise", action="store_true",
                         help="also solve with the controllers held up to 3 cm and 15 deg off, after the calibration "
                              "gesture: rows METHOD+noise (calibrated) and METHOD+noise_uncalibrated")
+    parser.add_argument("--device-noise", action="store_true",
+                        help="also solve the streams as a real headset writes them (stream simulate --device-noise): "
+                             "rows METHOD+device_noise")
     add_selection_arguments(parser)
     parser.add_argument("--plot", default="out/eval_full_foot_skate.png",
                         help="foot-skating plot per activity (PNG; '' for none); the MPJPE plot goes beside it as "
