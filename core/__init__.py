@@ -1,7 +1,7 @@
 """VR Avatar core: full-body animation from three tracked points, independent of Blender.
 
 Packages by role (docs/architecture.md): math, anim, rig, files, devices, ik, matching, orientation,
-stitch, n3p, hybrid (the default solve), nn, quality; `tools` holds the command line, training and
+stitch, n3p, hybrid (the default method), nn, quality; `tools` holds the command line, training and
 evaluation, which the extension does not ship. numpy at run time; torch only inside training code.
 Every package imports its modules on first use (`core.rig.humanoid` works after `import core`).
 """

@@ -351,11 +351,18 @@ class N3PConfig:
     """Half-life over which a released foot returns to the predicted pose."""
     calibration_s: float = 0.5
     """Standing calibration: the head's height over the stream's first half second scales the user to the model."""
+    fps: float = 60.0
+    """The output's rate. The predictor steps at its own 30 Hz (§4); offline its poses are interpolated onto the
+    output's timeline and the IK follows the devices at every output frame, live it holds its pose between
+    ticks."""
+
+    def __post_init__(self):
+        require_positive(self, "fps")
 
 
 @dataclass(frozen=True)
 class HybridConfig:
-    """The default solve (core/hybrid): Neural3Points' pose with MMVR's body facing and held feet.
+    """The hybrid, the default method (core/hybrid): Neural3Points' pose with MMVR's body facing and held feet.
 
     The predictor and the orientation model run side by side on the stream (motion matching too, over the user's
     databases, for matched legs); these settings say how their answers are put together."""

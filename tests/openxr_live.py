@@ -97,7 +97,7 @@ def fallback() -> dict:
 
 
 def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = False, method: str = "mm") -> dict:
-    """core's solver (`method`: "mm", motion matching; "hybrid", the default solve) stepped from every located
+    """core's solver (`method`: "mm", motion matching; "hybrid", the default method) stepped from every located
     frame; with `lose_hands` "A:B", the hands' tracking is dropped (flags cleared) from frame A to B of the run, then
     returns. `pin_core` keeps this thread (the solver's) on one CPU once the runtime's own threads have started,
     free to run on any."""

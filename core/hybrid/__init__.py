@@ -1,4 +1,5 @@
-"""The default solve: Neural3Points' pose with held feet and motion matching's facing (its legs optionally)."""
+"""The hybrid, the default method: Neural3Points' pose with MMVR's body facing and held feet (motion matching's legs
+optionally)."""
 from .. import lazy_submodules
 
 __getattr__ = lazy_submodules(__name__)

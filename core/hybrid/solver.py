@@ -1,4 +1,4 @@
-"""The default solve (`hybrid`): Neural3Points' pose with MMVR's body facing and held feet; a stream is all it needs.
+"""The hybrid, the default method: Neural3Points' pose with MMVR's body facing and held feet; a stream is all it needs.
 
 Neural3Points (`n3p`) places the body well and steps in the person's phase, but its hips face 7-11 degrees off
 and its feet slide; MMVR's orientation model (§4) faces the body better. On the predictor's skeleton the
@@ -62,12 +62,12 @@ class HybridSolver:
             raise ValueError("the hybrid's matched legs step motion matching's poses: they need a motion database")
         self.predictor, self.config = predictor, config
         self.matching = matching if config.legs == "matched" else None
-        predictor.config = replace(predictor.config, foot_lock=False)
         if self.matching is not None:
             self.matching.config = replace(self.matching.config, foot_lock=False, arm_ik=False)
             orientation_model = self.matching.facing.model
-        self.devices, self.offsets = predictor.devices, predictor.offsets
         self.fps = self.matching.fps if self.matching is not None else config.fps
+        predictor.config = replace(predictor.config, foot_lock=False, fps=self.fps)
+        self.devices, self.offsets = predictor.devices, predictor.offsets
         self.skeleton = predictor.skeleton
         self.mapping = find_mapping(self.skeleton)
         self.legs = Legs.of(self.skeleton, self.mapping)
@@ -130,9 +130,9 @@ class HybridSolver:
         return Motion(self.skeleton, rotations_out, positions_out, self.fps)
 
     def solve(self, stream: ThreePointStream) -> Solution:
-        """The offline driver over a calibrated stream: the predictor's solve (30 Hz, resampled onto the output's
-        timeline) and the devices' frames (or motion matching's steps 1-5), put together frame by frame with
-        centred averages."""
+        """The offline driver over a calibrated stream: the predictor's solve (its 30 Hz poses on the output's
+        timeline, the arms reaching every frame) and the devices' frames (or motion matching's steps 1-5), put
+        together frame by frame with centred averages."""
         predicted = self.predictor.solve(stream)
         config = self.config
         if self.matching is not None:
@@ -141,7 +141,7 @@ class HybridSolver:
             dts, restarts = np.array([f.dt for f in frames]), np.array([f.placed for f in frames])
         else:
             stepped, height, yaws, targets, dts, restarts = self.device_frames(stream)
-        body = predicted.motion.resampled(self.fps, len(stepped))
+        body = predicted.motion  # on the same timeline as the stepped stream
         pose = self.lower_pose(body)
         speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)
         facing = centred_mean(np.unwrap(yaws), config.facing_window_s * self.fps) if self.faces_with_model else None
@@ -149,10 +149,7 @@ class HybridSolver:
             matched = self.matched_legs(np.array([f.rotations for f in frames]), np.array([f.positions for f in frames]))
             contacts = np.array([f.contacts for f in frames])
         else:  # the predictor's 30 Hz contacts held between its ticks, as live
-            matched = None
-            ticks = np.minimum((np.arange(len(stepped)) * self.predictor.fps / self.fps + 1e-6).astype(int),
-                               len(predicted.contacts) - 1)
-            contacts = predicted.contacts[ticks]
+            matched, contacts = None, predicted.contacts
         self.foot_lock.reset()
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),

@@ -13,7 +13,8 @@ Per frame (`N3PSolver.step`, the live driver):
    predicted position;
 5. §7's IK: feet the predictor marks in contact are locked where they touched down (leg IK), and
    the wrists are put on the controllers (arm IK; the hands keep the predicted orientation).
-`solve` (the offline driver) resamples a stream to 30 Hz and steps every sample through the same code.
+`solve` (the offline driver) steps the stream resampled to 30 Hz through the same code (steps 1-3), then poses
+the predictions interpolated onto the output's timeline (`N3PConfig.fps`) with the IK at every output frame.
 The physics-based normal mode (control policy, simulation, tracker correction) is not here; it would
 take the predictor's states (`N3PPredictor`) as its reference.
 """
@@ -62,11 +63,15 @@ class N3PSolver:
         self.offsets = device_offsets(devices)
         self.skeleton = model.output.skeleton
         self.mapping = find_mapping(self.skeleton)
-        self.fps = FPS
         self.fixed_height = standing_hmd_height_m
         self.legs = Legs.of(self.skeleton, self.mapping)
         self.arms = np.array([[self.mapping[f"{s}_{j}"] for j in ("upper_arm", "forearm", "hand")] for s in "lr"])
         self.reset()
+
+    @property
+    def fps(self) -> float:
+        """The output's rate (N3PConfig.fps)."""
+        return self.config.fps
 
     def standing_motion(self) -> Motion:
         """The predictor standing still for STANDING_REFERENCE_S under a level headset, the controllers held with
@@ -158,13 +163,13 @@ class N3PSolver:
             self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
         return (positions, rotations, tracked, scale, dt, *self.prediction)
 
-    def predicted_motion(self, scales, dts, g_up, g_lo, headings):
-        """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton, their contacts (T, 2)
-        and the arms' global poses (arm_poses)."""
+    def predicted_motion(self, scales, dts, g_up, g_lo, headings, fps: float | None = None):
+        """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton (at `fps`, default the
+        output's), their contacts (T, 2) and the arms' global poses (arm_poses)."""
         world_rotations, world_positions = global_pose(headings, g_up, g_lo, self.model.reference)
         hips = world_positions[:, 0].copy()
         hips[:, [0, 2]] /= scales[:, None]
-        motion = self.model.output.motion(world_rotations, hips, self.fps)
+        motion = self.model.output.motion(world_rotations, hips, fps or self.fps)
         return motion, contacts_of(g_lo), self.arm_poses(motion)
 
     def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms) -> None:
@@ -200,23 +205,33 @@ class N3PSolver:
             rotations[:, joints] = np.where(turned, quat.nearest_sign(local, rotations[:, joints]), rotations[:, joints])
 
     def solve(self, stream: ThreePointStream):
-        """The offline driver: resample to 30 Hz, calibrate on the first half second, advance every sample, then
-        pose them all at once."""
-        stream = without_unusable_samples(stream)[0].resampled(self.fps)
-        height = self.fixed_height or standing_height(stream, self.config.calibration_s)
-        first = int(np.flatnonzero(stream.tracked[:, 0])[0])
+        """The offline driver: calibrate on the first half second, advance every sample of the stream at 30 Hz,
+        pose the predictions interpolated onto the output's timeline, then the IK toward the devices at every
+        output frame."""
+        stream = without_unusable_samples(stream)[0]
+        ticks, output = stream.resampled(FPS), stream.resampled(self.fps)
+        height = self.fixed_height or standing_height(ticks, self.config.calibration_s)
+        first = int(np.flatnonzero(ticks.tracked[:, 0])[0])
         self.reset(height)
-        frames = [self.advance(stream.positions[t], stream.rotations[t], stream.tracked[t],
-                               stream.times[t] - stream.times[t - 1] if t > first else TICK_S)
-                  for t in range(first, len(stream))]
+        frames = [self.advance(ticks.positions[t], ticks.rotations[t], ticks.tracked[t],
+                               ticks.times[t] - ticks.times[t - 1] if t > first else TICK_S)
+                  for t in range(first, len(ticks))]
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
-        positions, rotations, tracked, scales, dts, *prediction = (np.array(values) for values in zip(*frames))
-        motion, contacts, arms = self.predicted_motion(scales, dts, *prediction)
-        self.fit(motion, contacts, positions, rotations, tracked, dts, arms)
+        _, _, _, scales, dts, *prediction = (np.array(values) for values in zip(*frames))
+        predicted, contacts, _ = self.predicted_motion(scales, dts, *prediction, FPS)
+        motion = predicted.resampled(self.fps, len(output))
+        tick = np.minimum((np.arange(len(output)) * FPS / self.fps + 1e-6).astype(int), len(ticks) - 1)
+        contacts = contacts[tick]  # held between ticks, as live
+        tracked = output.tracked.copy()
+        tracked[:, 1:] &= not self.config.hmd_only
+        positions, rotations = np.nan_to_num(output.positions), np.where(tracked[..., None], output.rotations,
+                                                                        quat.identity())
+        steps = np.diff(output.times, prepend=output.times[0] - 1.0 / self.fps)
+        self.fit(motion, contacts, positions, rotations, tracked, steps, self.arm_poses(motion))
         motion.name = "n3p"
-        require_finite(motion, stream)
+        require_finite(motion, output)
         count = len(motion)
-        held = held_samples(stream.tracked[:, 0])
-        targets = head_on_floor(stream.positions[held, 0], stream.rotations[held, 0], HEAD_CENTRE_FROM_HMD)
-        return Solution(motion, stream, np.zeros(count, int), np.zeros(count, int), targets,
+        held = held_samples(output.tracked[:, 0])
+        targets = head_on_floor(output.positions[held, 0], output.rotations[held, 0], HEAD_CENTRE_FROM_HMD)
+        return Solution(motion, output, np.zeros(count, int), np.zeros(count, int), targets,
                         np.zeros(count, bool), height, self.method, contacts=contacts)

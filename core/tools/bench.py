@@ -185,7 +185,7 @@ def time_matching(files, stream, model) -> dict:
 
 
 def time_hybrid(stream, model) -> dict:
-    """The default solve (`hybrid`, no database) with the same orientation model: stepped live, frame by frame at
+    """The hybrid, the default method (no database), with the same orientation model: stepped live, frame by frame at
     the stream's 60 Hz (the fastest of SOLVER_RUNS runs), and offline."""
     solver = HybridSolver(N3PSolver(N3PModel.load()), model)
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""The default solve against the predictor alone on a held-out walk; the travel weight and the lower-body turn."""
+"""The hybrid (the default method) against the predictor alone on a held-out walk; the travel weight and the lower-body turn."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""The default solve (core/hybrid): the predictor's body with the orientation model's facing, from a stream alone
+"""The hybrid, the default method (core/hybrid): the predictor's body with the orientation model's facing, from a stream alone
 (motion matching's steps with matched legs)."""
 from __future__ import annotations
 

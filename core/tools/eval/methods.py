@@ -1,13 +1,13 @@
 """Side by side: motion matching (MMVR) and the Neural3Points predictor (direct mode) on the same simulated streams.
 
 Each clip becomes a stream with look-around; every method solves it; the output is scored with SPEC
-§5 against the clip. Methods (SPEC §4 keys): `hybrid` (the default solve, core/hybrid: the predictor's
+§5 against the clip. Methods (SPEC §4 keys): `hybrid` (the default method, core/hybrid: the predictor's
 body with the orientation model's facing and the foot lock), `mm` (the motion-matching solver with its defaults),
 `n3p` (the shipped predictor with its IK) and `n3p_hmd_only` (the same model ignoring the
 controllers, §8.2). With `--attachment-noise` every method also solves streams whose controllers are
 held differently from what the solvers assume (random per clip: up to 3 cm off the grip, turned up
 to 15°), each starting with the calibration gesture (calibration.py), as `<method>+noise` (calibrated,
-the default solve) and `<method>+noise_uncalibrated`; the gesture's frames are not scored. With
+as solve does by default) and `<method>+noise_uncalibrated`; the gesture's frames are not scored. With
 `--device-noise` every method also solves the streams as a real headset writes them (config.DeviceNoise: 72-120
 Hz, jittered millisecond timestamps 10-30 ms late, gaps, position noise, rounded quaternions, controller
 dropouts), as `<method>+device_noise`.
@@ -164,7 +164,7 @@ def add_command(eval_group) -> None:
     parser.add_argument("--db", help="mm: motion-matching database (default: built from the data's training locomotion)")
     parser.add_argument("--model", help="Neural3Points model file (default: the shipped assets/n3p.npz)")
     parser.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS), choices=METHODS,
-                        help="methods to run (default: all; hybrid is the default solve)")
+                        help="methods to run (default: all; hybrid is the default method)")
     parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
     parser.add_argument("--attachment-noise", action="store_true",
