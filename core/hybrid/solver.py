@@ -25,10 +25,12 @@ import numpy as np
 from ..anim.character import body_yaw
 from ..anim.motion import Motion, forward_kinematics
 from ..config import HybridConfig, SolverConfig
+from ..devices.attachments import joints_from_devices
 from ..devices.held import HeldDevices
 from ..devices.plausibility import without_unusable_samples
 from ..files.stream import ThreePointStream
 from ..ik.foot_lock import FootLock, Legs
+from ..ik.two_bone import Arms, two_bone_ik
 from ..matching.solver import MotionMatchingSolver, lower_body_frames
 from ..math import quat
 from ..math.angle import wrap_angle
@@ -52,7 +54,8 @@ class HybridSolver:
 
     def __init__(self, predictor: N3PSolver, orientation_model=None, config: HybridConfig = HybridConfig(),
                  matching: MotionMatchingSolver | None = None):
-        """The predictor's foot lock is switched off in it (the hybrid locks the feet itself). `orientation_model`
+        """The predictor's foot lock and arm IK are switched off in it (the hybrid plants the feet and puts the hands on
+        the devices itself, in one two-bone IK). `orientation_model`
         (a window or MMVR model; None: the predictor's own facing) turns the body. `matching`, needed by matched
         legs only, steps the legs and faces the body with its own model (its foot lock and arm IK are switched
         off: the arms are the predictor's)."""
@@ -66,16 +69,19 @@ class HybridSolver:
             self.matching.config = replace(self.matching.config, foot_lock=False, arm_ik=False)
             orientation_model = self.matching.facing.model
         self.fps = self.matching.fps if self.matching is not None else config.fps
-        predictor.config = replace(predictor.config, foot_lock=False, fps=self.fps)
+        predictor.config = replace(predictor.config, foot_lock=False, hand_ik=False, fps=self.fps)
         self.devices, self.offsets = predictor.devices, predictor.offsets
         self.skeleton = predictor.skeleton
         self.mapping = find_mapping(self.skeleton)
         self.legs = Legs.of(self.skeleton, self.mapping)
+        self.arms = Arms.of(self.skeleton, self.mapping)
         self.transfer = LegTransfer.between(predictor, self.matching) if self.matching is not None else None
         self.hips = self.mapping["hips"]
         self.lower = [self.hips, *(self.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS)]
         self.turned = np.array([*self.lower, self.mapping["spine"]])
         """The joints whose local rotations the lower-body turn (and matched legs) change: the spine turns back."""
+        self.posed = [*self.turned, *self.arms.chains[:, -1]]
+        """The joints whose global poses `combine` reads: those and the arms."""
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
         """The predictor's toes' heights over the floor in its standing state."""
@@ -111,12 +117,14 @@ class HybridSolver:
             lower = self.matching.step_lower_body(positions, rotations, tracked, dt)
             dt, placed, yaw = lower.dt, lower.placed, lower.body_yaw
             matched, contacts = self.matched_legs(lower.rotations[None], lower.positions[None]), lower.contacts
+            devices = (lower.device_positions, lower.device_rotations, lower.tracked)
         else:
             held = self.held.step(positions, rotations, tracked, dt)
             dt, placed = held.dt, self.previous_hips is None or held.teleported
             yaw = self.facing.step(held.positions, held.rotations, dt, held.teleported) if self.faces_with_model \
                 else None
             matched, contacts = None, self.predictor.contacts
+            devices = (held.positions, held.rotations, held.tracked)
         speed = 0.0 if self.previous_hips is None or placed else float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / dt
         self.previous_hips = hips
         weight = travel_weights(self.speed.add(speed), self.config.standing_m_s, self.config.travelling_m_s)
@@ -126,7 +134,7 @@ class HybridSolver:
             self.previous_yaw = yaw
             facing = np.array([self.live_facing.add(yaw)])
         rotations_out, positions_out = self.combine(body, pose, matched, facing, np.array([weight]), contacts[None],
-                                                    dt, np.array([placed]))
+                                                    dt, np.array([placed]), *self.wrists(*(d[None] for d in devices)))
         return Motion(self.skeleton, rotations_out, positions_out, self.fps)
 
     def solve(self, stream: ThreePointStream) -> Solution:
@@ -153,7 +161,7 @@ class HybridSolver:
         self.foot_lock.reset()
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
-            contacts, dts, restarts)
+            contacts, dts, restarts, *self.wrists(stepped.positions, stepped.rotations, stepped.tracked))
         motion = Motion(self.skeleton, rotations, positions, self.fps, self.method)
         require_finite(motion, stepped)
         count = len(motion)
@@ -184,9 +192,15 @@ class HybridSolver:
         return (stepped, height, *(np.concatenate([values[waiting], values]) for values in (yaws, targets, dts, restarts)))
 
     def lower_pose(self, body: Motion):
-        """The global rotations and positions (T, J, ...) of the body's hips, legs, spine and their ancestors (the
-        other joints zero): what `combine` turns and plants."""
-        return forward_kinematics(self.skeleton.parents, body.rotations, body.positions, self.turned)
+        """The global rotations and positions (T, J, ...) of the body's hips, legs, spine, arms and their ancestors
+        (the other joints zero): what `combine` turns, plants and reaches with."""
+        return forward_kinematics(self.skeleton.parents, body.rotations, body.positions, self.posed)
+
+    def wrists(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray):
+        """The wrists (T, 2, 3) the controllers imply from device poses (T, 3, ...), and where they are tracked (T, 2)."""
+        hands = tracked[:, 1:]
+        usable = np.where(tracked[..., None], rotations, quat.identity())
+        return joints_from_devices(np.nan_to_num(positions), usable, self.offsets)[:, 1:], hands
 
     def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
@@ -196,12 +210,13 @@ class HybridSolver:
         return self.transfer.carry(world), world_positions[:, toes, 1]
 
     def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
-                contacts: np.ndarray, dt, restarts: np.ndarray):
+                contacts: np.ndarray, dt, restarts: np.ndarray, wrists: np.ndarray, hands: np.ndarray):
         """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its `lower_pose`
         (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2); None: the
         predictor's legs stay), the body's facing (T,) or None (the predictor's), travel weights (T,), the contacts
         the feet lock on while travelling (T, 2; HybridConfig.legs says whose), time steps and foot-lock restarts
-        (T,)."""
+        (T,), the wrists the controllers imply (T, 2, 3) and where they are tracked (T, 2). The feet and the hands
+        are posed by one two-bone IK."""
         parents = self.skeleton.parents
         rotations, positions = pose[0].copy(), pose[1].copy()
         parent = parents[self.hips]
@@ -227,10 +242,21 @@ class HybridSolver:
         if parent >= 0:  # the hips where the turn put them, in their parent's frame
             hips = quat.inverse_rotate(pose[0][:, parent], hips - pose[1][:, parent])
         out_positions[:, self.hips] = hips
+        if matched_legs is not None:  # the joints below the matched legs moved with them
+            rotations, positions = forward_kinematics(parents, local, out_positions, self.posed)
+        chains = [self.legs.chains[:, :4], self.arms.chains]
+        chain_rotations, chain_positions = rotations[:, np.vstack(chains)], positions[:, np.vstack(chains)]
+        targets = np.where(hands[..., None], wrists, chain_positions[:, 2:, 3])
         if self.config.foot_lock or toe_heights is not None:
             travelling = weights > 0.5
             locked = np.where(travelling[:, None], contacts, True) & self.config.foot_lock
             unlock = np.where(travelling, self.foot_lock.unlock_distance_m, self.config.standing_unlock_distance_m)
-            known = (rotations, positions) if matched_legs is None else None  # matched legs moved the joints below
-            self.legs.plant(local, out_positions, self.foot_lock, locked, dt, restarts, known, toe_heights, unlock)
+            targets = np.concatenate([self.legs.ankle_targets(positions[:, self.legs.chains], self.foot_lock, locked,
+                                                              dt, restarts, toe_heights, unlock), targets], axis=1)
+        else:  # the legs as they are
+            targets = np.concatenate([chain_positions[:, :2, 3], targets], axis=1)
+        upper, lower = two_bone_ik(chain_positions[..., 1, :], chain_positions[..., 2, :], chain_positions[..., 3, :],
+                                   targets, chain_rotations[..., 1, :], chain_rotations[..., 2, :])
+        self.legs.set(local, rotations[:, self.legs.chains], upper[:, :2], lower[:, :2])
+        self.arms.set(local, chain_rotations[:, 2:], upper[:, 2:], lower[:, 2:], hands)
         return local, out_positions

@@ -24,7 +24,7 @@ from ..anim.motion import forward_kinematics
 from ..math import quat
 from ..math.spring import decay_toward_zero
 from ..math.vector import length
-from .leg_ik import two_bone_ik
+from .two_bone import chain_locals, two_bone_ik
 
 RELOCK_GAP_M = 0.01
 """A foot released while its contact goes on (too far from the pose) may lock again once its gap is below this."""
@@ -144,6 +144,17 @@ class Legs:
             global_rotations, global_positions = self.transforms(rotations, positions)
         else:
             global_rotations, global_positions = global_pose[0][:, self.chains], global_pose[1][:, self.chains]
+        ankles = self.ankle_targets(global_positions, lock, contacts, dt, restarts, toe_heights, unlock_distances)
+        thigh, shin = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], global_positions[:, :, 3],
+                                  ankles, global_rotations[:, :, 1], global_rotations[:, :, 2])
+        self.set(rotations, global_rotations, thigh, shin)
+
+    @staticmethod
+    def ankle_targets(global_positions: np.ndarray, lock: FootLock, contacts: np.ndarray, dt,
+                      restarts: np.ndarray | None = None, toe_heights: np.ndarray | None = None,
+                      unlock_distances: np.ndarray | None = None) -> np.ndarray:
+        """Where the ankles (T, 2, 3) go for the toes to meet the lock's targets, frame by frame in order, from the
+        chains' global positions (T, 2, 5, 3); the rest as `plant` takes it."""
         ankles, toes = global_positions[:, :, 3], global_positions[:, :, 4]
         placed = toes
         if toe_heights is not None:
@@ -155,10 +166,12 @@ class Legs:
                 lock.reset()
             held[t] = lock.targets(placed[t], contacts[t], dt[t] if np.ndim(dt) else dt,
                                    None if unlock_distances is None else float(unlock_distances[t]))
-        thigh, shin = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], ankles, ankles + held - toes,
-                                  global_rotations[:, :, 1], global_rotations[:, :, 2])
+        return ankles + held - toes
+
+    def set(self, rotations: np.ndarray, global_rotations: np.ndarray, thigh: np.ndarray, shin: np.ndarray) -> None:
+        """Write the legs' local rotations into poses (T, J, 4) from the chains' global rotations (T, 2, 5, 4) and the
+        IK's new thighs and shins (T, 2, 4); the feet keep theirs, each rotation the pose's sign (forward kinematics
+        of a few frames may return -q for q)."""
         solved = self.chains[:, 1:4]
-        turned = quat.inverse_multiply(np.stack([global_rotations[:, :, 0], thigh, shin], axis=2),
-                                       np.stack([thigh, shin, global_rotations[:, :, 3]], axis=2))
-        # The sign the pose had (forward kinematics of a few frames may return -q for q).
-        rotations[:, solved] = quat.nearest_sign(turned, rotations[:, solved])
+        rotations[:, solved] = quat.nearest_sign(chain_locals(global_rotations[:, :, 0], thigh, shin,
+                                                              global_rotations[:, :, 3]), rotations[:, solved])

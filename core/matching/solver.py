@@ -114,6 +114,8 @@ class LowerBodyFrame:
     dt: float
     body_yaw: float = 0.0
     """The orientation model's answer this frame (radians about +Y), before the facing spring."""
+    tracked: np.ndarray | None = None
+    """(3,) the devices whose sample this frame was usable."""
 
 
 @dataclass
@@ -272,7 +274,7 @@ class MotionMatchingSolver:
         rotations_out[0], positions_out[0] = state.root_rotation, state.root_position
         return LowerBodyFrame(rotations_out, positions_out, positions, rotations, state.database, state.frame,
                               target, searched, standing, self.databases[state.database].poses.contacts[state.frame],
-                              placed, dt, body_yaw)
+                              placed, dt, body_yaw, held.tracked)
 
     def place(self, target: np.ndarray, yaw: float) -> None:
         """Put the avatar at the target, facing `yaw` (radians), at rest (first frame and teleports)."""

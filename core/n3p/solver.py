@@ -28,7 +28,7 @@ from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, jo
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
-from ..ik.leg_ik import two_bone_ik
+from ..ik.two_bone import Arms, two_bone_ik
 from ..math import quat
 from ..rig.humanoid import find_mapping
 from ..solution import Solution, require_finite, standing_height
@@ -65,7 +65,7 @@ class N3PSolver:
         self.mapping = find_mapping(self.skeleton)
         self.fixed_height = standing_hmd_height_m
         self.legs = Legs.of(self.skeleton, self.mapping)
-        self.arms = np.array([[self.mapping[f"{s}_{j}"] for j in ("upper_arm", "forearm", "hand")] for s in "lr"])
+        self.arms = Arms.of(self.skeleton, self.mapping)
         self.reset()
 
     @property
@@ -183,26 +183,20 @@ class N3PSolver:
             self.reach(motion.rotations, arms, wrists, hands)
 
     def arm_poses(self, motion: Motion):
-        """The global rotations of the arm joints' parents and of the arm joints (T, 2, 4 each), and the arm joints'
-        global positions (T, 2, 3 each): upper arm, forearm, hand. The foot lock leaves them as they are."""
-        parents, (uppers, forearms, hands) = self.skeleton.parents, self.arms.T
-        rotations, positions = forward_kinematics(parents, motion.rotations, motion.positions, hands)
-        return (rotations[:, parents[uppers]], rotations[:, uppers], rotations[:, forearms], rotations[:, hands],
-                positions[:, uppers], positions[:, forearms], positions[:, hands])
+        """The arm chains' global rotations (T, 2, 4, 4) and positions (T, 2, 4, 3) (Arms.chains): the foot lock
+        leaves them as they are."""
+        rotations, positions = forward_kinematics(self.skeleton.parents, motion.rotations, motion.positions,
+                                                  self.arms.chains[:, -1])
+        return rotations[:, self.arms.chains], positions[:, self.arms.chains]
 
     def reach(self, rotations: np.ndarray, arms, wrists: np.ndarray, tracked: np.ndarray) -> None:
-        """Arm IK over poses (T, J, 4) whose arms' global poses are `arms` (arm_poses): turn upper arm and forearm so
-        each tracked wrist (T, 2, 3; tracked (T, 2)) reaches its target; the hand keeps its orientation."""
-        uppers, forearms, hands = self.arms.T
-        parent_rotations, upper_rotations, forearm_rotations, hand_rotations, shoulders, elbows, own_wrists = arms
-        targets = np.where(tracked[..., None], wrists, own_wrists)
-        upper, fore = two_bone_ik(shoulders, elbows, own_wrists, targets, upper_rotations, forearm_rotations)
-        turned = tracked[..., None]
-        for joints, local in ((uppers, quat.inverse_multiply(parent_rotations, upper)),
-                              (forearms, quat.inverse_multiply(upper, fore)),
-                              (hands, quat.inverse_multiply(fore, hand_rotations))):
-            # Signed as the pose had them: forward kinematics of a few frames may return -q for q.
-            rotations[:, joints] = np.where(turned, quat.nearest_sign(local, rotations[:, joints]), rotations[:, joints])
+        """Arm IK over poses (T, J, 4) whose arm chains' global poses are `arms` (arm_poses): turn upper arm and
+        forearm so each tracked wrist (T, 2, 3; tracked (T, 2)) reaches its target; the hand keeps its orientation."""
+        global_rotations, global_positions = arms
+        targets = np.where(tracked[..., None], wrists, global_positions[:, :, 3])
+        upper, fore = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], global_positions[:, :, 3],
+                                  targets, global_rotations[:, :, 1], global_rotations[:, :, 2])
+        self.arms.set(rotations, global_rotations, upper, fore, tracked)
 
     def solve(self, stream: ThreePointStream):
         """The offline driver: calibrate on the first half second, advance every sample of the stream at 30 Hz,

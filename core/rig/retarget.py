@@ -41,7 +41,7 @@ from ..anim.character import UP, hips_forward
 from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..devices.attachments import implied_joint_positions
-from ..ik.leg_ik import two_bone_ik
+from ..ik.two_bone import two_bone_ik
 from ..math import quat
 from ..math.vector import dot, length, unit, unit_across
 from .humanoid import HumanoidMapping, find_mapping

@@ -27,7 +27,7 @@ from ..anim.motion import Motion
 from ..config import StitchConfig
 from ..errors import InputError
 from ..ik.foot_lock import FootLock
-from ..ik.leg_ik import two_bone_ik
+from ..ik.two_bone import two_bone_ik
 from ..matching.pose_database import database_skeleton, rooted_motion
 from ..math import quat
 from ..math.least_squares_path import least_squares_path

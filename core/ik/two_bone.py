@@ -1,0 +1,74 @@
+"""Two-bone IK for a leg or an arm: turn the thigh and shin (upper arm and forearm) so the ankle (wrist) reaches a
+target, keeping the knee's (elbow's) plane.
+
+The knee stays in the plane through the hip, the target and the current knee (so the leg bends the
+way the pose bends it); the cosine rule places it, and each bone takes the shortest rotation onto
+its new direction. A target out of reach straightens the leg toward it. The end joint (foot, hand)
+keeps its global rotation (`chain_locals`). Several chains solve in one call: the legs and arms of a
+frame, or of every frame of a solve.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..math import quat
+from ..math.vector import length, reject, unit_or
+
+
+def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m: np.ndarray, shin_m: np.ndarray):
+    """Where the knee goes (..., 3) for the ankle to reach `target` (or as near as the leg allows)."""
+    reach = np.clip(length(target - hip), np.abs(thigh_m - shin_m) + 1e-6, thigh_m + shin_m - 1e-6)
+    along = unit_or(target - hip, knee - hip)
+    bend = unit_or(reject(knee - hip, along), np.array([0.0, 0.0, 1.0]))
+    # Cosine rule: the thigh's angle at the hip between the hip-target line and the thigh.
+    cos_hip = np.clip((thigh_m ** 2 + reach ** 2 - shin_m ** 2) / (2.0 * thigh_m * reach), -1.0, 1.0)
+    sin_hip = np.sqrt(1.0 - cos_hip ** 2)
+    return hip + thigh_m[..., None] * (cos_hip[..., None] * along + sin_hip[..., None] * bend)
+
+
+def two_bone_ik(hip, knee, ankle, target, thigh_rotation, shin_rotation):
+    """New global rotations of thigh and shin (..., 4) that put the ankle at `target` where reachable."""
+    thigh, shin = knee - hip, ankle - knee
+    thigh_m, shin_m = length(thigh), length(shin)
+    new_knee = knee_position(hip, knee, target, thigh_m, shin_m)
+    thigh_turn = quat.between(thigh, new_knee - hip)
+    # The shin turns onto the line from the new knee to the target: a target out of reach lies on it too.
+    shin_turn = quat.between(quat.rotate(thigh_turn, shin), target - new_knee)
+    return (quat.multiply(thigh_turn, thigh_rotation),
+            quat.multiply(shin_turn, quat.multiply(thigh_turn, shin_rotation)))
+
+
+
+def chain_locals(parent_rotations, upper_rotations, lower_rotations, end_rotations) -> np.ndarray:
+    """The local rotations (..., 3, 4) of a chain's upper, lower and end joints from the global rotations of its
+    parent, its upper and lower joints (the IK's) and its end (kept)."""
+    return quat.inverse_multiply(np.stack([parent_rotations, upper_rotations, lower_rotations], axis=-2),
+                                 np.stack([upper_rotations, lower_rotations, end_rotations], axis=-2))
+
+
+@dataclass(frozen=True)
+class Arms:
+    """Both arms of a skeleton as chains shoulder > upper arm > forearm > hand, left then right."""
+
+    chains: np.ndarray
+    """(2, 4) joint indices: the upper arm's parent, upper arm, forearm, hand."""
+
+    @classmethod
+    def of(cls, skeleton, mapping) -> "Arms":
+        joints = np.array([[mapping[f"{s}_{j}"] for j in ("upper_arm", "forearm", "hand")] for s in "lr"])
+        if np.any(skeleton.parents[joints[:, 1:]] != joints[:, :-1]):
+            raise ValueError("the arm IK needs each arm as a chain: upper arm > forearm > hand")
+        return cls(np.column_stack([skeleton.parents[joints[:, 0]], joints]))
+
+    def set(self, rotations: np.ndarray, global_rotations: np.ndarray, upper: np.ndarray, fore: np.ndarray,
+            tracked: np.ndarray) -> None:
+        """Write the arms' local rotations into poses (T, J, 4) where `tracked` (T, 2): from the chains' global
+        rotations (T, 2, 4, 4) and the IK's new upper arms and forearms (T, 2, 4); the hands keep theirs, and each
+        rotation keeps the pose's sign."""
+        joints = self.chains[:, 1:]
+        posed = rotations[:, joints]
+        turned = quat.nearest_sign(chain_locals(global_rotations[:, :, 0], upper, fore, global_rotations[:, :, 3]),
+                                   posed)
+        rotations[:, joints] = np.where(tracked[..., None, None], turned, posed)
