@@ -165,12 +165,12 @@ class N3PSolver:
 
     def predicted_motion(self, scales, dts, g_up, g_lo, headings, fps: float | None = None):
         """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton (at `fps`, default the
-        output's), their contacts (T, 2) and the arms' global poses (arm_poses)."""
+        output's), their contacts (T, 2) and the arms' global poses (arm_poses; None without the arm IK)."""
         world_rotations, world_positions = global_pose(headings, g_up, g_lo, self.model.reference)
         hips = world_positions[:, 0].copy()
         hips[:, [0, 2]] /= scales[:, None]
         motion = self.model.output.motion(world_rotations, hips, fps or self.fps)
-        return motion, contacts_of(g_lo), self.arm_poses(motion)
+        return motion, contacts_of(g_lo), self.arm_poses(motion) if self.config.hand_ik else None
 
     def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms) -> None:
         """Step 5 over frames (T, ...), in place: the foot lock on the contacts (in frame order), the arms' IK toward
