@@ -2,18 +2,18 @@
 
 Neural3Points (`n3p`) places the body well and steps in the person's phase, but its hips face 7-11 degrees off
 and its feet slide; MMVR's orientation model (§4) faces the body better. On the predictor's skeleton the
-result keeps the predictor's pose (root, spine, neck, head, arms: its hands on the controllers through its
-own IK), then:
+result keeps the predictor's pose (root, spine, neck, head, arms), then:
 1. facing: the hips and legs turn about the vertical through the spine's base so the hips face where the
    orientation model says (averaged over `facing_window_s`: centred offline, trailing live); the spine turns
    back, so the upper body (head, arms, hands on the devices) keeps its world pose;
 2. legs (`HybridConfig.legs`): the predictor's own, or ("matched", over a motion database) each leg joint
    turned in the world toward motion matching's by the travel weight of the predicted hips' floor speed
    (blend.travel_weights);
-3. feet: the foot lock (MMVR §6.2) holds the feet on the predicted contacts (or the matched poses') while
-   travelling and both feet while standing; a released foot catches up in a low arc.
+3. feet and hands: the foot lock (MMVR §6.2) holds the feet on the predicted contacts (or the matched poses')
+   while travelling and both feet while standing, a released foot catching up in a low arc; the hands go to
+   the wrists the controllers imply (Neural3Points §7's arm IK), both in one two-bone IK.
 `step` is the live driver (one frame); `solve` the offline one, which runs the predictor's own offline
-driver (30 Hz, resampled onto the output's timeline) and the devices' frames (or motion matching's steps
+driver (30 Hz, interpolated onto the output's timeline) and the devices' frames (or motion matching's steps
 1-5), then puts every frame together with the same `combine`. Measured in docs/default_method.md.
 """
 from __future__ import annotations
@@ -55,10 +55,9 @@ class HybridSolver:
     def __init__(self, predictor: N3PSolver, orientation_model=None, config: HybridConfig = HybridConfig(),
                  matching: MotionMatchingSolver | None = None):
         """The predictor's foot lock and arm IK are switched off in it (the hybrid plants the feet and puts the hands on
-        the devices itself, in one two-bone IK). `orientation_model`
-        (a window or MMVR model; None: the predictor's own facing) turns the body. `matching`, needed by matched
-        legs only, steps the legs and faces the body with its own model (its foot lock and arm IK are switched
-        off: the arms are the predictor's)."""
+        the devices itself, in one two-bone IK). `orientation_model` (a window or MMVR model; None: the
+        predictor's own facing) turns the body. `matching`, needed by matched legs only, steps the legs and faces
+        the body with its own model (its foot lock and arm IK are switched off)."""
         if config.legs not in LEGS:
             raise ValueError(f"HybridConfig.legs: {config.legs!r}; legs are {', '.join(LEGS)}")
         if config.legs == "matched" and matching is None:

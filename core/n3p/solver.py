@@ -20,6 +20,8 @@ take the predictor's states (`N3PPredictor`) as its reference.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from ..anim.motion import Motion, forward_kinematics
@@ -48,6 +50,24 @@ HANGING_CONTROLLER_ROTATIONS = ((0.054, -0.083, 0.987, -0.125), (0.155, -0.048, 
 """Their orientations (w, x, y, z) in the same frame: the mean over the same frames."""
 HEAD_CENTRE_FROM_HMD = SolverConfig.head_centre_from_hmd
 """The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
+
+
+class Advanced(NamedTuple):
+    """What `N3PSolver.advance` gives of a frame (or, stacked, of several): the devices as the predictor uses them,
+    the user's scale, the time step and the prediction."""
+
+    positions: np.ndarray
+    """(3, 3) the HMD held where untracked."""
+    rotations: np.ndarray
+    tracked: np.ndarray
+    """(3,) usable samples (the controllers none in HMD-only mode)."""
+    scales: float
+    """The model's standing head height over the user's."""
+    dts: float
+    g_up: np.ndarray
+    g_lo: np.ndarray
+    headings: np.ndarray
+    """The prediction's heading frame (x, z, yaw)."""
 
 
 class N3PSolver:
@@ -119,18 +139,18 @@ class N3PSolver:
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
-        frame = [np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)]
-        if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != frame[3][0]:
-            self.predicted = (self.prediction, frame[3][0], *self.predicted_motion(*frame[3:]))
+        frame = Advanced(*(np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)))
+        scale = float(frame.scales[0])
+        if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != scale:
+            self.predicted = (self.prediction, scale, *self.predicted_motion(*frame[3:]))
         motion, contacts, arms = self.predicted[2:]  # between ticks the prediction holds: only the IK follows
         motion = Motion(self.skeleton, motion.rotations.copy(), motion.positions.copy(), self.fps)
-        self.fit(motion, contacts, frame[0], frame[1], frame[2], frame[4], arms)
+        self.fit(motion, contacts, frame.positions, frame.rotations, frame.tracked, frame.dts, arms)
         self.contacts = contacts[0]
         return motion
 
-    def advance(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float):
-        """Steps 1-3 of one frame: (held device poses (3, 3), (3, 4), tracking (3,), the user's scale, dt, the
-        prediction's g_up, g_lo and heading frame), the predictor ticked if one is due."""
+    def advance(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> "Advanced":
+        """Steps 1-3 of one frame, the predictor ticked if one is due."""
         positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
         tracked = np.array(tracked, dtype=bool)
         usable = usable_samples(positions, rotations, tracked)
@@ -161,7 +181,7 @@ class N3PSolver:
         if self.since_tick_s >= TICK_S - 1e-6:
             self.prediction = self.predictor.step(signals, tracked)
             self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
-        return (positions, rotations, tracked, scale, dt, *self.prediction)
+        return Advanced(positions, rotations, tracked, scale, dt, *self.prediction)
 
     def predicted_motion(self, scales, dts, g_up, g_lo, headings, fps: float | None = None):
         """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton (at `fps`, default the
@@ -211,8 +231,8 @@ class N3PSolver:
                                ticks.times[t] - ticks.times[t - 1] if t > first else TICK_S)
                   for t in range(first, len(ticks))]
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
-        _, _, _, scales, dts, *prediction = (np.array(values) for values in zip(*frames))
-        predicted, contacts, _ = self.predicted_motion(scales, dts, *prediction, FPS)
+        advanced = Advanced(*(np.array(values) for values in zip(*frames)))
+        predicted, contacts, _ = self.predicted_motion(*advanced[3:], FPS)
         motion = predicted.resampled(self.fps, len(output))
         tick = np.minimum((np.arange(len(output)) * FPS / self.fps + 1e-6).astype(int), len(ticks) - 1)
         contacts = contacts[tick]  # held between ticks, as live
