@@ -79,12 +79,15 @@ class SimulationConfig:
     into the clip; 0: the stream is the clip alone."""
     device_noise: DeviceNoise | None = None
     """A real device's traits on the stream (None: samples exactly every 1/fps s, as simulated)."""
+    body_scale: float = 1.0
+    """The person is this many times the clip's actor's size (the clip scaled about the origin; the truth too)."""
 
     def __post_init__(self):
         require_positive(self, "fps")
         require_positive(self, "look_around_deg", zero=True)
         for name in ("attachment_noise_m", "attachment_noise_deg", "calibration_pose_s"):
             require_positive(self, name, zero=True)
+        require_positive(self, "body_scale")
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,8 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
     """Simulate HMD and controller poses from a clip at `config.fps`, with look-around if asked."""
     mapping = mapping or find_mapping(motion.skeleton)
     motion = motion.resampled(config.fps)
+    if config.body_scale != 1.0:
+        motion = motion.scaled(config.body_scale)
     rotations, positions = motion.global_transforms()
     head, hands = mapping["head"], (mapping["l_hand"], mapping["r_hand"])
 

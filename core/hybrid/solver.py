@@ -83,7 +83,7 @@ class HybridSolver:
         """The joints whose global poses `combine` reads: those and the arms."""
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
-        """The predictor's toes' heights over the floor in its standing state."""
+        """The predictor's toes' heights over the floor in its standing state, at the model's size."""
         self.faces_with_model = config.face_with_model and orientation_model is not None
         self.held = HeldDevices(self.fps, SolverConfig.head_centre_from_hmd, SolverConfig.teleport_distance_m)
         self.facing = BodyFacing(orientation_model)
@@ -134,7 +134,7 @@ class HybridSolver:
             facing = np.array([self.live_facing.add(yaw)])
         rotations_out, positions_out = self.combine(body, pose, matched, facing, np.array([weight]), contacts[None],
                                                     dt, np.array([placed]), *self.wrists(*(d[None] for d in devices)))
-        return Motion(self.skeleton, rotations_out, positions_out, self.fps)
+        return Motion(body.skeleton, rotations_out, positions_out, self.fps)
 
     def solve(self, stream: ThreePointStream) -> Solution:
         """The offline driver over a calibrated stream: the predictor's solve (its 30 Hz poses on the output's
@@ -161,7 +161,7 @@ class HybridSolver:
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
             contacts, dts, restarts, *self.wrists(stepped.positions, stepped.rotations, stepped.tracked))
-        motion = Motion(self.skeleton, rotations, positions, self.fps, self.method)
+        motion = Motion(body.skeleton, rotations, positions, self.fps, self.method)
         require_finite(motion, stepped)
         count = len(motion)
         if self.matching is None:
@@ -232,7 +232,8 @@ class HybridSolver:
                 predicted = pose[1][:, self.toes, 1]
                 toe_heights = predicted + weights[:, None] * (matched_toe_heights - predicted)
         else:  # toes at or under their standing height are in contact too
-            contacts = contacts | (pose[1][:, self.toes, 1] < self.standing_toe_heights + self.config.toe_contact_m)
+            standing = self.standing_toe_heights * self.predictor.size
+            contacts = contacts | (pose[1][:, self.toes, 1] < standing + self.config.toe_contact_m)
         local = body.rotations.copy()
         has_parent = self.turned[parents[self.turned] >= 0]
         local[:, has_parent] = quat.inverse_multiply(rotations[:, parents[has_parent]], rotations[:, has_parent])

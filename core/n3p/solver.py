@@ -6,7 +6,8 @@ Per frame (`N3PSolver.step`, the live driver):
    imply (head, wrists: §7's input signals); untracked controllers, or all of them in HMD-only mode
    (§8.2), are replaced by the predictor's own forecast o*;
 2. calibration: the user's standing head height (HMD height over the first half second, or given)
-   scales the signals to the model's body; the horizontal trajectory is scaled back on the way out;
+   scales the signals to the model's body, and the model's pose back to the user's size on the way out
+   (the skeleton is the model's scaled to the user: its hands reach where the user's do);
 3. every 1/30 s the predictor steps (eq. 2) from the model's standing state; between steps the
    body holds and only the IK follows the devices;
 4. the predicted orientations of the canonical joints pose the model's skeleton, the hips at the
@@ -82,6 +83,7 @@ class N3PSolver:
         self.devices = devices
         self.offsets = device_offsets(devices)
         self.skeleton = model.output.skeleton
+        """The model's skeleton at the user's size (`size`) once it is known; the model's own before."""
         self.mapping = find_mapping(self.skeleton)
         self.fixed_height = standing_hmd_height_m
         self.legs = Legs.of(self.skeleton, self.mapping)
@@ -114,6 +116,9 @@ class N3PSolver:
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
         self.standing_height_m = standing_hmd_height_m or self.fixed_height
         self.height_samples: list[float] = []
+        self.size: float | None = None
+        """The user's size over the model's (None before the first step): the output's skeleton and positions are
+        the model's times this."""
         self.elapsed_s = 0.0
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
@@ -129,13 +134,17 @@ class N3PSolver:
 
     def scale(self, hmd_height: float, sample: bool = True) -> float:
         """The model's standing head height over the user's (the HMD sits hmd_from_head above the head joint);
-        `sample` False: this frame's HMD sample was rejected and is not measured."""
+        `sample` False: this frame's HMD sample was rejected and is not measured. The skeleton follows."""
         height = self.standing_height_m
         if height is None:
             if sample and (self.elapsed_s < self.config.calibration_s or not self.height_samples):
                 self.height_samples.append(hmd_height)
             height = float(np.mean(self.height_samples))
-        return self.model.standing_head_m / max(height - self.devices.hmd_from_head[1], 0.5)
+        scale = self.model.standing_head_m / max(height - self.devices.hmd_from_head[1], 0.5)
+        if self.size != 1.0 / scale:
+            self.size = 1.0 / scale
+            self.skeleton = self.model.output.skeleton.scaled(self.size)
+        return scale
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
@@ -184,12 +193,12 @@ class N3PSolver:
         return Advanced(positions, rotations, tracked, scale, dt, *self.prediction)
 
     def predicted_motion(self, scales, dts, g_up, g_lo, headings, fps: float | None = None):
-        """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton (at `fps`, default the
-        output's), their contacts (T, 2) and the arms' global poses (arm_poses; None without the arm IK)."""
+        """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton at the user's size (at
+        `fps`, default the output's), their contacts (T, 2) and the arms' global poses (arm_poses; None without
+        the arm IK)."""
         world_rotations, world_positions = global_pose(headings, g_up, g_lo, self.model.reference)
-        hips = world_positions[:, 0].copy()
-        hips[:, [0, 2]] /= scales[:, None]
-        motion = self.model.output.motion(world_rotations, hips, fps or self.fps)
+        model = self.model.output.motion(world_rotations, world_positions[:, 0], fps or self.fps)
+        motion = Motion(self.skeleton, model.rotations, model.positions / scales[:, None, None], model.fps)
         return motion, contacts_of(g_lo), self.arm_poses(motion) if self.config.hand_ik else None
 
     def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms) -> None:

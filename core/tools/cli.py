@@ -36,7 +36,8 @@ MAPPING_HELP = ("humanoid joint mapping overriding name and structure matching: 
                 "joint name}, a .vrm file's own map, or a built-in preset (" + ", ".join(builtin_presets()) + ")")
 USER_ERRORS = (OSError, ValueError)
 """Bad input, missing data, unusable options: every core.errors type is one of these, printed as one line."""
-POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "seconds", "rate", "window", "shift", "minutes",
+POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale", "seconds", "rate", "window", "shift",
+                    "minutes",
                     "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
 NON_NEGATIVE_OPTIONS = ("look_around", "limit", "solved", "calibration_pose")
@@ -117,7 +118,7 @@ def stream_simulate(args) -> int:
     config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets(),
                               attachment_noise_m=args.attachment_noise[0], attachment_noise_deg=args.attachment_noise[1],
                               calibration_pose_s=args.calibration_pose,
-                              device_noise=DeviceNoise() if args.device_noise else None)
+                              device_noise=DeviceNoise() if args.device_noise else None, body_scale=args.body_scale)
     simulated = simulate_stream(motion, config,
                                 find_mapping(motion.skeleton, mapping_override(args.mapping, motion.skeleton.names)))
     comments = [f"simulated from {Path(args.bvh).name} by python -m core stream simulate",
@@ -327,6 +328,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="write the stream as a real headset would: its own rate (72, 90 or 120 Hz), jittered "
                                "millisecond timestamps 10-30 ms late, 20-40 ms gaps, 1-2 mm position noise, quaternions "
                                "rounded to two decimals, brief controller dropouts (DeviceNoise)")
+    simulate.add_argument("--body-scale", type=float, default=1.0, metavar="S",
+                          help="the person is S times the clip's actor's size (default 1)")
     simulate.add_argument("--truth", help="also write the ground-truth motion (look-around applied) as BVH")
     simulate.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
     simulate.add_argument("--mapping", help=MAPPING_HELP)

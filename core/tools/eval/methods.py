@@ -139,7 +139,8 @@ def run(args) -> int:
             database = build_database([read_bvh(f) for f in chosen])
     model = N3PModel.load(args.model or N3P_MODEL)
     print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
-    result = evaluate(files, database, model, args.methods, SimulationConfig(look_around_deg=args.look_around),
+    result = evaluate(files, database, model, args.methods,
+                      SimulationConfig(look_around_deg=args.look_around, body_scale=args.body_scale),
                       print_progress, args.attachment_noise, args.device_noise)
     for method in rows_of(result):
         figures = result[method]
@@ -170,6 +171,8 @@ def add_command(eval_group) -> None:
     parser.add_argument("--attachment-noise", action="store_true",
                         help="also solve with the controllers held up to 3 cm and 15 deg off, after the calibration "
                              "gesture: rows METHOD+noise (calibrated) and METHOD+noise_uncalibrated")
+    parser.add_argument("--body-scale", type=float, default=1.0, metavar="S",
+                        help="the people are S times the clips' actors' size (default 1)")
     parser.add_argument("--device-noise", action="store_true",
                         help="also solve the streams as a real headset writes them (stream simulate --device-noise): "
                              "rows METHOD+device_noise")
