@@ -354,6 +354,9 @@ class N3PConfig:
     """Half-life over which a released foot returns to the predicted pose."""
     calibration_s: float = 0.5
     """Standing calibration: the head's height over the stream's first half second scales the user to the model."""
+    fit_arms: bool = True
+    """Stretch the skeleton's arms (at most a fifth) to the reach the controllers show from its shoulders over the
+    first minute (ik/two_bone.py: arm_stretch); offline from the start, live as the minute goes on."""
     fps: float = 60.0
     """The output's rate. The predictor steps at its own 30 Hz (§4); offline its poses are interpolated onto the
     output's timeline and the IK follows the devices at every output frame, live it holds its pose between

@@ -48,6 +48,24 @@ def chain_locals(parent_rotations, upper_rotations, lower_rotations, end_rotatio
                                  np.stack([upper_rotations, lower_rotations, end_rotations], axis=-2))
 
 
+REACH_WINDOW_S = 60.0
+"""The arms' length is read off the controllers' reach over the first minute of a session."""
+REACH_PERCENTILE = 98.0
+"""... as this percentile of the shoulder-to-wrist distances (the arm nearly straight, glitches left out) ..."""
+MAX_STRETCH = 1.2
+"""... stretching the skeleton's arms by at most this much (a fifth: the spread of adult arm-to-height ratios with
+the shoulders placed a little off); arms are never shortened."""
+
+
+def arm_stretch(shoulders: np.ndarray, wrists: np.ndarray, tracked: np.ndarray, arm_length: float) -> float:
+    """How much longer (1 to MAX_STRETCH) arms of `arm_length` must be to reach the tracked wrists (T, 2, 3) from
+    the shoulders (T, 2, 3) (tracked (T, 2)): the REACH_PERCENTILE of their distances over the arm's length."""
+    distances = np.linalg.norm(wrists - shoulders, axis=-1)[tracked]
+    if len(distances) < 2:
+        return 1.0
+    return float(np.clip(np.percentile(distances, REACH_PERCENTILE) / arm_length, 1.0, MAX_STRETCH))
+
+
 @dataclass(frozen=True)
 class Arms:
     """Both arms of a skeleton as chains shoulder > upper arm > forearm > hand, left then right."""
@@ -61,6 +79,32 @@ class Arms:
         if np.any(skeleton.parents[joints[:, 1:]] != joints[:, :-1]):
             raise ValueError("the arm IK needs each arm as a chain: upper arm > forearm > hand")
         return cls(np.column_stack([skeleton.parents[joints[:, 0]], joints]))
+
+    def length(self, skeleton) -> float:
+        """The mean of both arms' lengths, upper arm plus forearm, on `skeleton`'s rest offsets."""
+        joints = self.chains[:, 2:]
+        return float(np.linalg.norm(skeleton.offsets[joints], axis=-1).sum(axis=-1).mean())
+
+    def stretched(self, positions: np.ndarray, stretch: float) -> np.ndarray:
+        """Local positions (..., J, 3) with the forearms' and hands' offsets (the upper arms' and forearms' lengths)
+        times `stretch`."""
+        if stretch == 1.0:
+            return positions
+        positions = positions.copy()
+        positions[..., self.chains[:, 2:], :] *= stretch
+        return positions
+
+    @staticmethod
+    def stretched_poses(poses, stretch: float):
+        """The arm chains' global (rotations, positions) (T, 2, 4, ...) with the arms `stretch` times as long."""
+        if stretch == 1.0:
+            return poses
+        rotations, positions = poses
+        shoulders, elbows, wrists = positions[:, :, 1], positions[:, :, 2], positions[:, :, 3]
+        stretched = positions.copy()
+        stretched[:, :, 2] = shoulders + stretch * (elbows - shoulders)
+        stretched[:, :, 3] = stretched[:, :, 2] + stretch * (wrists - elbows)
+        return rotations, stretched
 
     def set(self, rotations: np.ndarray, global_rotations: np.ndarray, upper: np.ndarray, fore: np.ndarray,
             tracked: np.ndarray) -> None:

@@ -26,12 +26,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ..anim.motion import Motion, forward_kinematics
+from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, SolverConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
-from ..ik.two_bone import Arms, two_bone_ik
+from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
 from ..math import quat
 from ..rig.humanoid import find_mapping
 from ..solution import Solution, require_finite, standing_height
@@ -39,6 +40,8 @@ from .model import N3PModel, N3PPredictor, contacts_of
 from .state import FPS, global_pose, tracker_signals
 
 TICK_S = 1.0 / FPS
+REACH_UPDATE_FRAMES = 30
+"""Live, the arms' stretch is read off the reach seen so far every this many frames (over the first minute)."""
 STANDING_REFERENCE_S = 2.0
 STANDING_REFERENCE_HMD_M = 1.6
 """The still headset's height for the standing reference when the user's is not given (signals are scaled to
@@ -119,6 +122,10 @@ class N3PSolver:
         self.size: float | None = None
         """The user's size over the model's (None before the first step): the output's skeleton and positions are
         the model's times this."""
+        self.stretch = 1.0
+        """How much longer than the model's (at the user's size) the user's arms reach (`fit_arms`)."""
+        self.reach_seen: list[tuple] = []
+        """Live: (shoulders, wrists, tracked) of each frame over the first REACH_WINDOW_S, for `fit_arms`."""
         self.elapsed_s = 0.0
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
@@ -142,9 +149,22 @@ class N3PSolver:
             height = float(np.mean(self.height_samples))
         scale = self.model.standing_head_m / max(height - self.devices.hmd_from_head[1], 0.5)
         if self.size != 1.0 / scale:
-            self.size = 1.0 / scale
-            self.skeleton = self.model.output.skeleton.scaled(self.size)
+            self.resize(1.0 / scale, self.stretch)
         return scale
+
+    def resize(self, size: float, stretch: float) -> None:
+        """The skeleton at the user's size, its arms `stretch` times as long."""
+        self.size, self.stretch = size, stretch
+        skeleton = self.model.output.skeleton.scaled(size)
+        self.skeleton = Skeleton(skeleton.names, skeleton.parents, self.arms.stretched(skeleton.offsets, stretch),
+                                 skeleton.end_sites)
+
+    def fit_arms(self, shoulders: np.ndarray, wrists: np.ndarray, tracked: np.ndarray) -> None:
+        """Stretch the arms to the reach the tracked wrists (T, 2, 3; tracked (T, 2)) show from the shoulders
+        (T, 2, 3) (ik/two_bone.py: arm_stretch)."""
+        stretch = arm_stretch(shoulders, wrists, tracked, self.arms.length(self.model.output.skeleton) * self.size)
+        if stretch != self.stretch:
+            self.resize(self.size, stretch)
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
@@ -153,8 +173,15 @@ class N3PSolver:
         if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != scale:
             self.predicted = (self.prediction, scale, *self.predicted_motion(*frame[3:]))
         motion, contacts, arms = self.predicted[2:]  # between ticks the prediction holds: only the IK follows
-        motion = Motion(self.skeleton, motion.rotations.copy(), motion.positions.copy(), self.fps)
-        self.fit(motion, contacts, frame.positions, frame.rotations, frame.tracked, frame.dts, arms)
+        if self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S:
+            wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
+            self.reach_seen.append((arms[1][:, :, 1], wrists, frame.tracked[:, 1:]))
+            if len(self.reach_seen) % REACH_UPDATE_FRAMES == 0:
+                self.fit_arms(*(np.concatenate(values) for values in zip(*self.reach_seen)))
+        motion = Motion(self.skeleton, motion.rotations.copy(), self.arms.stretched(motion.positions, self.stretch),
+                        self.fps)
+        self.fit(motion, contacts, frame.positions, frame.rotations, frame.tracked, frame.dts,
+                 self.arms.stretched_poses(arms, self.stretch))
         self.contacts = contacts[0]
         return motion
 
@@ -194,12 +221,12 @@ class N3PSolver:
 
     def predicted_motion(self, scales, dts, g_up, g_lo, headings, fps: float | None = None):
         """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton at the user's size (at
-        `fps`, default the output's), their contacts (T, 2) and the arms' global poses (arm_poses; None without
-        the arm IK)."""
+        `fps`, default the output's; the arms as long as the model's), their contacts (T, 2) and the arms' global
+        poses (arm_poses)."""
         world_rotations, world_positions = global_pose(headings, g_up, g_lo, self.model.reference)
         model = self.model.output.motion(world_rotations, world_positions[:, 0], fps or self.fps)
         motion = Motion(self.skeleton, model.rotations, model.positions / scales[:, None, None], model.fps)
-        return motion, contacts_of(g_lo), self.arm_poses(motion) if self.config.hand_ik else None
+        return motion, contacts_of(g_lo), self.arm_poses(motion)
 
     def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms) -> None:
         """Step 5 over frames (T, ...), in place: the foot lock on the contacts (in frame order), the arms' IK toward
@@ -243,6 +270,7 @@ class N3PSolver:
         advanced = Advanced(*(np.array(values) for values in zip(*frames)))
         predicted, contacts, _ = self.predicted_motion(*advanced[3:], FPS)
         motion = predicted.resampled(self.fps, len(output))
+        arms = self.arm_poses(motion)
         tick = np.minimum((np.arange(len(output)) * FPS / self.fps + 1e-6).astype(int), len(ticks) - 1)
         contacts = contacts[tick]  # held between ticks, as live
         tracked = output.tracked.copy()
@@ -250,7 +278,12 @@ class N3PSolver:
         positions, rotations = np.nan_to_num(output.positions), np.where(tracked[..., None], output.rotations,
                                                                         quat.identity())
         steps = np.diff(output.times, prepend=output.times[0] - 1.0 / self.fps)
-        self.fit(motion, contacts, positions, rotations, tracked, steps, self.arm_poses(motion))
+        minute = output.times - output.times[0] <= REACH_WINDOW_S
+        wrists = joints_from_devices(positions, rotations, self.offsets)[:, 1:]
+        if self.config.fit_arms:
+            self.fit_arms(arms[1][minute, :, 1], wrists[minute], tracked[minute, 1:])
+        motion = Motion(self.skeleton, motion.rotations, self.arms.stretched(motion.positions, self.stretch), self.fps)
+        self.fit(motion, contacts, positions, rotations, tracked, steps, self.arms.stretched_poses(arms, self.stretch))
         motion.name = "n3p"
         require_finite(motion, output)
         count = len(motion)

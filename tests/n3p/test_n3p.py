@@ -209,10 +209,11 @@ def test_the_shipped_model_beats_a_standing_pose_that_follows_the_head_on_a_vali
 
 def test_live_stepping_and_offline_solving_agree(model, fixture_walk2):
     """At the predictor's ticks (every other 60 Hz frame) exactly; between them live holds the last prediction where
-    offline interpolates toward the next, both with the hands on the devices."""
+    offline interpolates toward the next, both with the hands on the devices (the arms as the model's: live reads
+    their stretch over the first minute, offline from the start)."""
     stream = simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=30.0, seed=4)).stream
     stream = ThreePointStream(stream.times[:80], stream.positions[:80], stream.rotations[:80], stream.tracked[:80])
-    solver = N3PSolver(model, standing_hmd_height_m=1.6)
+    solver = N3PSolver(model, N3PConfig(fit_arms=False), standing_hmd_height_m=1.6)
     offline = solve(stream, solver).motion
     solver.reset()
     live = [solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0) for t in range(80)]
@@ -223,6 +224,25 @@ def test_live_stepping_and_offline_solving_agree(model, fixture_walk2):
     hands = [solver.mapping["l_hand"], solver.mapping["r_hand"]]
     # Measured 3.0 cm (half a 30 Hz step of a moving foot), hands 2.7 cm (an arm straight: its shoulder moved).
     assert gap.max() < 0.04 and gap[:, hands].max() < 0.035 and np.median(gap[:, hands]) < 1e-9
+
+
+def test_the_arms_stretch_to_the_reach_the_controllers_show_offline_and_live(model, fixture_walk2):
+    """The fixture figure's arms reach 13 % farther than the model's: offline from the start, live once it has seen
+    the reach (within 2 % of the offline stretch at the end); the hands on the controllers either way."""
+    stream = simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=30.0, seed=4)).stream
+    solver = N3PSolver(model)
+    offline = solve(stream, solver, None)
+    stretch = solver.stretch
+    solver.reset()
+    for t in range(len(stream)):
+        solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], 1.0 / 60.0)
+    assert 1.1 < stretch < 1.16 and abs(solver.stretch / stretch - 1.0) < 0.02
+    scores = score_motion(offline.motion, simulate_stream(fixture_walk2, SimulationConfig(look_around_deg=30.0,
+                                                                                            seed=4)).truth,
+                          implied_joint_positions(offline.stream)[:, 1:])
+    assert scores["hand_cm"] < 0.05
+    assert np.allclose(offline.motion.skeleton.offsets[solver.arms.chains[:, 2:]],
+                       N3PSolver(model).skeleton.offsets[solver.arms.chains[:, 2:]] * solver.size * stretch)
 
 
 def test_hands_reach_the_controllers(model, validation_walk):
