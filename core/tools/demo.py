@@ -1,4 +1,8 @@
-"""The demo on the built-in default data: simulate a three-point stream from mocap, solve it, report the quality.
+"""The demo: simulate a three-point stream from mocap, solve it, report the quality.
+
+The mocap is the built-in default data (../shared/data/bandai, `--mocap` or $VR_AVATAR_MOCAP); where none of
+those is there, as in a clone of the repository alone, the repository's own procedural walks
+(tests/data/mocap, made by tests/data/make_fixtures.py).
 
 It reads a held-out clip, simulates the devices (with look-around), writes the stream, a BVH copy
 and the ground truth; builds the default motion-matching database (the training split's
@@ -9,6 +13,7 @@ the solved BVH with its quality report (PNG and JSON) and the SPEC §5 figures a
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,7 +21,8 @@ from ..config import SimulationConfig, SolveConfig, describe
 from ..devices.attachments import implied_joint_positions
 from ..devices.simulate import simulate_stream
 from ..files.bvh import read_bvh, write_bvh
-from ..files.mocap import default_database_files, default_mocap_dir, find_bvh_files, split_by_file
+from ..files.mocap import ENVIRONMENT_VARIABLE, default_database_files, default_mocap_dir, find_bvh_files, \
+    split_by_file
 from ..files.stream import read_stream, write_stream
 from ..matching.pose_database import build_database
 from ..quality.metrics import score_motion
@@ -28,6 +34,20 @@ from .arguments import add_mocap_argument
 DEMO_CLIP = "dataset-2_walk-turn-left_active_005.bvh"
 """A validation clip with walking and turning, if present; otherwise the first validation file."""
 DEMO_LOOK_AROUND_DEG = 45.0
+PROCEDURAL_WALKS = Path(__file__).resolve().parents[2] / "tests" / "data" / "mocap"
+"""The repository's own walking clips: what the demo runs on without the shared motion capture."""
+
+
+def demo_mocap(given: str | None) -> Path:
+    """The mocap folder the demo reads: the one given, else the default data if it is there, else the procedural
+    walks the repository carries."""
+    if given:
+        return Path(given)
+    default = default_mocap_dir()
+    if default.exists() or os.environ.get(ENVIRONMENT_VARIABLE):
+        return default
+    print(f"demo: {default} is not there; running on the repository's own procedural walks", file=sys.stderr)
+    return PROCEDURAL_WALKS
 
 
 def run_demo(mocap: Path, out: Path) -> dict:
@@ -96,8 +116,7 @@ def solve_demo(files, clip: Path, stream, truth, out: Path) -> dict:
 
 def run(args) -> int:
     """Run the demo and print what it wrote."""
-    mocap = Path(args.mocap) if args.mocap else default_mocap_dir()
-    summary = run_demo(mocap, Path(args.out))
+    summary = run_demo(demo_mocap(args.mocap), Path(args.out))
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -160,6 +163,28 @@ def test_demo_names_a_missing_mocap_folder(tmp_path):
     assert done.returncode == 1
     assert f"motion capture not found: {missing}" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_demo_runs_from_a_clone_alone_on_the_repositorys_own_walks(tmp_path):
+    """A copy of the repository's files with nothing beside it, as a user's clone: the demo runs on the procedural
+    walks it carries, solves with the default (no database needed) and the scene is baked and rendered."""
+    clone = tmp_path / "clone"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        (clone / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(ROOT / name, clone / name)
+    env = {k: v for k, v in os.environ.items() if k != "VR_AVATAR_MOCAP"} | {"PYTHONPATH": str(clone)}
+    done = subprocess.run([sys.executable, "-m", "core", "demo", "--out", "out"], cwd=clone, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "running on the repository's own procedural walks" in done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["clip"].startswith("dataset-0_") and summary["solved"]["figures"]["hand_cm"] < 0.1
+    scene = subprocess.run([sys.executable, "-m", "vr_avatar_addon.demo_scene", "--out", "out", "--stream",
+                            summary["stream"], "--db", summary["solved"]["database"], "--avatar", summary["bvh_copy"]],
+                           cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    assert scene.returncode == 0, scene.stderr
+    assert (clone / "out" / "demo.blend").stat().st_size > 100_000 and (clone / "out" / "demo.png").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("walks", WALK_PAIRS, ids=["fixture", "bandai"])
