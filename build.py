@@ -8,12 +8,12 @@
     python build.py extension            dist/vr_avatar-<version>.zip, self-contained (pyopenxr wheel bundled)
     python build.py xr-runtime           Monado, the OpenXR runtime the tests use, built into build/monado
 
-Each command first makes sure `.venv` exists with the project's requirements (pyproject.toml),
-installing torch==2.13.0 before anything else so that pip keeps the local CPU build.
+Each command first makes sure `.venv` exists with the requirements it needs (NEEDS: the groups of
+pyproject.toml's optional dependencies) and says what it installs and why; the rest come when a command
+needs them. torch (training, and so the tests) is pinned to 2.13.0, the local CPU build.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -27,34 +27,48 @@ from core.files.atomic import write_text
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-TORCH = "torch==2.13.0"
 
 
 def venv_python() -> Path:
     return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def requirements() -> list[str]:
+GROUPS = {"blender": "Blender as a Python module: the demo's scene, the add-on's tests",
+          "report": "the quality reports' plots", "live": "the live path against an OpenXR runtime",
+          "train": "training the networks (the tests train small ones)", "test": "the test runner"}
+"""pyproject.toml's optional dependency groups, and what each is for."""
+NEEDS = {"demo": ("blender", "report"), "test": tuple(GROUPS), "bench": ("blender", "report", "live"),
+         "eval-rigs": ("blender", "report"), "extension": (), "xr-runtime": ()}
+"""The groups each command installs (numpy, the one run-time dependency, always)."""
+
+
+def requirements(groups=()) -> list[str]:
+    """The requirements of the named groups (pyproject.toml), the project's own dependencies first."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return list(project["dependencies"]) + list(project["optional-dependencies"]["dev"])
+    return list(project["dependencies"]) + [r for g in groups for r in project["optional-dependencies"][g]]
 
 
-def ensure_environment() -> None:
-    """Create `.venv` and install the requirements, once per change of requirements."""
-    wanted = [TORCH] + [r for r in requirements() if not r.startswith("torch")]
-    stamp = VENV / ".requirements"
-    fingerprint = hashlib.sha256("\n".join([sys.version] + wanted).encode()).hexdigest()
-    if stamp.exists() and stamp.read_text() == fingerprint and venv_python().exists():
-        return
+def ensure_environment(groups=()) -> None:
+    """Create `.venv` and install what the named groups need and it lacks, saying what and why."""
+    stamp = VENV / ".requirements.json"
+    installed = json.loads(stamp.read_text()) if stamp.exists() and venv_python().exists() else {}
+    if installed.get("python") != sys.version:
+        installed = {"python": sys.version, "requirements": []}
     if not venv_python().exists():
         print(f"build.py: creating {VENV.name} with Python {sys.version.split()[0]}", file=sys.stderr)
         venv.EnvBuilder(with_pip=True).create(VENV)
     pip = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    print(f"build.py: installing {TORCH} (CPU build) first", file=sys.stderr)
-    subprocess.run(pip + [TORCH], check=True)
-    print(f"build.py: installing {', '.join(wanted[1:])}", file=sys.stderr)
-    subprocess.run(pip + wanted, check=True)
-    write_text(stamp, fingerprint)
+    for group in (None, *groups):
+        wanted = [r for r in requirements([group] if group else []) if r not in installed["requirements"]]
+        if group is not None:
+            wanted = [r for r in wanted if r not in requirements()]
+        if not wanted:
+            continue
+        why = GROUPS[group] if group else "the core library"
+        print(f"build.py: installing {', '.join(wanted)} ({why})", file=sys.stderr)
+        subprocess.run(pip + wanted, check=True)
+        installed["requirements"] += wanted
+        write_text(stamp, json.dumps(installed))
 
 
 def run_in_environment(args: list[str], capture: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -110,7 +124,7 @@ def eval_rigs(args: list[str]) -> int:
 def bundled_wheels() -> list[Path]:
     """The wheels the extension carries, fetched (or taken from pip's cache) into dist/wheels."""
     folder = ROOT / "dist" / "wheels"
-    wanted = [r for r in requirements() if r.startswith("pyopenxr")]
+    wanted = requirements(["live"])[len(requirements()):]
     subprocess.run([str(venv_python()), "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
                     "--only-binary", ":all:", "-d", str(folder), *wanted], check=True)
     return sorted(folder.glob("pyopenxr-*.whl"))[-1:]
@@ -146,7 +160,7 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    ensure_environment()
+    ensure_environment(NEEDS[argv[0]])
     return COMMANDS[argv[0]](argv[1:])
 
 

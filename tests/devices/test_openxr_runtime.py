@@ -221,4 +221,4 @@ def _requirements() -> list[str]:
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return list(project["optional-dependencies"]["dev"])
+    return list(project["optional-dependencies"]["live"])
