@@ -92,7 +92,12 @@ def demo(args: list[str]) -> int:
 
 
 def test(args: list[str]) -> int:
-    """The suite, after building the OpenXR runtime its live tests run against (they skip, saying why, without it)."""
+    """ruff's error checks, then the suite, after building the OpenXR runtime its live tests run against (they
+    skip, saying why, without it)."""
+    linted = run_in_environment(["-m", "ruff", "check", "--quiet", "core", "vr_avatar_addon", "tests", "build.py",
+                                 "xr_runtime.py"])
+    if linted.returncode:
+        return linted.returncode
     xr_runtime.build_or_explain()
     return run_in_environment(["-m", "pytest", "tests", *args]).returncode
 

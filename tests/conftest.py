@@ -20,7 +20,7 @@ if os.environ.get("CI"):
 # Before any test imports bpy.
 use_temporary_blender_home("vr_avatar_blender_")
 
-from core.files.bvh import read_bvh
+from core.files.bvh import read_bvh  # noqa: E402 (after the Blender home is set)
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"

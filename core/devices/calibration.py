@@ -94,7 +94,8 @@ class StreamCalibration:
         """JSON-ready figures: metres, quaternions, and each tilt's angle in degrees."""
         if not self.found:
             return {"found": False}
-        rounded = lambda values, digits: None if values is None else [round(float(v), digits) for v in values]
+        def rounded(values, digits):
+            return None if values is None else [round(float(v), digits) for v in values]
         return {"found": True, "standing_hmd_height_m": round(self.standing_hmd_height_m, 4),
                 "arm_span_m": round(self.arm_span_m, 4),
                 "grip_offsets_m": [rounded(o, 4) for o in self.grip_offsets_m],

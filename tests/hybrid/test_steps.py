@@ -9,7 +9,6 @@ from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh
 from core.hybrid.solver import HybridSolver
 from core.ik.foot_lock import FootLock, Legs
-from core.math import quat
 from core.matching.pose_database import build_database, global_transforms
 from core.matching.solver import MotionMatchingSolver
 from core.solve import solve
