@@ -243,3 +243,29 @@ def test_train_resume_and_eval_from_the_command_line(tmp_path):
     assert (tmp_path / "error.png").stat().st_size > 0
     refused = core("train", "orientation", "--data", *files, "-o", tmp_path / "none.npz", "--resume", check=False)
     assert "no checkpoint to resume from" in refused.stderr
+
+
+class _Planted:
+    """What a pickle planted beside an output could do when unpickled: here, leave a file behind."""
+
+    def __init__(self, witness):
+        self.witness = witness
+
+    def __reduce__(self):
+        return (open, (str(self.witness), "w"))
+
+
+def test_a_planted_pickle_in_a_checkpoint_is_refused_and_never_run(tmp_path):
+    """`train orientation --resume` reads its checkpoint with torch's weights-only unpickler: a pickle that would
+    run code when loaded is refused in one line naming the file, and its code does not run."""
+    import torch
+    from conftest import core
+
+    witness = tmp_path / "ran"
+    model = tmp_path / "window.npz"
+    torch.save({"network": _Planted(witness)}, model.with_suffix(".checkpoint.pt"))
+    refused = core("train", "orientation", "--data", FIXTURE_WALK_1, FIXTURE_WALK_2, "-o", model, "--resume",
+                   "--threads", 1, check=False)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert f"{model.with_suffix('.checkpoint.pt')}: not a checkpoint of this trainer" in refused.stderr
+    assert not witness.exists() and not model.exists()

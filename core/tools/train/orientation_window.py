@@ -333,6 +333,57 @@ def progress_bar(epoch: int, epochs: int, done: int, total: int, loss: float) ->
     sys.stderr.flush()
 
 
+ARRAY_FIELDS = ("mean", "std", "members_done")
+"""The checkpoint's fields that hold numpy arrays: saved as tensors, so that loading never unpickles code."""
+
+
+def as_tensors(value):
+    """`value` with every numpy array in it (through dicts, lists and tuples) a torch tensor."""
+    import torch
+
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, dict):
+        return {k: as_tensors(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_tensors(v) for v in value)
+    return value
+
+
+def as_arrays(value):
+    """`value` with every torch tensor in it a numpy array (as_tensors' inverse)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.numpy()
+    if isinstance(value, dict):
+        return {k: as_arrays(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(as_arrays(v) for v in value)
+    return value
+
+
+def load_checkpoint(path) -> dict:
+    """A training checkpoint, loaded with torch's weights-only unpickler (tensors and plain data, never code);
+    CheckpointError naming the file otherwise."""
+    import pickle
+
+    import torch
+
+    try:
+        state = torch.load(path, weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
+        raise CheckpointError(f"{path}: not a checkpoint of this trainer ({' '.join(str(error).split())[:200]})") \
+            from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: not a checkpoint of this trainer (a {type(state).__name__})")
+    return {k: as_arrays(v) if k in ARRAY_FIELDS else v for k, v in state.items()}
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be resumed from; the message names the file."""
+
+
 def run(args) -> int:
     """Train the window orientation model (the default); write the model, its record and a checkpoint."""
     import json
@@ -352,7 +403,7 @@ def run(args) -> int:
     if args.resume:
         if not checkpoint_path.is_file():
             raise FileNotFoundError(f"{checkpoint_path}: no checkpoint to resume from")
-        resume = torch.load(checkpoint_path, weights_only=False)
+        resume = load_checkpoint(checkpoint_path)
     training_files, validation_files = split_by_file(files)
 
     def progress(done, total):
@@ -380,6 +431,9 @@ def run(args) -> int:
         state["members_done"] = [{"layers": m.layers, "mean": m.input_mean, "std": m.input_std, "mirror": m.mirror}
                                  for m in done]
         state["curves_done"] = list(curve)
+        for key in ARRAY_FIELDS:
+            if key in state:
+                state[key] = as_tensors(state[key])
         buffer = io.BytesIO()
         torch.save(state, buffer)
         write_bytes(checkpoint_path, buffer.getvalue())
