@@ -206,7 +206,7 @@ def db_build(args) -> int:
     if not files:
         raise MocapNotFound(f"no BVH files left in {', '.join(args.mocap)} after --split {args.split}"
                             + (" and --locomotion" if args.locomotion else ""))
-    check_outputs([args.output], files)
+    check_outputs([args.output], [*files, args.mapping])
     config = DatabaseConfig(fps=args.fps, mirror=args.mirror, height_range=tuple(args.height_range))
     motions = []
     for path in files:
@@ -231,7 +231,7 @@ def solve_stream(args) -> int:
     """Solve a three-point stream into a full-body motion (BVH, metres) on the database's or the model's skeleton."""
     stem = Path(args.output).with_suffix("")
     check_outputs([args.output, stem.with_name(stem.name + ".report.json"), stem.with_name(stem.name + ".report.png")],
-                  [args.stream, *(args.db or []), args.model, args.avatar,
+                  [args.stream, *(args.db or []), args.model, args.avatar, args.mapping,
                    None if args.orientation in ("hmd", "mmvr") else args.orientation,
                    None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
     config = solve_config(args)

@@ -69,11 +69,14 @@ def refused(capsys, folder: Path, args, named, words=()):
 
 @pytest.mark.parametrize("case", ["solve onto the stream", "solve onto the database", "simulate onto the clip",
                                   "truth onto the clip", "truth onto the output", "database onto a clip",
-                                  "stitch onto a clip", "truth into a missing folder", "output is a folder"])
+                                  "stitch onto a clip", "truth into a missing folder", "output is a folder",
+                                  "solve onto its mapping", "database onto its mapping"])
 def test_outputs_that_would_destroy_an_input_are_refused_before_any_work(good, tmp_path, capsys, case):
     clip, csv, db = _copy(good, tmp_path, "clip.bvh", "walk.csv", "db.npz")
     other = Path(shutil.copy(clip, tmp_path / "other.bvh"))
     (tmp_path / "folder.bvh").mkdir()
+    mapping = tmp_path / "mapping.json"
+    mapping.write_text("{}")
     args, named = {
         "solve onto the stream": (["solve", csv, "--db", db, "-o", csv], csv),
         "solve onto the database": (["solve", csv, "--db", db, "-o", db], db),
@@ -86,6 +89,8 @@ def test_outputs_that_would_destroy_an_input_are_refused_before_any_work(good, t
         "truth into a missing folder": (["stream", "simulate", clip, "-o", tmp_path / "new.csv", "--truth",
                                          tmp_path / "missing" / "t.bvh"], tmp_path / "missing"),
         "output is a folder": (["solve", csv, "--db", db, "-o", tmp_path / "folder.bvh"], tmp_path / "folder.bvh"),
+        "solve onto its mapping": (["solve", csv, "--avatar", clip, "--mapping", mapping, "-o", mapping], mapping),
+        "database onto its mapping": (["db", "build", clip, "--mapping", mapping, "-o", mapping], mapping),
     }[case]
     refused(capsys, tmp_path, args, named)
 
