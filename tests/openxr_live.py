@@ -96,10 +96,12 @@ def fallback() -> dict:
     return session("headless", 0.3, ("LOCAL_FLOOR", "LOCAL"))
 
 
-def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = False, method: str = "mm") -> dict:
+def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = False, method: str = "mm",
+         broken_head: int = 0) -> dict:
     """core's solver (`method`: "mm", motion matching; "hybrid", the default method) stepped from every located
     frame; with `lose_hands` "A:B", the hands' tracking is dropped (flags cleared) from frame A to B of the run, then
-    returns. `pin_core` keeps this thread (the solver's) on one CPU once the runtime's own threads have started,
+    returns; the first `broken_head` frames report the headset tracked at an absurd position (a headset that starts
+    untracked but says otherwise). `pin_core` keeps this thread (the solver's) on one CPU once the runtime's own threads have started,
     free to run on any."""
     from core.files.bvh import read_bvh
     from core.devices.attachments import joints_from_devices
@@ -122,6 +124,8 @@ def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = F
 
     def drop_hands(frame):
         count[0] += 1
+        if count[0] <= broken_head:
+            frame.positions[0] = (0.0, 1e308, 0.0)
         if first <= count[0] < last:
             frame.tracked = frame.tracked & [True, False, False]
             frame.positions[1:], frame.rotations[1:] = np.nan, np.nan
@@ -279,12 +283,17 @@ def garbage(graphics: str, seconds: float) -> dict:
     return {"frames": frames, "unreachable": unreachable}
 
 
+def broken_head(graphics: str, seconds: float, frames: str) -> dict:
+    """`live` with the default solver, the headset's first `frames` poses absurd though flagged tracked."""
+    return live(graphics, seconds, method="hybrid", broken_head=int(frames))
+
+
 SCENARIOS = {"lifecycle": lifecycle, "fallback": fallback, "session": session, "live": live, "addon": addon,
-             "extension_wheel": extension_wheel, "garbage": garbage}
+             "extension_wheel": extension_wheel, "garbage": garbage, "broken_head": broken_head}
 
 if __name__ == "__main__":
     name, *arguments = sys.argv[1:]
-    if name in ("live", "garbage"):
+    if name in ("live", "garbage", "broken_head"):
         arguments[1] = float(arguments[1])
     elif name == "session" and len(arguments) > 1:
         arguments[1] = float(arguments[1])

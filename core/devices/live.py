@@ -36,12 +36,14 @@ class LiveRun:
 def run_live(source, solver, seconds: float, on_pose=None, frame_filter=None) -> LiveRun:
     """Poll `source` (an OpenXRSource) and step `solver` with every located frame for `seconds`.
 
-    Frames before the head is first tracked are skipped (the solver needs it to place the body);
+    Frames before the head's first usable pose are skipped (the solver needs it to place the body; a headset may
+    report itself tracked at an absurd pose first);
     after that every frame is stepped, untracked hands held by the solver. Each step ends with the
     skeleton's global joint positions (`on_pose(frame, positions)` receives them). `frame_filter`
     may rewrite a frame before it is stepped (a test's injected tracking loss).
     """
     from .openxr_source import tracking_status
+    from .plausibility import usable_samples
 
     run, last_ns = LiveRun(), None
     end = time.monotonic() + seconds
@@ -55,8 +57,8 @@ def run_live(source, solver, seconds: float, on_pose=None, frame_filter=None) ->
         run.located += 1
         if frame_filter is not None:
             frame = frame_filter(frame)
-        if last_ns is None and not frame.tracked[0]:
-            continue
+        if last_ns is None and not usable_samples(frame.positions[:1], frame.rotations[:1], frame.tracked[:1])[0]:
+            continue  # the avatar is placed at the first usable headset pose: wait for it
         dt = MAX_STEP_S if last_ns is None else min(max((frame.time_ns - last_ns) * 1e-9, 1e-4), MAX_STEP_S)
         motion = solver.step(frame.positions, frame.rotations, frame.tracked, dt)
         positions = motion.global_positions()[0]

@@ -144,6 +144,13 @@ def test_solver_steps_every_frame_live_through_hand_loss(tmp_path):
     assert run["latency_ms_p50"] < 20.0
 
 
+def test_the_live_loop_waits_for_a_usable_headset_pose_rather_than_raising():
+    """A session whose first 30 headset poses are absurd though flagged tracked: the loop steps nothing until the
+    first usable one, then every frame (it raised `the HMD has not been tracked yet` on the first frame)."""
+    run = scenario("broken_head", "headless", 1.5, 30)
+    assert run["located"] > 60 and run["stepped"] == run["located"] - 30
+
+
 @pytest.mark.parametrize("graphics", ["headless", "vulkan"])
 def test_the_frame_loop_leaves_no_cyclic_garbage(graphics):
     """No exception raised and caught per frame, no structure made per call that only the cyclic collector frees
