@@ -131,7 +131,8 @@ class N3PSolver:
         self.hmd: tuple | None = None
         self.prediction = None
         self.predicted: tuple | None = None
-        """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts, arms)."""
+        """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts, arms; the
+        arms' global poses None where neither the arm IK nor the arms' fitting needs them)."""
         self.contacts = np.ones(2, bool)
         """The feet's contacts of the last prediction (left, right)."""
         self.rejected_samples = 0
@@ -170,10 +171,13 @@ class N3PSolver:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         frame = Advanced(*(np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)))
         scale = float(frame.scales[0])
+        fitting = self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S
         if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != scale:
-            self.predicted = (self.prediction, scale, *self.predicted_motion(*frame[3:]))
+            motion, contacts = self.predicted_motion(*frame[3:])
+            arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
+            self.predicted = (self.prediction, scale, motion, contacts, arms)
         motion, contacts, arms = self.predicted[2:]  # between ticks the prediction holds: only the IK follows
-        if self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S:
+        if fitting:
             wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
             self.reach_seen.append((arms[1][:, :, 1], wrists, frame.tracked[:, 1:]))
             if len(self.reach_seen) % REACH_UPDATE_FRAMES == 0:
@@ -181,7 +185,7 @@ class N3PSolver:
         motion = Motion(self.skeleton, motion.rotations.copy(), self.arms.stretched(motion.positions, self.stretch),
                         self.fps)
         self.fit(motion, contacts, frame.positions, frame.rotations, frame.tracked, frame.dts,
-                 self.arms.stretched_poses(arms, self.stretch))
+                 None if arms is None else self.arms.stretched_poses(arms, self.stretch))
         self.contacts = contacts[0]
         return motion
 
@@ -221,12 +225,11 @@ class N3PSolver:
 
     def predicted_motion(self, scales, dts, g_up, g_lo, headings, fps: float | None = None):
         """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton at the user's size (at
-        `fps`, default the output's; the arms as long as the model's), their contacts (T, 2) and the arms' global
-        poses (arm_poses)."""
+        `fps`, default the output's; the arms as long as the model's) and their contacts (T, 2)."""
         world_rotations, world_positions = global_pose(headings, g_up, g_lo, self.model.reference)
         model = self.model.output.motion(world_rotations, world_positions[:, 0], fps or self.fps)
         motion = Motion(self.skeleton, model.rotations, model.positions / scales[:, None, None], model.fps)
-        return motion, contacts_of(g_lo), self.arm_poses(motion)
+        return motion, contacts_of(g_lo)
 
     def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms) -> None:
         """Step 5 over frames (T, ...), in place: the foot lock on the contacts (in frame order), the arms' IK toward
@@ -268,7 +271,7 @@ class N3PSolver:
                   for t in range(first, len(ticks))]
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
         advanced = Advanced(*(np.array(values) for values in zip(*frames)))
-        predicted, contacts, _ = self.predicted_motion(*advanced[3:], FPS)
+        predicted, contacts = self.predicted_motion(*advanced[3:], FPS)
         motion = predicted.resampled(self.fps, len(output))
         arms = self.arm_poses(motion)
         tick = np.minimum((np.arange(len(output)) * FPS / self.fps + 1e-6).astype(int), len(ticks) - 1)
