@@ -81,11 +81,15 @@ class SimulationConfig:
     """A real device's traits on the stream (None: samples exactly every 1/fps s, as simulated)."""
     body_scale: float = 1.0
     """The person is this many times the clip's actor's size (the clip scaled about the origin; the truth too)."""
+    two_handed_m: float = 0.0
+    """A two-handed hold (a bat, a stick, a rifle's fore-grip): the left controller is tied to the right one, held on
+    the same object this far past the right fist along the grip's -Z (the fist's tube), turned as the right one is.
+    The truth's left arm does not follow it. 0: each controller in its own hand."""
 
     def __post_init__(self):
         require_positive(self, "fps")
         require_positive(self, "look_around_deg", zero=True)
-        for name in ("attachment_noise_m", "attachment_noise_deg", "calibration_pose_s"):
+        for name in ("attachment_noise_m", "attachment_noise_deg", "calibration_pose_s", "two_handed_m"):
             require_positive(self, name, zero=True)
         require_positive(self, "body_scale")
 
@@ -416,9 +420,16 @@ class HybridConfig:
     """A foot whose contact ends stays where it was locked, rising with the pose, until its toe is this high over
     the lock (ik/foot_lock.py): the catch-up to the pose's toe then happens in the air, not along the floor (0:
     released at the contact's end, as motion matching's own lock does; docs/default_method.md)."""
+    torso_twist_deg: float = 35.0
+    """A hand whose target is beyond its arm's reach twists the chest (about the spine, the head kept) at most this
+    much either way: the thoracic spine's range of axial rotation (ik/torso_reach.py; 0: no twist)."""
+    clavicle_turn_deg: float = 33.0
+    """... and turns its clavicle at most this much toward it (Parger §3.2's limit, shoulder_max_deg; 0: none)."""
 
     def __post_init__(self):
         require_positive(self, "fps")
+        require_positive(self, "torso_twist_deg", zero=True)
+        require_positive(self, "clavicle_turn_deg", zero=True)
 
 
 METHODS = ("hybrid", "mm", "n3p")

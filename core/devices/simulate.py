@@ -11,7 +11,9 @@ The positional offsets are DeviceOffsets (config.py), given in each device's fra
 Two departures from that, for evaluating calibration (issue 28), both random per clip: controllers
 held differently from DeviceOffsets (`attachment_noise_m` / `_deg`: the grip moved off its assumed
 centre and turned about it), and the calibration gesture (`calibration_pose_s`: a T-pose with the
-wrists circling, held imprecisely, before the clip; calibration.py).
+wrists circling, held imprecisely, before the clip; calibration.py). With `two_handed_m` the left controller is
+tied to the right one on a shared object (the truth's left hand does not hold it: score the hands against the
+wrists the controllers imply).
 With `device_noise` the stream is what a real headset would have written (`with_device_noise`): its own rate,
 jittered capture, missed samples, a latency on the timestamps, millisecond clocks, position noise, quaternions
 rounded, brief controller dropouts.
@@ -104,6 +106,10 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
         device_rotations[:, 1:] = quat.multiply(device_rotations[:, 1:], turns)
         offsets = offsets.copy()
         offsets[1:] = quat.inverse_rotate(turns, offsets[1:] + shifts)
+    if config.two_handed_m > 0:
+        device_rotations[:, 1] = device_rotations[:, 2]
+        device_positions[:, 1] = device_positions[:, 2] + quat.rotate(device_rotations[:, 2],
+                                                                      np.array([0.0, 0.0, -config.two_handed_m]))
     stream = ThreePointStream(np.arange(len(motion)) / motion.fps, device_positions,
                               quat.unroll(quat.positive_hemisphere(device_rotations)),
                               np.ones((len(motion), 3), dtype=bool))

@@ -30,6 +30,7 @@ from ..devices.held import HeldDevices
 from ..devices.plausibility import without_unusable_samples
 from ..files.stream import ThreePointStream
 from ..ik.foot_lock import FootLock, Legs
+from ..ik.torso_reach import TorsoReach
 from ..ik.two_bone import Arms, two_bone_ik
 from ..matching.solver import MotionMatchingSolver, lower_body_frames
 from ..math import quat
@@ -74,13 +75,14 @@ class HybridSolver:
         self.mapping = find_mapping(self.skeleton)
         self.legs = Legs.of(self.skeleton, self.mapping)
         self.arms = Arms.of(self.skeleton, self.mapping)
+        self.torso = TorsoReach.of(self.skeleton, self.mapping, self.arms.chains)
         self.transfer = LegTransfer.between(predictor, self.matching) if self.matching is not None else None
         self.hips = self.mapping["hips"]
         self.lower = [self.hips, *(self.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS)]
         self.turned = np.array([*self.lower, self.mapping["spine"]])
         """The joints whose local rotations the lower-body turn (and matched legs) change: the spine turns back."""
-        self.posed = [*self.turned, *self.arms.chains[:, -1]]
-        """The joints whose global poses `combine` reads: those and the arms."""
+        self.posed = [*self.turned, *self.arms.chains[:, -1], self.mapping["neck"]]
+        """The joints whose global poses `combine` reads: those, the arms and the neck."""
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
         """The predictor's toes' heights over the floor in its standing state, at the model's size."""
@@ -244,6 +246,7 @@ class HybridSolver:
         out_positions[:, self.hips] = hips
         if matched_legs is not None:  # the joints below the matched legs moved with them
             rotations, positions = forward_kinematics(parents, local, out_positions, self.posed)
+        rotations, positions = self.reach_with_torso(local, out_positions, rotations, positions, wrists, hands)
         chains = [self.legs.chains[:, :4], self.arms.chains]
         chain_rotations, chain_positions = rotations[:, np.vstack(chains)], positions[:, np.vstack(chains)]
         targets = np.where(hands[..., None], wrists, chain_positions[:, 2:, 3])
@@ -260,3 +263,24 @@ class HybridSolver:
         self.legs.set(local, rotations[:, self.legs.chains], upper[:, :2], lower[:, :2])
         self.arms.set(local, chain_rotations[:, 2:], upper[:, 2:], lower[:, 2:], hands)
         return local, out_positions
+
+    def reach_with_torso(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray,
+                         positions: np.ndarray, wrists: np.ndarray, hands: np.ndarray):
+        """Where a wrist (T, 2, 3; tracked (T, 2)) is beyond its arm's reach, twist the chest and turn the clavicles
+        toward it (ik/torso_reach.py), writing their local rotations into `local`; the global rotations and
+        positions (T, J, ...) of the posed joints after it, the hands keeping their world rotations."""
+        config = self.config
+        if config.torso_twist_deg == 0 and config.clavicle_turn_deg == 0:
+            return rotations, positions
+        chains = positions[:, self.arms.chains[:, 1:]]
+        arm_m = np.linalg.norm(np.diff(chains, axis=-2), axis=-1).sum(axis=-1)
+        twist, clavicle = self.torso.turns(positions, wrists, arm_m, hands, np.radians(config.torso_twist_deg),
+                                           np.radians(config.clavicle_turn_deg))
+        if np.all(twist[:, 0] == 1.0) and np.all(clavicle[..., 0] == 1.0):
+            return rotations, positions
+        self.torso.apply(local, rotations, twist, clavicle)
+        hand_joints = self.arms.chains[:, -1]
+        hand_rotations = rotations[:, hand_joints]
+        rotations, positions = forward_kinematics(self.skeleton.parents, local, local_positions, self.posed)
+        rotations[:, hand_joints] = hand_rotations
+        return rotations, positions

@@ -55,12 +55,17 @@ REACH_PERCENTILE = 98.0
 MAX_STRETCH = 1.2
 """... stretching the skeleton's arms by at most this much (a fifth: the spread of adult arm-to-height ratios with
 the shoulders placed a little off); arms are never shortened."""
+HANDS_TOGETHER_M = 0.45
+"""Frames whose wrists are nearer each other than this are left out of the reach: hands on one object (a bat, a
+rifle, a wheel) are where the object is, and the torso turns to bring them there (ik/torso_reach.py)."""
 
 
 def arm_stretch(shoulders: np.ndarray, wrists: np.ndarray, tracked: np.ndarray, arm_length: float) -> float:
     """How much longer (1 to MAX_STRETCH) arms of `arm_length` must be to reach the tracked wrists (T, 2, 3) from
-    the shoulders (T, 2, 3) (tracked (T, 2)): the REACH_PERCENTILE of their distances over the arm's length."""
-    distances = np.linalg.norm(wrists - shoulders, axis=-1)[tracked]
+    the shoulders (T, 2, 3) (tracked (T, 2)): the REACH_PERCENTILE of their distances over the arm's length, the
+    frames with the hands together left out."""
+    apart = np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1) >= HANDS_TOGETHER_M
+    distances = np.linalg.norm(wrists - shoulders, axis=-1)[tracked & apart[:, None]]
     if len(distances) < 2:
         return 1.0
     return float(np.clip(np.percentile(distances, REACH_PERCENTILE) / arm_length, 1.0, MAX_STRETCH))

@@ -43,6 +43,22 @@ def hand_cm(hands: np.ndarray, implied_hands: np.ndarray, tracked: np.ndarray | 
     return float(distance.mean() * 100.0) if distance.size else float("nan")
 
 
+TORSO_REACH_M = 0.1
+"""How much nearer a person's shoulder comes to a far target by turning the torso and the shoulder girdle."""
+
+
+def within_reach(motion: Motion, targets: np.ndarray, allowance_m: float = TORSO_REACH_M) -> np.ndarray:
+    """Where the motion's person could put each wrist on its target (T, 2, 3), left then right: within the arm's
+    length (upper arm and forearm, per frame) plus `allowance_m` of the shoulder; (T, 2) bool."""
+    mapping = find_mapping(motion.skeleton)
+    chains = [[mapping[f"{s}_{j}"] for j in ("upper_arm", "forearm", "hand")] for s in "lr"]
+    positions = motion.global_positions()[:, np.array(chains)]
+    frames = min(len(positions), len(targets))
+    positions, targets = positions[:frames], targets[:frames]
+    arm = np.linalg.norm(np.diff(positions, axis=-2), axis=-1).sum(axis=-1)
+    return np.linalg.norm(targets - positions[:, :, 0], axis=-1) <= arm + allowance_m
+
+
 def floor_height(toe_heights: np.ndarray) -> float:
     """The clip's floor: the 1st percentile of toe heights."""
     return float(np.percentile(toe_heights, 1.0))

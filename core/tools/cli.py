@@ -40,7 +40,7 @@ POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale",
                     "minutes",
                     "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
-NON_NEGATIVE_OPTIONS = ("look_around", "limit", "solved", "calibration_pose")
+NON_NEGATIVE_OPTIONS = ("two_handed", "look_around", "limit", "solved", "calibration_pose")
 
 
 def option_problem(args) -> str | None:

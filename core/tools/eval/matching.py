@@ -24,7 +24,7 @@ from ...matching.pose_database import PoseDatabase
 from ...matching.solver import MatchingDatabase, MotionMatchingSolver
 from ...solve import solve
 from ...orientation.window import load_orientation_model
-from ...quality.metrics import score_motion
+from ...quality.metrics import score_motion, within_reach
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 
 METHODS = ("mm", "hmd_forward", "db10", "db25", "alpha_0.1")
@@ -85,6 +85,10 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
         implied = joints_from_devices(on_truth.positions, on_truth.rotations, simulated.offsets)[clip, 1:]
         hands_tracked = on_truth.tracked[clip, 1:]
         truth = simulated.truth[clip]
+        reachable = None
+        if simulation.two_handed_m > 0:  # a hold the person's arms could not reach is no hand's failure
+            reachable = within_reach(truth, implied)
+            hands_tracked = hands_tracked[:len(reachable)] & reachable
         for method, solver in made.items():
             start = time.perf_counter()
             solution = solve(stream, solver, calibration)
@@ -94,6 +98,8 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
             scores["foot_skate_gt_cm_s"] = scores.pop("foot_skate_cm_s_truth")
             scores["frames"] = len(solution.motion) - round(simulated.clip_start * solution.motion.fps / truth.fps)
             scores["seconds"] = seconds
+            if reachable is not None:
+                scores["reachable"] = float(reachable.mean())
             if solution.method == "mm":
                 scores["poses"] = set(zip(solution.databases.tolist(), solution.frames.tolist()))
             rows[method].append((path.stem, scores))
@@ -118,6 +124,12 @@ def summarise(scores: list[dict]) -> dict:
     out = {k: round(float(np.average([s[k] for s in scores], weights=frames)), 3)
            for k in METRICS + ("foot_skate_gt_cm_s", "jitter_truth")}
     out["foot_skate_ratio"] = round(out["foot_skate_cm_s"] / max(out["foot_skate_gt_cm_s"], 1e-9), 3)
+    if all("reachable" in s for s in scores):
+        reach = np.array([s["reachable"] for s in scores]) * frames
+        hands = np.array([s["hand_cm"] for s in scores])
+        known = reach > 0
+        out["reachable"] = round(float(reach.sum() / frames.sum()), 3)
+        out["hand_cm"] = round(float(np.average(hands[known], weights=reach[known])), 3) if known.any() else None
     if all("poses" in s for s in scores):
         out["poses_used"] = len(set().union(*(s["poses"] for s in scores)))
     out["ms_per_frame"] = round(1000.0 * sum(s["seconds"] for s in scores) / frames.sum(), 3)

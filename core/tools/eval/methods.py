@@ -10,7 +10,10 @@ to 15°), each starting with the calibration gesture (calibration.py), as `<meth
 as solve does by default) and `<method>+noise_uncalibrated`; the gesture's frames are not scored. With
 `--device-noise` every method also solves the streams as a real headset writes them (config.DeviceNoise: 72-120
 Hz, jittered millisecond timestamps 10-30 ms late, gaps, position noise, rounded quaternions, controller
-dropouts), as `<method>+device_noise`.
+dropouts), as `<method>+device_noise`. With `--two-handed M` every method also solves the streams with the left
+controller tied to the right one on a shared object, M metres along the right fist, as `<method>+two_handed`: its
+`hand_cm` is over the frames the person could reach (the clip's arm's length plus 10 cm of torso turn from its
+shoulder; `reachable` says how many).
 Figures are frame-weighted means over the clips, per activity and per file, with `foot_skate_ratio`
 (the method's foot skating over the truth's);
 `ms_per_frame` is per frame of each method's own rate (`fps`: 60 for mm, 30 for n3p). The plot is
@@ -72,9 +75,9 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
 
 def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFAULT_METHODS,
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), progress=None,
-             attachment_noise: bool = False, device_noise: bool = False) -> dict:
-    """Figures per method (and with `attachment_noise` its NOISE_ROWS, with `device_noise` its +device_noise row),
-    per activity and per file."""
+             attachment_noise: bool = False, device_noise: bool = False, two_handed_m: float = 0.0) -> dict:
+    """Figures per method (and with `attachment_noise` its NOISE_ROWS, with `device_noise` its +device_noise row,
+    with `two_handed_m` its +two_handed row), per activity and per file."""
     made = solvers(methods, database, model)
     result = score_solvers(files, made, simulation, progress)
     if attachment_noise:
@@ -85,6 +88,9 @@ def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFA
     if device_noise:
         rows = score_solvers(files, made, replace(simulation, device_noise=DeviceNoise()), progress)
         result.update({method + "+device_noise": rows[method] for method in made})
+    if two_handed_m > 0:
+        rows = score_solvers(files, made, replace(simulation, two_handed_m=two_handed_m), progress)
+        result.update({method + "+two_handed": rows[method] for method in made})
     result["paper_n3p_direct"] = PAPER
     return result
 
@@ -141,7 +147,7 @@ def run(args) -> int:
     print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
     result = evaluate(files, database, model, args.methods,
                       SimulationConfig(look_around_deg=args.look_around, body_scale=args.body_scale),
-                      print_progress, args.attachment_noise, args.device_noise)
+                      print_progress, args.attachment_noise, args.device_noise, args.two_handed)
     for method in rows_of(result):
         figures = result[method]
         print(f"{method:26s} " + " ".join(f"{k}={figures[k]}" for k in METRICS + (
@@ -176,6 +182,10 @@ def add_command(eval_group) -> None:
     parser.add_argument("--device-noise", action="store_true",
                         help="also solve the streams as a real headset writes them (stream simulate --device-noise): "
                              "rows METHOD+device_noise")
+    parser.add_argument("--two-handed", type=float, default=0.0, metavar="M",
+                        help="also solve the streams with the left controller tied to the right one, M metres along "
+                             "the right fist (a two-handed hold): rows METHOD+two_handed, hand_cm over the frames "
+                             "a person of the clip's size could reach (`reachable`)")
     add_selection_arguments(parser)
     parser.add_argument("--plot", default="out/eval_full_foot_skate.png",
                         help="foot-skating plot per activity (PNG; '' for none); the MPJPE plot goes beside it as "
