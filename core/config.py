@@ -85,6 +85,9 @@ class SimulationConfig:
     """A two-handed hold (a bat, a stick, a rifle's fore-grip): the left controller is tied to the right one, held on
     the same object this far past the right fist along the grip's -Z (the fist's tube), turned as the right one is.
     The truth's left arm does not follow it. 0: each controller in its own hand."""
+    grip: str = "openxr"
+    """The controllers reported as this named grip (devices/grips.py: "index-openvr" is SteamVR's device pose of an
+    Index controller) instead of OpenXR's grip pose."""
 
     def __post_init__(self):
         require_positive(self, "fps")

@@ -13,7 +13,8 @@ held differently from DeviceOffsets (`attachment_noise_m` / `_deg`: the grip mov
 centre and turned about it), and the calibration gesture (`calibration_pose_s`: a T-pose with the
 wrists circling, held imprecisely, before the clip; calibration.py). With `two_handed_m` the left controller is
 tied to the right one on a shared object (the truth's left hand does not hold it: score the hands against the
-wrists the controllers imply).
+wrists the controllers imply). With `grip` the controllers report another tool's pose (devices/grips.py), and
+`offsets` say where the wrists are from it.
 With `device_noise` the stream is what a real headset would have written (`with_device_noise`): its own rate,
 jittered capture, missed samples, a latency on the timestamps, millisecond clocks, position noise, quaternions
 rounded, brief controller dropouts.
@@ -34,6 +35,7 @@ from ..math.vector import unit
 from ..rig.humanoid import HumanoidMapping, find_mapping
 from .attachments import device_offsets
 from .calibration import t_pose_grips
+from .grips import from_openxr_grip, grip
 
 CALIBRATION_BLEND_S = 0.6
 """After the calibration pose the person eases into the clip's first pose over this long."""
@@ -110,9 +112,15 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
         device_rotations[:, 1] = device_rotations[:, 2]
         device_positions[:, 1] = device_positions[:, 2] + quat.rotate(device_rotations[:, 2],
                                                                       np.array([0.0, 0.0, -config.two_handed_m]))
-    stream = ThreePointStream(np.arange(len(motion)) / motion.fps, device_positions,
-                              quat.unroll(quat.positive_hemisphere(device_rotations)),
+    stream = ThreePointStream(np.arange(len(motion)) / motion.fps, device_positions, device_rotations,
                               np.ones((len(motion), 3), dtype=bool))
+    if config.grip != "openxr":  # the wrists from the reported poses: the grip's origin and turn in them first
+        stream = from_openxr_grip(stream, config.grip)
+        origins, turns_in_reported = grip(config.grip).transforms()
+        offsets = offsets.copy()
+        offsets[1:] = quat.rotate(turns_in_reported, offsets[1:]) - origins
+    stream = ThreePointStream(stream.times, stream.positions,
+                              quat.unroll(quat.positive_hemisphere(stream.rotations)), stream.tracked)
     if config.device_noise is None:
         return SimulatedStream(stream, truth, mapping, look_around, config, offsets, clip_start, turns)
     noisy, latency = with_device_noise(stream, config.device_noise, rng)

@@ -16,6 +16,7 @@ from ..devices.simulate import simulate_stream
 from ..files.atomic import check_outputs
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
+from ..devices.grips import GRIPS, as_openxr_grip
 from ..files.stream import DEVICES, read_comments, read_stream, write_stream
 from ..hybrid.solver import LEGS
 from ..ik.upper_body_ik import ik_constants
@@ -118,7 +119,8 @@ def stream_simulate(args) -> int:
     config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets(),
                               attachment_noise_m=args.attachment_noise[0], attachment_noise_deg=args.attachment_noise[1],
                               calibration_pose_s=args.calibration_pose,
-                              device_noise=DeviceNoise() if args.device_noise else None, body_scale=args.body_scale)
+                              device_noise=DeviceNoise() if args.device_noise else None, body_scale=args.body_scale,
+                              grip=args.grip)
     simulated = simulate_stream(motion, config,
                                 find_mapping(motion.skeleton, mapping_override(args.mapping, motion.skeleton.names)))
     comments = [f"simulated from {Path(args.bvh).name} by python -m core stream simulate",
@@ -235,7 +237,7 @@ def solve_stream(args) -> int:
                    None if args.orientation in ("hmd", "mmvr") else args.orientation,
                    None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
     config = solve_config(args)
-    stream = read_stream(args.stream, hmd_only=args.hmd_only)
+    stream = as_openxr_grip(read_stream(args.stream, hmd_only=args.hmd_only), args.grip)
     _warn(check_stream(stream, args.stream))
     _warn(unused_solve_options(args, config))
     calibration = None if args.no_calibrate else (stored_calibration(args.stream) or CalibrationConfig())
@@ -330,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
                                "rounded to two decimals, brief controller dropouts (DeviceNoise)")
     simulate.add_argument("--body-scale", type=float, default=1.0, metavar="S",
                           help="the person is S times the clip's actor's size (default 1)")
+    simulate.add_argument("--grip", choices=GRIPS, default="openxr",
+                          help="report the controllers as this tool's pose instead of OpenXR's grip (default openxr)")
     simulate.add_argument("--truth", help="also write the ground-truth motion (look-around applied) as BVH")
     simulate.add_argument("--scale", type=float, help="metres per BVH unit (default: guessed)")
     simulate.add_argument("--mapping", help=MAPPING_HELP)
@@ -392,6 +396,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "the first half second)")
     solve_parser.add_argument("--arm-span", type=float, help="mm: T-pose wrist-to-wrist span in metres (default: the avatar's "
                                                                 "arms)")
+    solve_parser.add_argument("--grip", choices=GRIPS, default="openxr",
+                              help="the pose the stream's controllers report: OpenXR's grip (default), or SteamVR's "
+                                   "device pose of an Index, Touch or Vive wand controller (index-openvr, ...)")
     solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as the solver returns them")
     solve_parser.add_argument("--no-calibrate", action="store_true",
                               help="take the controllers as held the default way (default: a calibration stored with "

@@ -13,7 +13,9 @@ Hz, jittered millisecond timestamps 10-30 ms late, gaps, position noise, rounded
 dropouts), as `<method>+device_noise`. With `--two-handed M` every method also solves the streams with the left
 controller tied to the right one on a shared object, M metres along the right fist, as `<method>+two_handed`: its
 `hand_cm` is over the frames the person could reach (the clip's arm's length plus 10 cm of torso turn from its
-shoulder; `reachable` says how many).
+shoulder; `reachable` says how many). With `--grip NAME` every method also solves the streams with the controllers
+reported as the named grip (devices/grips.py: SteamVR's device pose of an Index controller, ...), not told, as
+`<method>+NAME`.
 Figures are frame-weighted means over the clips, per activity and per file, with `foot_skate_ratio`
 (the method's foot skating over the truth's);
 `ms_per_frame` is per frame of each method's own rate (`fps`: 60 for mm, 30 for n3p). The plot is
@@ -30,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ...config import CalibrationConfig, DeviceNoise, N3PConfig, SimulationConfig, SolverConfig
+from ...devices.grips import GRIPS
 from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
 from ...files.mocap import default_database_files, find_bvh_files
@@ -75,9 +78,10 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
 
 def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFAULT_METHODS,
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), progress=None,
-             attachment_noise: bool = False, device_noise: bool = False, two_handed_m: float = 0.0) -> dict:
+             attachment_noise: bool = False, device_noise: bool = False, two_handed_m: float = 0.0,
+             grip: str = "openxr") -> dict:
     """Figures per method (and with `attachment_noise` its NOISE_ROWS, with `device_noise` its +device_noise row,
-    with `two_handed_m` its +two_handed row), per activity and per file."""
+    with `two_handed_m` its +two_handed row, with a named `grip` its +grip row), per activity and per file."""
     made = solvers(methods, database, model)
     result = score_solvers(files, made, simulation, progress)
     if attachment_noise:
@@ -91,6 +95,9 @@ def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFA
     if two_handed_m > 0:
         rows = score_solvers(files, made, replace(simulation, two_handed_m=two_handed_m), progress)
         result.update({method + "+two_handed": rows[method] for method in made})
+    if grip != "openxr":
+        rows = score_solvers(files, made, replace(simulation, grip=grip), progress)
+        result.update({f"{method}+{grip}": rows[method] for method in made})
     result["paper_n3p_direct"] = PAPER
     return result
 
@@ -147,7 +154,7 @@ def run(args) -> int:
     print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
     result = evaluate(files, database, model, args.methods,
                       SimulationConfig(look_around_deg=args.look_around, body_scale=args.body_scale),
-                      print_progress, args.attachment_noise, args.device_noise, args.two_handed)
+                      print_progress, args.attachment_noise, args.device_noise, args.two_handed, args.grip)
     for method in rows_of(result):
         figures = result[method]
         print(f"{method:26s} " + " ".join(f"{k}={figures[k]}" for k in METRICS + (
@@ -186,6 +193,9 @@ def add_command(eval_group) -> None:
                         help="also solve the streams with the left controller tied to the right one, M metres along "
                              "the right fist (a two-handed hold): rows METHOD+two_handed, hand_cm over the frames "
                              "a person of the clip's size could reach (`reachable`)")
+    parser.add_argument("--grip", choices=GRIPS, default="openxr",
+                        help="also solve the streams with the controllers reported as this named grip, the solvers "
+                             "not told (no calibration gesture): rows METHOD+GRIP")
     add_selection_arguments(parser)
     parser.add_argument("--plot", default="out/eval_full_foot_skate.png",
                         help="foot-skating plot per activity (PNG; '' for none); the MPJPE plot goes beside it as "
