@@ -445,16 +445,23 @@ class Retargeting:
             toe = source_positions[:, leg.source_toe]
             if stances is None:
                 planted = contact_weights(toe, fps)
-                ankle, yaw = held_over_stances(planted, ankle, yaw)
+                toe_point, yaw = held_over_stances(planted, ankle + quat.rotate(rotations[:, leg.foot], leg.toe_offset),
+                                                   yaw)
             else:
                 planted, ankle, yaw = stances.hold(side, toe, ankle, yaw, fps)
             foot_rotation = quat.slerp(rotations[:, leg.foot], quat.multiply(yaw, axes[leg.foot]), planted)
+            if stances is None:  # the toe point held: a foot flattening as it lands turns about it
+                ankle[:, [0, 2]] = (toe_point - quat.rotate(foot_rotation, leg.toe_offset))[:, [0, 2]]
             ankle[:, 1] = (1.0 - planted) * ankle[:, 1] + planted * leg.ankle_height
             toe_rotation = None
             if leg.toes is not None:
                 toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(yaw, axes[leg.toes]), planted)
             ankle, foot_rotation, toe_rotation = self._roll(leg, positions[:, leg.thigh], ankle, foot_rotation,
                                                             toe_rotation, planted > 0.0)
+            source_floor = stances.source_floor if stances is not None else float(np.percentile(toe[:, 1], 5))
+            clearance = self.hips_scale * np.maximum(toe[:, 1] - source_floor, 0.0)
+            foot_rotation, toe_rotation = self._clear(leg, ankle, foot_rotation, toe_rotation, clearance,
+                                                      1.0 - planted)
             ankle[:, 1] += self._dip(leg, ankle, foot_rotation, toe_rotation)
             plans.append((leg, planted, ankle, foot_rotation, toe_rotation))
         drop = np.max([planted * self._overreach(leg, positions, ankle) for leg, planted, ankle, _, _ in plans], axis=0)
@@ -522,6 +529,21 @@ class Retargeting:
             toe_rotation = toe_rotation.copy()
             toe_rotation[rolling] = np.where(heel, toe_rotation[rolling], quat.multiply(tilt, toe_rotation[rolling]))
         return ankle, foot_rotation, toe_rotation
+
+    def _clear(self, leg: Legs, ankle, foot_rotation, toe_rotation, clearance, swinging):
+        """(foot rotation, toe rotation) with a swinging foot (weight `swinging` (F,)) pitched up about its ankle
+        as far as needed for its toe point to clear its standing height by the source toe's `clearance` (F,)
+        over its own: a longer foot than the source's, pitched as the source's, would drag its toes."""
+        toe = quat.rotate(foot_rotation, leg.toe_offset)
+        reach = float(length(leg.toe_offset))
+        wanted = np.clip((leg.toe_height + clearance - ankle[:, 1]) / max(reach, 1e-9), -1.0, 1.0)
+        lift = swinging * np.maximum(np.arcsin(wanted) - np.arcsin(np.clip(toe[:, 1] / max(reach, 1e-9), -1, 1)), 0.0)
+        if not lift.any():
+            return foot_rotation, toe_rotation
+        pitch = quat.from_rotation_vector(unit_across(np.cross(toe, UP), UP, np.array([1.0, 0.0, 0.0]))
+                                          * lift[:, None])
+        return (quat.multiply(pitch, foot_rotation),
+                None if toe_rotation is None else quat.multiply(pitch, toe_rotation))
 
     def _dip(self, leg: Legs, ankle, foot_rotation, toe_rotation) -> np.ndarray:
         """(F,) how far to lift the ankle so that neither the heel nor the toes are under their standing heights
@@ -720,14 +742,27 @@ def contact_weights(toe_positions: np.ndarray, fps: float) -> np.ndarray:
 
 
 def held_over_stances(planted: np.ndarray, ankle: np.ndarray, yaw: np.ndarray) -> tuple:
-    """(ankle, yaw) of one leg over a whole motion with each stance held at its mean place and turn,
-    blended in and out by the contact weights `planted` (F,)."""
+    """(ankle, yaw) of one leg over a whole motion with each stance (frames of positive contact weight `planted`
+    (F,)) held at its mean place and turn. Between stances the foot carries the hold's offset from its own path,
+    easing from the last stance's to the next one's over the swing, so it neither jumps at a touchdown nor at a
+    lift-off."""
     ankle, yaw = ankle.copy(), yaw.copy()
-    for start, stop in contact_segments(planted):
-        weights = planted[start:stop, None]
-        ankle[start:stop, [0, 2]] = (1.0 - weights) * ankle[start:stop, [0, 2]] + weights * np.average(
-            ankle[start:stop, [0, 2]], axis=0, weights=weights[:, 0] + 1e-9)
-        yaw[start:stop] = quat.mean(yaw[start:stop], weights[:, 0] + 1e-9)
+    segments = contact_segments(planted)
+    if not segments:
+        return ankle, yaw
+    offsets = np.zeros((len(ankle), 2))
+    for start, stop in segments:
+        weights = planted[start:stop] + 1e-9
+        place = np.average(ankle[start:stop, [0, 2]], axis=0, weights=weights)
+        offsets[start:stop] = place - ankle[start:stop, [0, 2]]
+        yaw[start:stop] = quat.mean(yaw[start:stop], weights)
+    offsets[:segments[0][0]] = offsets[segments[0][0]]
+    offsets[segments[-1][1]:] = offsets[segments[-1][1] - 1]
+    for (_, stop), (start, _) in zip(segments, segments[1:]):
+        s = (np.arange(stop, start) - stop + 1.0) / (start - stop + 1.0)
+        s = (s * s * (3.0 - 2.0 * s))[:, None]
+        offsets[stop:start] = (1.0 - s) * offsets[stop - 1] + s * offsets[start]
+    ankle[:, [0, 2]] += offsets
     return ankle, yaw
 
 

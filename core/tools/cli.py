@@ -28,7 +28,7 @@ from ..rig.retarget import SIZE_MODES, bvh_target, on_bvh_skeleton, retarget_sol
 from ..solve import load_solver, solve
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from . import bench, demo
-from .eval import calibration as eval_calibration, ik as eval_ik, matching as eval_matching, methods as eval_full, \
+from .eval import calibration as eval_calibration, characters as eval_characters, ik as eval_ik, matching as eval_matching, methods as eval_full, \
     orientation as eval_orientation, stitch as eval_stitch
 from .train import n3p as train_n3p, orientation as train_orientation, stitch as train_stitch, \
     upper_body_ik as fit_upper_body_ik
@@ -41,7 +41,7 @@ POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale",
                     "minutes",
                     "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
-NON_NEGATIVE_OPTIONS = ("two_handed", "look_around", "limit", "solved", "calibration_pose")
+NON_NEGATIVE_OPTIONS = ("two_handed", "clip_seconds", "look_around", "limit", "solved", "calibration_pose")
 
 
 def option_problem(args) -> str | None:
@@ -443,6 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     eval_stitch.add_command(evaluate)
     eval_full.add_command(evaluate)
     eval_calibration.add_command(evaluate)
+    eval_characters.add_command(evaluate)
 
     bench.add_command(groups)
     demo.add_command(groups)

@@ -1,0 +1,91 @@
+"""Solves written onto characters of the person's own skeleton: any studio's BVH, retargeted as `solve --avatar` does.
+
+Each clip becomes a stream (±30° look-around); the default method solves it; the solve is retargeted onto the
+clip's own skeleton (the clip as a BVH character: its names, rest pose and proportions) at the solve's rate,
+and scored against the clip: MPJPE and hands (SPEC §5, over the canonical joints), and the feet as the person's
+own: `toe_lift_ratio`, the 95th percentile of the toes' heights over their floor against the clip's, and
+`foot_slide_ratio`, SPEC §5 foot skating against the clip's, each motion's toes over its own floor (the 1st
+percentile of its toe heights; characters place their toe joints at the ball of the foot or at its tip).
+`solver_mpjpe_cm` is the same solve scored on the solver's own skeleton. Figures are per clip and frame-weighted
+means over them.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+
+from ...config import SimulationConfig
+from ...devices.attachments import implied_joint_positions
+from ...devices.simulate import simulate_stream
+from ...files.bvh import read_bvh
+from ...quality.metrics import floor_height, foot_skate_cm_s, score_motion
+from ...rig.humanoid import find_mapping
+from ...rig.retarget import bvh_target, on_bvh_skeleton, retarget_solution
+from ...solve import load_solver, solve
+from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
+
+LOOK_AROUND_DEG = 30.0
+TOE_LIFT_PERCENTILE = 95.0
+FIGURES = ("mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "toe_lift_ratio", "foot_slide_ratio",
+           "solver_mpjpe_cm")
+
+
+def feet(motion) -> tuple[float, float]:
+    """A motion's toe lift (m, TOE_LIFT_PERCENTILE of its toes' heights over their floor) and foot skating (cm/s),
+    over its own floor."""
+    mapping = find_mapping(motion.skeleton)
+    toes = motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+    floor = floor_height(toes[..., 1])
+    return float(np.percentile(toes[..., 1] - floor, TOE_LIFT_PERCENTILE)), foot_skate_cm_s(toes, motion.fps, floor)
+
+
+def clip_figures(motion, solver, seconds: float = 0.0) -> dict:
+    """One clip's figures (module docstring); `seconds` > 0 keeps only its first seconds."""
+    if seconds > 0:
+        motion = motion[:max(2, int(seconds * motion.fps))]
+    simulated = simulate_stream(motion, SimulationConfig(look_around_deg=LOOK_AROUND_DEG))
+    solution = solve(simulated.stream, solver, None)
+    implied = implied_joint_positions(simulated.stream)[:, 1:]
+    retargeted = retarget_solution(solution, bvh_target(motion), solution.motion.fps)
+    character = on_bvh_skeleton(retargeted, motion.skeleton, solution.motion.fps).resampled(motion.fps)
+    truth = simulated.truth
+    frames = min(len(character), len(truth))
+    character, truth = character[:frames], truth[:frames]
+    figures = {k: v for k, v in score_motion(character, truth, implied).items() if k in FIGURES}
+    figures["solver_mpjpe_cm"] = score_motion(solution.motion, truth, implied)["mpjpe_cm"]
+    (lift, slide), (true_lift, true_slide) = feet(character), feet(truth)
+    figures.update(toe_lift_ratio=lift / max(true_lift, 1e-9), foot_slide_ratio=slide / max(true_slide, 1e-9),
+                   toe_lift_cm=100 * lift, toe_lift_cm_truth=100 * true_lift, foot_slide_cm_s=slide,
+                   foot_slide_cm_s_truth=true_slide, frames=frames)
+    return figures
+
+
+def run(args) -> int:
+    """The default method's solves on characters of each clip's own skeleton, scored against the clips."""
+    files = selected_files(args)
+    solver = load_solver()
+    print(f"eval characters: {len(files)} clips", file=sys.stderr)
+    rows = {}
+    for i, path in enumerate(files):
+        rows[path.stem] = {k: round(float(v), 3) for k, v in clip_figures(read_bvh(path), solver, args.clip_seconds).items()}
+        print_progress(i + 1, len(files), path.stem)
+    frames = np.array([r["frames"] for r in rows.values()], dtype=float)
+    mean = {k: round(float(np.average([r[k] for r in rows.values()], weights=frames)), 3) for k in FIGURES}
+    for name, figures in rows.items():
+        print(f"{name[:32]:32s} " + " ".join(f"{k}={figures[k]}" for k in FIGURES), file=sys.stderr)
+    print(f"{'mean':32s} " + " ".join(f"{k}={mean[k]}" for k in FIGURES), file=sys.stderr)
+    if args.json:
+        print(json.dumps({"mean": mean, "clips": rows}, indent=2))
+    return 0
+
+
+def add_command(eval_group) -> None:
+    parser = eval_group.add_parser("characters", help=run.__doc__, description=__doc__)
+    add_data_arguments(parser)
+    parser.add_argument("--clip-seconds", type=float, default=0.0,
+                        help="only each clip's first SECONDS (default 0: all of it)", metavar="SECONDS")
+    add_selection_arguments(parser)
+    add_json_argument(parser)
+    parser.set_defaults(run=run)
