@@ -64,8 +64,9 @@ def arm_stretch(shoulders: np.ndarray, wrists: np.ndarray, tracked: np.ndarray, 
     """How much longer (1 to MAX_STRETCH) arms of `arm_length` must be to reach the tracked wrists (T, 2, 3) from
     the shoulders (T, 2, 3) (tracked (T, 2)): the REACH_PERCENTILE of their distances over the arm's length, the
     frames with the hands together left out."""
-    apart = np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1) >= HANDS_TOGETHER_M
-    distances = np.linalg.norm(wrists - shoulders, axis=-1)[tracked & apart[:, None]]
+    with np.errstate(invalid="ignore"):
+        together = tracked.all(axis=-1) & (np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1) < HANDS_TOGETHER_M)
+    distances = np.linalg.norm(wrists - shoulders, axis=-1)[tracked & ~together[:, None]]
     if len(distances) < 2:
         return 1.0
     return float(np.clip(np.percentile(distances, REACH_PERCENTILE) / arm_length, 1.0, MAX_STRETCH))
