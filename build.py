@@ -5,7 +5,9 @@
     python build.py test [PYTEST ARGS]   the test suite (what CI runs)
     python build.py bench                speed figures as JSON
     python build.py eval-rigs [--json]   the add-on's user path on ../shared/rigs, measured on the baked avatars
-    python build.py extension            dist/vr_avatar-<version>.zip, self-contained (pyopenxr wheel bundled)
+    python build.py test-blender [4.5 5.0 5.3] [PYTEST ARGS]
+                                         the add-on's tests in a clean environment per supported Blender
+    python build.py extension            dist/vr_avatar-<version>.zip, self-contained (its wheels bundled)
     python build.py xr-runtime           Monado, the OpenXR runtime the tests use, built into build/monado
 
 Each command first makes sure `.venv` exists with the requirements it needs (NEEDS: the groups of
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -38,7 +41,7 @@ GROUPS = {"blender": "Blender as a Python module: the demo's scene, the add-on's
           "train": "training the networks (the tests train small ones)", "test": "the test runner"}
 """pyproject.toml's optional dependency groups, and what each is for."""
 NEEDS = {"demo": ("blender", "report"), "test": tuple(GROUPS), "bench": ("blender", "report", "live"),
-         "eval-rigs": ("blender", "report"), "extension": (), "xr-runtime": ()}
+         "eval-rigs": ("blender", "report"), "extension": (), "xr-runtime": (), "test-blender": ()}
 """The groups each command installs (numpy, the one run-time dependency, always)."""
 
 
@@ -126,17 +129,81 @@ def eval_rigs(args: list[str]) -> int:
     return run_in_environment(["-m", "vr_avatar_addon.eval_rigs", *args]).returncode
 
 
+WHEELS = {"pyopenxr": ("pyopenxr==1.1.6501", ["any"]), "PyOpenGL": ("PyOpenGL==3.1.10", ["any"]),
+          "glfw": ("glfw==2.11.0", ["manylinux_2_28_x86_64", "win_amd64", "macosx_11_0_arm64", "macosx_10_6_intel"])}
+"""What live preview imports beyond Blender (pyopenxr, and what it needs: PyOpenGL to load, glfw for a runtime
+without a headless session), and the platforms each wheel is fetched for ("any": pure Python). Blender installs
+the wheels of its own platform; glfw has no wheel for Linux on ARM, where live preview needs a headless runtime."""
+
+
 def bundled_wheels() -> list[Path]:
-    """The wheels the extension carries, fetched (or taken from pip's cache) into dist/wheels."""
+    """The wheels the extension carries (WHEELS), fetched (or taken from pip's cache) into dist/wheels."""
     folder = ROOT / "dist" / "wheels"
-    wanted = requirements(["live"])[len(requirements()):]
-    subprocess.run([str(venv_python()), "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
-                    "--only-binary", ":all:", "-d", str(folder), *wanted], check=True)
-    return sorted(folder.glob("pyopenxr-*.whl"))[-1:]
+    download = [str(venv_python()), "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
+                "--only-binary", ":all:", "-d", str(folder)]
+    wheels = []
+    for name, (requirement, platforms) in WHEELS.items():
+        for platform in platforms:
+            where = [] if platform == "any" else ["--platform", platform, "--python-version", "3.11"]
+            subprocess.run(download + where + [requirement], check=True)
+        version = requirement.split("==")[1]
+        found = sorted(folder.glob(f"{name.lower()}-{version}-*.whl")) + sorted(folder.glob(f"{name}-{version}-*.whl"))
+        wheels += sorted(set(found))
+    return wheels
+
+
+BLENDERS = {"4.5": ("bpy==4.5.15", "3.11"), "5.0": ("bpy==5.0.1", "3.11"), "5.3": ("bpy==5.3.0", "3.13")}
+"""The Blender lines the extension supports (4.5 LTS, 5.0, the newest 5.x) as bpy modules, with their Python."""
+TEST_RUNNER = ["pytest>=8", "hypothesis>=6.100"]
+
+
+def blender_environment(line: str) -> Path | None:
+    """`.venv-blender-<line>`: that Blender's bpy and the test runner, nothing else (made once); None, saying why,
+    where its Python is not installed."""
+    requirement, version = BLENDERS[line]
+    folder = ROOT / f".venv-blender-{line}"
+    python = folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    stamp = folder / ".requirements.json"
+    wanted = [requirement, *TEST_RUNNER]
+    if python.exists() and stamp.exists() and json.loads(stamp.read_text()) == wanted:
+        return python
+    interpreter = shutil.which(f"python{version}")
+    if interpreter is None:
+        print(f"build.py test-blender: Blender {line} needs Python {version}, which is not installed: skipped",
+              file=sys.stderr)
+        return None
+    print(f"build.py: creating {folder.name} with Python {version}: {', '.join(wanted)} (Blender {line}'s bpy and "
+          "the test runner, nothing else)", file=sys.stderr)
+    subprocess.run([interpreter, "-m", "venv", "--clear", str(folder)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *wanted], check=True)
+    write_text(stamp, json.dumps(wanted))
+    return python
+
+
+def test_blender(args: list[str]) -> int:
+    """The add-on's tests (tests/addon) in a clean environment per supported Blender (BLENDERS; all, or those
+    named): the extension zip, with its wheels, installed through Blender's extension installer, and only bpy and
+    the test runner beside it. Other arguments go to pytest."""
+    lines = [a for a in args if a in BLENDERS] or list(BLENDERS)
+    pytest_args = [a for a in args if a not in BLENDERS]
+    wheels = os.pathsep.join(str(w) for w in bundled_wheels())
+    results = {}
+    for line in lines:
+        python = blender_environment(line)
+        if python is None:
+            results[line] = "skipped"
+            continue
+        env = dict(os.environ, PYTHONPATH=str(ROOT), VR_AVATAR_EXTENSION_WHEELS=wheels)
+        done = subprocess.run([str(python), "-m", "pytest", "tests/addon", "-p", "no:cacheprovider", *pytest_args],
+                              cwd=ROOT, env=env)
+        results[line] = "passed" if done.returncode == 0 else "failed"
+    print("build.py test-blender: " + ", ".join(f"Blender {line} {result}" for line, result in results.items()),
+          file=sys.stderr)
+    return 1 if "failed" in results.values() else 0
 
 
 def extension(args: list[str]) -> int:
-    """dist/vr_avatar-<version>.zip with pyopenxr's wheel; `--no-wheels` leaves it out (57 MB smaller)."""
+    """dist/vr_avatar-<version>.zip with its wheels (WHEELS); `--no-wheels` leaves them out (61 MB smaller)."""
     from importlib import util
 
     spec = util.spec_from_file_location("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
@@ -158,7 +225,7 @@ def runtime(_args: list[str]) -> int:
 
 
 COMMANDS = {"demo": demo, "test": test, "bench": bench, "eval-rigs": eval_rigs, "extension": extension,
-            "xr-runtime": runtime}
+            "xr-runtime": runtime, "test-blender": test_blender}
 
 
 def main(argv: list[str]) -> int:

@@ -176,9 +176,14 @@ def load_by_path(name: str, path: Path):
 packaging = load_by_path("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
 
 
+EXTENSION_WHEELS = [Path(p) for p in os.environ.get("VR_AVATAR_EXTENSION_WHEELS", "").split(os.pathsep) if p]
+"""The wheels the zip under test carries: `build.py test-blender` gives the extension's own (its clean environments
+have nothing else); the development suite, none (its environment has them installed)."""
+
+
 @pytest.fixture(scope="session")
 def extension_zip(tmp_path_factory) -> Path:
-    return packaging.build_extension(ROOT, tmp_path_factory.mktemp("dist"))
+    return packaging.build_extension(ROOT, tmp_path_factory.mktemp("dist"), EXTENSION_WHEELS)
 
 
 @pytest.fixture(scope="session")

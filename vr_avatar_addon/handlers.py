@@ -4,17 +4,19 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from . import solve_cache
+from .rotation_modes import set_rotations
 
 
 def pose_frame(obj, frame: solve_cache.CachedFrame) -> None:
-    """Pose `obj`'s bones with a cached frame: every bone's rotation, location and scale."""
+    """Pose `obj`'s bones with a cached frame: every bone's rotation (in its own rotation mode), location and scale."""
     pose_bones = obj.pose.bones
     row = {name: k for k, name in enumerate(frame.bones)}
     order = np.array([row[pose_bone.name] for pose_bone in pose_bones])
-    for pose_bone in pose_bones:
-        if pose_bone.rotation_mode != 'QUATERNION':
-            pose_bone.rotation_mode = 'QUATERNION'
-    pose_bones.foreach_set("rotation_quaternion", frame.basis[order].astype(np.float32).ravel())
+    quaternion = np.array([pose_bone.rotation_mode == 'QUATERNION' for pose_bone in pose_bones])
+    if quaternion.all():
+        pose_bones.foreach_set("rotation_quaternion", frame.basis[order].astype(np.float32).ravel())
+    else:  # each bone in its own mode, never switched
+        set_rotations(pose_bones, frame.basis[order])
     for pose_bone, location, scale in zip(pose_bones, frame.locations[order], frame.scales[order]):
         pose_bone.location, pose_bone.scale = location.tolist(), scale.tolist()
 

@@ -7,6 +7,8 @@ empties) goes through `new_action`, so existing actions are never touched.
 import bpy
 import numpy as np
 
+from .compat import new_fcurve
+
 LINEAR = bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items["LINEAR"].value
 
 
@@ -25,7 +27,7 @@ def new_action(name: str, owner, channels, frame_start: int):
         values = np.asarray(values, dtype=np.float32).reshape(len(values), -1)
         frames = np.arange(frame_start, frame_start + len(values), dtype=np.float32)
         for index in range(values.shape[1]):
-            curve = channelbag.fcurves.new(data_path, index=index, group_name=group)
+            curve = new_fcurve(channelbag, data_path, index, group)
             points = curve.keyframe_points
             points.add(len(frames))
             points.foreach_set("co", np.column_stack([frames, values[:, index]]).ravel())
@@ -53,3 +55,11 @@ def fcurve_values(action, owner, data_path: str, length: int) -> np.ndarray:
         curve.keyframe_points.foreach_get("co", co)
         columns.append(co[1::2])
     return np.stack(columns, axis=-1)
+
+
+def action_fcurves(action):
+    """Every f-curve of a layered action, over its layers, strips and slots."""
+    for layer in action.layers:
+        for strip in layer.strips:
+            for channelbag in strip.channelbags:
+                yield from channelbag.fcurves

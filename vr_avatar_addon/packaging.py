@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 EXTENSION_ID = "vr_avatar"
-MIN_BLENDER = (4, 2, 0)
+MIN_BLENDER = (4, 5, 0)
 TERSE_MAX = 64  # Blender's limit for the tagline and permission reasons
 PERMISSIONS = {"files", "network", "clipboard", "camera", "microphone"}
 REQUIRED = {
@@ -79,7 +79,8 @@ def validate_manifest(root: Path) -> dict:
         raise ValueError(f"blender_manifest.toml: version {manifest['version']!r} differs from "
                          f"pyproject.toml's [project].version {project_version!r}")
     if _version(manifest["blender_version_min"], "blender_version_min") < MIN_BLENDER:
-        raise ValueError(f"blender_manifest.toml: blender_version_min must be at least 4.2.0 (extensions), "
+        raise ValueError(f"blender_manifest.toml: blender_version_min must be at least "
+                         f"{'.'.join(map(str, MIN_BLENDER))} (the oldest Blender the add-on is tested on), "
                          f"found {manifest['blender_version_min']!r}")
     _terse(manifest["tagline"], "tagline")
     for key in ("license", "tags"):

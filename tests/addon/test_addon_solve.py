@@ -513,3 +513,60 @@ def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, i
     assert (np.min(toe_heights, axis=0) > np.array(standing) - 1e-3).all()
     hips = _world_heads(bpy, obj, [mapping["hips"]])[0]
     assert np.hypot(*(hips - stream.positions[119, 0])[[0, 2]]) < 0.4  # under the headset, within α and a bit
+
+
+def _fresh_rig(bpy, session, name: str, seed: int):
+    """A Mixamo-named rig of its own (the session's rigs keep their settings for the other tests), solved."""
+    names = {joint: bone.replace("mixamorig:", f"{name}:") for joint, bone in MIXAMO.items()}
+    obj = build_rig(bpy, session["source"]["walk"], name, names, 0.9, 30.0, False, location=(2.5, 1.0, 0.0), seed=seed)
+    return obj, names
+
+
+def _baked_heads_match_the_solve(bpy, installed, obj) -> None:
+    cache = _cache(installed, bpy)
+    scene = bpy.context.scene
+    for frame in (scene.frame_start, scene.frame_start + 23, scene.frame_start + 77):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(frame)],
+                                   atol=1e-3)
+
+
+def test_a_bake_keeps_each_bones_rotation_mode_and_the_users_euler_action_still_poses_it(bpy, installed, session):
+    """Euler and axis-angle bones are keyed in their own modes (Euler angles continuous): the rig's modes stay, the
+    baked pose is the solve's, and the animator's own Euler action still poses the rig exactly."""
+    obj, names = _fresh_rig(bpy, session, "EulerAvatar", 4)
+    modes = {names["l_upper_arm"]: 'ZXY', names["r_forearm"]: 'XYZ', names["spine"]: 'YZX',
+             names["l_thigh"]: 'AXIS_ANGLE'}
+    for bone, mode in modes.items():
+        obj.pose.bones[bone].rotation_mode = mode
+    arm = names["l_upper_arm"]
+    channel = f'pose.bones["{arm}"].rotation_euler'
+    euler_keys = np.column_stack([np.linspace(0.0, 2.5, 8), np.linspace(0.0, -0.7, 8), np.full(8, 0.3)])
+    own, _ = installed.keyframes.new_action("EulerWave", obj, [(channel, euler_keys, arm)], 1)
+    obj, action = _bake(bpy, {**session, "euler": obj.name}, "euler")
+    assert {bone: obj.pose.bones[bone].rotation_mode for bone in modes} == modes
+    assert all(not p.rotation_mode == 'QUATERNION' for p in obj.pose.bones if p.name in modes)
+    baked = installed.keyframes.fcurve_values(action, obj, channel, 3)
+    assert np.abs(np.diff(baked, axis=0)).max() < 0.5  # continuous: no wrap or flip between frames
+    _baked_heads_match_the_solve(bpy, installed, obj)
+    obj.animation_data.action = own
+    obj.animation_data.action_slot = own.slots[0]
+    for frame in (1, 5, 8):
+        bpy.context.scene.frame_set(frame)
+        np.testing.assert_allclose(tuple(obj.pose.bones[arm].rotation_euler), euler_keys[frame - 1], atol=1e-6)
+
+
+def test_a_strip_under_the_bake_does_not_change_the_baked_pose(bpy, installed, session):
+    """An NLA strip below animating channels the solve leaves at rest (a spine bone's location, a hand's scale):
+    the bake keys them at rest, so the baked pose is the solve's."""
+    obj, names = _fresh_rig(bpy, session, "NlaAvatar", 5)
+    spine, hand = names["spine"], names["r_hand"]
+    below, _ = installed.keyframes.new_action("Below", obj, [
+        (f'pose.bones["{spine}"].location', np.tile([0.0, 0.3, 0.2], (10, 1)), spine),
+        (f'pose.bones["{hand}"].scale', np.tile([2.0, 2.0, 2.0], (10, 1)), hand)], 1)
+    track = obj.animation_data.nla_tracks.new()
+    track.strips.new("Below", 1, below)
+    obj.animation_data.action = None
+    obj, action = _bake(bpy, {**session, "nla": obj.name}, "nla")
+    assert len(obj.animation_data.nla_tracks) == 1 and obj.animation_data.nla_tracks[0].strips[0].action == below
+    _baked_heads_match_the_solve(bpy, installed, obj)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ADDON_MODULE, ROOT, TRUNCATED_BVH, FIXTURE_WALK_1 as WALK, load_by_path as _load, packaging
+from conftest import ADDON_MODULE, EXTENSION_WHEELS, ROOT, TRUNCATED_BVH, FIXTURE_WALK_1 as WALK, load_by_path as _load, packaging
 
 
 
@@ -68,7 +68,7 @@ def _broken_copy(tmp_path: Path, old: str, new: str) -> Path:
     ('id = "vr_avatar"\n', "", "'id'"),
     ('and two controllers"', 'and two controllers."', "tagline"),
     ('version = "0.1.0"', 'version = "0.2.0"', "pyproject"),
-    ('blender_version_min = "4.2.0"', 'blender_version_min = "4.1.0"', "blender_version_min"),
+    ('blender_version_min = "4.5.0"', 'blender_version_min = "4.4.0"', "blender_version_min"),
     ('baked motion"', 'baked motion."', "permissions.files"),
     ('license = ["SPDX:GPL-3.0-or-later"]', 'license = "GPL-3.0-or-later"', "license"),
 ])
@@ -108,6 +108,18 @@ def test_installed_extension_registers_operator_and_panel(bpy, installed):
     assert bpy.types.VIEW3D_PT_vr_avatar.is_registered
     assert bpy.types.VIEW3D_PT_vr_avatar.bl_category == "VR Avatar"
     assert "target_armature" in bpy.types.Scene.bl_rna.properties["vr_avatar"].fixed_type.properties
+
+
+@pytest.mark.skipif(not EXTENSION_WHEELS, reason="the zip under test carries no wheels (build.py test-blender "
+                                                 "gives it the extension's own)")
+def test_the_installed_extension_brings_what_live_preview_imports(bpy, installed):
+    """In a clean environment (build.py test-blender) pyopenxr and PyOpenGL come from the zip's wheels, installed
+    by Blender's extension installer beside the add-on, not from the environment."""
+    import importlib
+
+    for name in ("xr", "OpenGL"):
+        module = importlib.import_module(name)
+        assert not Path(module.__file__).is_relative_to(Path(sys.prefix)), (name, module.__file__)
 
 
 def test_import_bvh_builds_the_rest_armature(bpy, installed):

@@ -206,7 +206,7 @@ def test_demo_on_a_small_folder(tmp_path, walks):
     solved = summary["solved"]
     assert len(read_bvh(out / f"{stem}.solved.bvh", scale=1.0)) == summary["stream_samples"]
     assert solved["database_clips"] == 1 and solved["figures"]["root_cm"] < 30.0
-    assert 0.0 < solved["figures"]["hand_cm"] < 10.0  # one walk clip to match against: the body lags, arms stretch
+    assert 0.0 <= solved["figures"]["hand_cm"] < 0.1  # the default's arms (and torso) reach the controllers
     stream = read_stream(out / f"{stem}.stream.csv")
     assert len(stream) == summary["stream_samples"] and stream.tracked.all()
     assert summary["stream_rate_hz"] == pytest.approx(60.0, abs=0.01)

@@ -1,0 +1,118 @@
+"""Bake: the cached solve written onto the target armature as a new action, the rig left as it was.
+
+Each bone is keyed in its own rotation mode (quaternion, an Euler order, or axis-angle; Euler angles continuous
+across frames), so the animator's other actions still pose it; every bone's rotation is keyed, its location and
+scale where the solve moves them off rest, and also, at rest, any channel an NLA strip under the new action
+animates, so nothing from below leaks into the result. Then the baked avatar is measured in Blender
+(avatar_quality) and the report written beside the .blend.
+"""
+import json
+from pathlib import Path
+
+import bpy
+import numpy as np
+
+from . import avatar_quality, core, keyframes, solve_cache
+from .bone_map import bone_map, fill_bone_map
+from .errors import VRAvatarError
+from .rotation_modes import rotation_values
+from .scene_timing import scene_fps
+
+MEASURED_FRAMES = 300
+"""The bake's avatar quality report measures at most this many frames, evenly spread."""
+REST_TOLERANCE = 1e-5
+"""A location (in the bone's units, over the bone's length) or scale channel this close to rest stays unkeyed."""
+
+
+def bake(context, report) -> None:
+    """Bake the scene's cached solve (module docstring); `report` is the operator's. VRAvatarError for what stops
+    it, before anything is made."""
+    scene = context.scene
+    cache = solve_cache.load(scene)
+    if cache is None:
+        raise VRAvatarError("Nothing to bake: solve the stream first")
+    obj = bpy.data.objects.get(cache.armature)
+    if obj is None or set(cache.bones) != set(obj.data.bones.keys()):
+        raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which is gone or has other bones "
+                            "now: solve again")
+    channels = bake_channels(cache, obj)
+    action, previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
+    scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
+    quality = measure_avatar(scene, obj, cache)
+    kept = f"; '{previous.name}' is kept (fake user)" if previous else ""
+    try:
+        written = write_report(scene, obj, cache, quality)
+    except (OSError, ValueError) as error:
+        report({'WARNING'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; the report was "
+                            f"not written: {error}")
+        return
+    scene.vr_avatar.solve.report_path = written
+    report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {written}")
+    for warning in quality["warnings"]:
+        report({'WARNING'}, f"On '{obj.name}', {warning}")
+
+
+def channels_below(obj) -> set[str]:
+    """Data paths (`path[index]`) the armature's NLA strips animate: an unkeyed channel would take their value."""
+    animation = obj.animation_data
+    if animation is None:
+        return set()
+    found = set()
+    for track in animation.nla_tracks:
+        for strip in track.strips:
+            if strip.action is not None:
+                found.update(f"{c.data_path}[{c.array_index}]" for c in keyframes.action_fcurves(strip.action))
+    return found
+
+
+def bake_channels(cache, obj) -> list:
+    """Action channels of a cached solve on `obj` (module docstring): (data path, values (F, N), group)."""
+    below = channels_below(obj)
+    channels = []
+    for j, name in enumerate(cache.bones):
+        path = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
+        pose_bone, bone = obj.pose.bones[name], obj.data.bones[name]
+        rotation, values = rotation_values(cache.basis[:, j], pose_bone.rotation_mode)
+        channels.append((f"{path}.{rotation}", values, name))
+        length = max(bone.length, 1e-6)
+        for prop, values, rest, scale in (("location", cache.locations[:, j], 0.0, length),
+                                          ("scale", cache.scales[:, j], 1.0, 1.0)):
+            moved = np.abs(values - rest).max(axis=0) > REST_TOLERANCE * scale
+            leaking = np.array([f"{path}.{prop}[{i}]" in below for i in range(3)])
+            if moved.any() or leaking.any():
+                channels.append((f"{path}.{prop}", np.where(moved, values, rest), name))
+    return channels
+
+
+def measure_avatar(scene, obj, cache) -> dict:
+    """The baked avatar measured in Blender (avatar_quality): figures, warnings and per-frame series, kept on
+    the scene for the panel; the scene is put back on its frame."""
+    current = scene.frame_current
+    step = max(1, -(-cache.frames // MEASURED_FRAMES))
+    index = np.arange(0, cache.frames, step)
+    tracked = np.stack([np.isfinite(cache.head_targets).all(-1), *np.isfinite(cache.wrist_targets).all(-1).T], -1)
+    settings = scene.vr_avatar
+    if not settings.bone_map or settings.bone_map_armature != obj.name:
+        fill_bone_map(settings, obj)
+    try:
+        figures, series = avatar_quality.measure(obj, bone_map(settings), cache.head_targets[index],
+                                                 cache.wrist_targets[index], tracked[index], scene_fps(scene) / step,
+                                                 cache.frame_start + index)
+    finally:
+        scene.frame_set(current)
+    quality = {"figures": figures, "warnings": avatar_quality.warnings(figures),
+               "series": {k: core.quality.report.json_values(v) for k, v in series["per_frame"].items()},
+               "time_s": (index / scene_fps(scene)).tolist()}
+    scene[avatar_quality.SCENE_KEY] = json.dumps(quality)
+    return quality
+
+
+def write_report(scene, obj, cache, quality: dict) -> str:
+    """The quality report's plots and JSON beside the .blend (or in Blender's temporary folder if unsaved), with
+    the baked avatar's own figures and series under "avatar"."""
+    folder = Path(bpy.path.abspath("//")) if bpy.data.filepath else Path(bpy.app.tempdir)
+    stem = folder / f"{Path(bpy.data.filepath).stem or 'untitled'}.{bpy.path.clean_name(obj.name)}"
+    series = {k: np.array(v, dtype=float) for k, v in cache.report["series"].items()}
+    figures = {**cache.report["figures"], "avatar": quality["figures"], "avatar_warnings": quality["warnings"]}
+    written = core.quality.report.write_report(stem, series, figures, f"VR Avatar bake of '{obj.name}'")
+    return written.get("plot", written["json"])
