@@ -28,13 +28,11 @@ def bake(context, report) -> None:
     """Bake the scene's cached solve (module docstring); `report` is the operator's. VRAvatarError for what stops
     it, before anything is made."""
     scene = context.scene
+    obj = bake_target(context)
     cache = solve_cache.load(scene)
-    if cache is None:
-        raise VRAvatarError("Nothing to bake: solve the stream first")
-    obj = bpy.data.objects.get(cache.armature)
-    if obj is None or set(cache.bones) != set(obj.data.bones.keys()):
-        raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which is gone or has other bones "
-                            "now: solve again")
+    if set(cache.bones) != set(obj.data.bones.keys()):
+        raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: solve "
+                            "again")
     channels = bake_channels(cache, obj)
     action, previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
     scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
@@ -50,6 +48,25 @@ def bake(context, report) -> None:
     report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {written}")
     for warning in quality["warnings"]:
         report({'WARNING'}, f"On '{obj.name}', {warning}")
+
+
+def bake_target(context):
+    """The armature the scene's cached solve bakes onto; VRAvatarError saying what stops a bake (no solve, the
+    armature gone, linked from a library without an override, or in NLA tweak mode)."""
+    name = solve_cache.cached_armature(context.scene)
+    if name is None:
+        raise VRAvatarError("Nothing to bake: solve the stream first")
+    obj = bpy.data.objects.get(name)
+    if obj is None:
+        raise VRAvatarError(f"The cached solve is for armature '{name}', which is gone: solve again")
+    linked = obj.library or obj.data.library
+    if linked is not None:
+        raise VRAvatarError(f"Armature '{name}' is linked from {linked.filepath}: make a library override (Object › "
+                            "Library Override › Make) to bake onto it; a bake on linked data would not be saved")
+    if obj.animation_data is not None and obj.animation_data.use_tweak_mode:
+        raise VRAvatarError(f"Armature '{name}' is in NLA tweak mode: leave it (Tab in the NLA editor) to bake a new "
+                            "action")
+    return obj
 
 
 def channels_below(obj) -> set[str]:

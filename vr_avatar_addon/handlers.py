@@ -1,4 +1,7 @@
-"""Handlers: scrubbing the timeline poses the target armature from the cached solve."""
+"""Handlers: scrubbing the timeline poses the target armature from the cached solve; Save As keeps the add-on's
+relative paths."""
+import os
+
 import bpy
 import numpy as np
 from bpy.app.handlers import persistent
@@ -34,11 +37,57 @@ def pose_from_cache(scene, _depsgraph=None):
     pose_frame(obj, frame)
 
 
+def relative_paths(scene):
+    """(owner, property) of every file path the add-on keeps on a scene."""
+    settings = scene.vr_avatar
+    yield settings.stream, "stream_path"
+    yield settings.stream, "record_path"
+    yield settings.library, "mocap_path"
+    yield settings.solve, "report_path"
+    for item in settings.library.databases:
+        yield item, "path"
+
+
+def rebased(path: str, old_folder: str, new_folder: str) -> str:
+    """A '//'-relative path from a .blend in `old_folder` as it reads from one in `new_folder` (absolute where
+    no relative path joins them, as across drives)."""
+    if not path.startswith("//"):
+        return path
+    absolute = os.path.normpath(os.path.join(old_folder, path[2:]))
+    try:
+        return "//" + os.path.relpath(absolute, new_folder).replace(os.sep, "/")
+    except ValueError:
+        return absolute
+
+
+@persistent
+def keep_paths_on_save_as(filepath, _=None):
+    """save_pre: a .blend saved into another folder keeps its streams, databases and reports (relative paths are
+    rewritten from the new folder; Blender remaps its own data's paths, not an add-on's)."""
+    if not bpy.data.filepath or not filepath:
+        return
+    old_folder, new_folder = os.path.dirname(bpy.data.filepath), os.path.dirname(os.path.abspath(filepath))
+    if os.path.normpath(old_folder) == os.path.normpath(new_folder):
+        return
+    for scene in bpy.data.scenes:
+        if getattr(scene, "vr_avatar", None) is None:
+            continue
+        for owner, name in relative_paths(scene):
+            value = owner.get(name)  # only paths the user set; written past the update callbacks (same files)
+            if isinstance(value, str) and rebased(value, old_folder, new_folder) != value:
+                owner[name] = rebased(value, old_folder, new_folder)
+
+
+HANDLERS = ((bpy.app.handlers.frame_change_post, pose_from_cache), (bpy.app.handlers.save_pre, keep_paths_on_save_as))
+
+
 def register():
-    if pose_from_cache not in bpy.app.handlers.frame_change_post:
-        bpy.app.handlers.frame_change_post.append(pose_from_cache)
+    for handlers, handler in HANDLERS:
+        if handler not in handlers:
+            handlers.append(handler)
 
 
 def unregister():
-    if pose_from_cache in bpy.app.handlers.frame_change_post:
-        bpy.app.handlers.frame_change_post.remove(pose_from_cache)
+    for handlers, handler in HANDLERS:
+        if handler in handlers:
+            handlers.remove(handler)

@@ -90,6 +90,12 @@ class CachedFrame:
     """(J, 3)"""
 
 
+def cached_armature(scene) -> str | None:
+    """The name of the armature the scene's cached solve is for (cheap: nothing else is read), or None."""
+    data = scene.get(KEY)
+    return None if data is None or "head_targets" not in data else str(data["armature"])
+
+
 def cached_frame(scene, frame: int) -> CachedFrame | None:
     """The cached pose shown at scene frame `frame` (held at the ends), or None without a cache."""
     data = scene.get(KEY)

@@ -570,3 +570,57 @@ def test_a_strip_under_the_bake_does_not_change_the_baked_pose(bpy, installed, s
     obj, action = _bake(bpy, {**session, "nla": obj.name}, "nla")
     assert len(obj.animation_data.nla_tracks) == 1 and obj.animation_data.nla_tracks[0].strips[0].action == below
     _baked_heads_match_the_solve(bpy, installed, obj)
+
+
+def test_a_bake_onto_an_armature_in_nla_tweak_mode_or_linked_is_refused_before_any_work(bpy, installed, session,
+                                                                                         tmp_path):
+    """One line each, nothing made: tweak mode would bake into the tweaked strip's action, a linked armature's
+    bake would be gone after reopening the file."""
+    obj, names = _fresh_rig(bpy, session, "TweakAvatar", 6)
+    _solve(bpy, obj.name)
+    action, _ = installed.keyframes.new_action("Tweaked", obj, [
+        (f'pose.bones["{names["spine"]}"].location', np.zeros((4, 3)), names["spine"])], 1)
+    track = obj.animation_data.nla_tracks.new()
+    strip = track.strips.new("Tweaked", 1, action)
+    obj.animation_data.action = None
+    track.select, strip.select = True, True
+    obj.animation_data.nla_tracks.active = track
+    obj.animation_data.use_tweak_mode = True
+    assert obj.animation_data.use_tweak_mode
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match=r"is in NLA tweak mode: leave it"):
+        bpy.ops.vr_avatar.bake_action()
+    assert set(bpy.data.actions) == actions
+    obj.animation_data.use_tweak_mode = False
+
+    library = tmp_path / "characters.blend"
+    bpy.data.libraries.write(str(library), {obj})
+    name, obj.name = obj.name, "TweakAvatarLocal"  # the linked copy alone carries the library's name
+    with bpy.data.libraries.load(str(library), link=True) as (_, data):
+        data.objects = [name]
+    linked = next(o for o in data.objects if o is not None)
+    bpy.context.scene.collection.objects.link(linked)
+    assert linked.library is not None
+    bpy.context.scene.vr_avatar.target_armature = linked
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    actions = set(bpy.data.actions)  # the library's own action came in with it
+    with pytest.raises(RuntimeError, match=r"is linked from .*characters\.blend: make a library override"):
+        bpy.ops.vr_avatar.bake_action()
+    assert set(bpy.data.actions) == actions
+
+
+def test_saved_as_into_another_folder_the_stream_and_databases_still_solve(bpy, installed, session):
+    """Save As into a subfolder: the add-on's relative paths are rewritten from the new folder, so Solve finds the
+    stream and the databases (Blender remaps its own data's paths, not an add-on's)."""
+    settings = bpy.context.scene.vr_avatar
+    before = bpy.path.abspath(settings.stream.stream_path)
+    databases = [bpy.path.abspath(item.path) for item in settings.library.databases]
+    sub = session["folder"] / "shots" / "take1"
+    sub.mkdir(parents=True)
+    bpy.ops.wm.save_as_mainfile(filepath=str(sub / "moved.blend"))
+    assert settings.stream.stream_path.startswith("//..")
+    assert Path(bpy.path.abspath(settings.stream.stream_path)).resolve() == Path(before).resolve()
+    assert [Path(bpy.path.abspath(i.path)).resolve() for i in settings.library.databases] == \
+        [Path(d).resolve() for d in databases]
+    _solve(bpy, session["rigify"])

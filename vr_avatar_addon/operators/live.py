@@ -11,7 +11,8 @@ import numpy as np
 from bpy.props import EnumProperty
 
 from .. import bone_space, core, solve_cache
-from ..errors import VRAvatarError
+from ..armature import target_armature
+from ..errors import VRAvatarError, polled
 from ..handlers import pose_frame
 from ..scene_solver import avatar_target, load_solver
 from ..stream_objects import stream_from_xr_poses, xr_poses
@@ -137,6 +138,10 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
         default='BLENDER_VR')
 
     _running = None  # the running preview, so that tests and a second call can reach it
+
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, target_armature, context)
 
     @classmethod
     def running(cls):

@@ -7,7 +7,7 @@ import numpy as np
 from .. import bake, bone_space, core, solve_cache
 from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
-from ..errors import VRAvatarError
+from ..errors import VRAvatarError, polled
 from ..handlers import pose_frame
 from ..scene_solver import CALIBRATION_KEY, avatar_target, device_calibration, load_solver, read_stream
 from ..scene_timing import scene_fps
@@ -65,6 +65,10 @@ class VR_AVATAR_OT_map_bones(bpy.types.Operator):
     bl_label = "Map Bones"
     bl_options = {'REGISTER', 'UNDO'}
 
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, target_armature, context)
+
     def execute(self, context):
         try:
             obj = target_armature(context)
@@ -80,6 +84,10 @@ class VR_AVATAR_OT_solve_stream(bpy.types.Operator):
     bl_idname = "vr_avatar.solve_stream"
     bl_label = "Solve"
     bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, target_armature, context)
 
     def execute(self, context):
         window_manager = context.window_manager
@@ -111,10 +119,7 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        if solve_cache.load(context.scene) is None:
-            cls.poll_message_set("Nothing to bake: solve the stream first")
-            return False
-        return True
+        return polled(cls, bake.bake_target, context)
 
     def execute(self, context):
         try:
