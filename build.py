@@ -155,6 +155,20 @@ def bundled_wheels() -> list[Path]:
 BLENDERS = {"4.5": ("bpy==4.5.15", "3.11"), "5.0": ("bpy==5.0.1", "3.11"), "5.3": ("bpy==5.3.0", "3.13")}
 """The Blender lines the extension supports (4.5 LTS, 5.0, the newest 5.x) as bpy modules, with their Python."""
 TEST_RUNNER = ["pytest>=8", "hypothesis>=6.100"]
+TEST_FILE_TIMEOUT_S = 600
+"""Each test file runs in its own process (bpy 4.5 can hang at exit after a long session), this long at most."""
+
+
+def find_python(version: str) -> str | None:
+    """A Python interpreter of that version ("3.13") that runs: on the path, else one pyenv installed."""
+    candidates = [shutil.which(f"python{version}")] + sorted(
+        str(p) for p in (Path.home() / ".pyenv" / "versions").glob(f"{version}*/bin/python{version}"))
+    for candidate in filter(None, candidates):
+        done = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True)
+        if done.returncode == 0 and done.stdout.strip() == version:
+            return candidate
+    return None
 
 
 def blender_environment(line: str) -> Path | None:
@@ -167,7 +181,7 @@ def blender_environment(line: str) -> Path | None:
     wanted = [requirement, *TEST_RUNNER]
     if python.exists() and stamp.exists() and json.loads(stamp.read_text()) == wanted:
         return python
-    interpreter = shutil.which(f"python{version}")
+    interpreter = find_python(version)
     if interpreter is None:
         print(f"build.py test-blender: Blender {line} needs Python {version}, which is not installed: skipped",
               file=sys.stderr)
@@ -194,12 +208,19 @@ def test_blender(args: list[str]) -> int:
             results[line] = "skipped"
             continue
         env = dict(os.environ, PYTHONPATH=str(ROOT), VR_AVATAR_EXTENSION_WHEELS=wheels)
-        done = subprocess.run([str(python), "-m", "pytest", "tests/addon", "-p", "no:cacheprovider", *pytest_args],
-                              cwd=ROOT, env=env)
-        results[line] = "passed" if done.returncode == 0 else "failed"
+        failed = []
+        for tests in sorted((ROOT / "tests" / "addon").glob("test_*.py")):
+            try:
+                done = subprocess.run([str(python), "-m", "pytest", str(tests.relative_to(ROOT)), "-q",
+                                       "-p", "no:cacheprovider", *pytest_args], cwd=ROOT, env=env,
+                                      timeout=TEST_FILE_TIMEOUT_S)
+                failed += [tests.name] if done.returncode not in (0, 5) else []
+            except subprocess.TimeoutExpired:
+                failed.append(f"{tests.name} (over {TEST_FILE_TIMEOUT_S} s)")
+        results[line] = "passed" if not failed else "failed: " + ", ".join(failed)
     print("build.py test-blender: " + ", ".join(f"Blender {line} {result}" for line, result in results.items()),
           file=sys.stderr)
-    return 1 if "failed" in results.values() else 0
+    return 1 if any(result.startswith("failed") for result in results.values()) else 0
 
 
 def extension(args: list[str]) -> int:

@@ -20,7 +20,7 @@ from .scene_timing import scene_fps
 
 MEASURED_FRAMES = 300
 """The bake's avatar quality report measures at most this many frames, evenly spread."""
-REST_TOLERANCE = 1e-5
+REST_TOLERANCE = 1e-4
 """A location (in the bone's units, over the bone's length) or scale channel this close to rest stays unkeyed."""
 
 

@@ -5,7 +5,9 @@ T-pose with a root bone above its hips, other proportions than the data, random 
 moved armature object.
 """
 import json
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -624,3 +626,42 @@ def test_saved_as_into_another_folder_the_stream_and_databases_still_solve(bpy, 
     assert [Path(bpy.path.abspath(i.path)).resolve() for i in settings.library.databases] == \
         [Path(d).resolve() for d in databases]
     _solve(bpy, session["rigify"])
+
+
+def _solve_beside_blender(bpy, installed, armature_name: str):
+    """The panel's Solve: invoked, it runs beside Blender; the running operator."""
+    scene = bpy.context.scene
+    scene.vr_avatar.target_armature = bpy.data.objects[armature_name]
+    assert bpy.ops.vr_avatar.solve_stream(beside=True) == {'RUNNING_MODAL'}  # the panel's invoke sets it
+    return installed.operators.solve.VR_AVATAR_OT_solve_stream._running
+
+
+def test_the_panels_solve_runs_beside_blender_and_caches_what_the_scripted_one_does(bpy, installed, session):
+    _solve(bpy, session["rigify"])
+    scripted = _cache(installed, bpy)
+    installed.solve_cache.clear(bpy.context.scene)
+    running = _solve_beside_blender(bpy, installed, session["rigify"])
+    tick = SimpleNamespace(type='TIMER', value='NOTHING')
+    for _ in range(600):
+        result = running.modal(bpy.context, tick)
+        if result != {'RUNNING_MODAL'}:
+            break
+        time.sleep(0.05)
+    assert result == {'FINISHED'}
+    np.testing.assert_array_equal(_cache(installed, bpy).basis, scripted.basis)
+
+
+def test_a_cancelled_solve_leaves_the_scene_as_it_was(bpy, installed, session):
+    """Esc while the solve runs: no cache, no calibration record, no new data; the earlier solve stays."""
+    _solve(bpy, session["mixamo"])
+    scene = bpy.context.scene
+    before = (_cache(installed, bpy).basis.copy(), dict(scene.items()).keys(), len(bpy.data.actions),
+              len(bpy.data.objects))
+    running = _solve_beside_blender(bpy, installed, session["rigify"])
+    assert running.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS')) == {'CANCELLED'}
+    running._thread.join(60)
+    after = _cache(installed, bpy)
+    assert after.armature == session["mixamo"]
+    np.testing.assert_array_equal(after.basis, before[0])
+    assert dict(scene.items()).keys() == before[1]
+    assert (len(bpy.data.actions), len(bpy.data.objects)) == before[2:]

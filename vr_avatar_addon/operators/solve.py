@@ -1,8 +1,12 @@
 """Solve operators: the avatar's bone mapping, solving a stream into the cache, baking it as a new action."""
 import json
+import threading
+import time
+from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from bpy.props import BoolProperty
 
 from .. import bake, bone_space, core, solve_cache
 from ..armature import target_armature
@@ -13,34 +17,75 @@ from ..scene_solver import CALIBRATION_KEY, avatar_target, device_calibration, l
 from ..scene_timing import scene_fps
 
 
-def solve_scene(context, progress=lambda share: None) -> solve_cache.SolveCache:
-    """Solve the scene's stream with its settings and retarget it onto the target armature."""
-    scene, settings = context.scene, context.scene.vr_avatar
-    obj, target = avatar_target(context)
-    solver = load_solver(context)
-    stream = read_stream(settings)
-    progress(0.1)
-    try:
-        solution = core.solve.solve(stream, solver, device_calibration(settings))
-    except ValueError as error:
-        raise VRAvatarError(str(error)) from None
-    if solution.calibration is not None:
-        scene[CALIBRATION_KEY] = json.dumps(solution.calibration.describe())
-    elif CALIBRATION_KEY in scene:
-        del scene[CALIBRATION_KEY]
-    progress(0.8)
-    try:
-        retargeted = core.rig.retarget.retarget_solution(solution, target, scene_fps(scene), settings.solve.stride_scaled,
-                                                     settings.solve.avatar_size.lower())
-    except ValueError as error:
-        raise VRAvatarError(f"armature '{obj.name}': {error}") from None
-    report = solution_figures(solution, retargeted)
-    basis, locations, scales = pose_values(obj, target, retargeted)
-    cache = solve_cache.SolveCache(obj.name, list(target.names), scene.frame_start, basis, locations, scales,
-                                   retargeted.positions, retargeted.wrist_targets, retargeted.head_targets, report)
-    if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
-        raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
-    return cache
+@dataclass
+class SceneSolve:
+    """One solve of the scene's stream: what is read from Blender first (`prepare`), the core work, which touches
+    no Blender data and may run on another thread (`compute`), and the cache made from it (`finish`)."""
+
+    armature: str
+    target: object
+    solver: object
+    stream: object
+    calibration: object
+    fps: float
+    stride_scaled: bool
+    avatar_size: str
+    phase: str = "solving"
+    solution: object = None
+    retargeted: object = None
+    error: str | None = None
+
+    @classmethod
+    def prepare(cls, context) -> "SceneSolve":
+        """Everything the solve reads from the scene; VRAvatarError for what stops it."""
+        scene, settings = context.scene, context.scene.vr_avatar
+        obj, target = avatar_target(context)
+        return cls(obj.name, target, load_solver(context), read_stream(settings), device_calibration(settings),
+                   scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower())
+
+    def compute(self) -> None:
+        """The solve and its retargeting onto the target (core alone); an error is kept in `error`."""
+        try:
+            self.solution = core.solve.solve(self.stream, self.solver, self.calibration)
+            self.phase = "retargeting"
+            self.retargeted = core.rig.retarget.retarget_solution(self.solution, self.target, self.fps,
+                                                                  self.stride_scaled, self.avatar_size)
+            self.phase = "done"
+        except ValueError as error:
+            self.error = str(error) if self.solution is None else f"armature '{self.armature}': {error}"
+            self.phase = "failed"
+
+    def finish(self, context) -> solve_cache.SolveCache:
+        """The computed solve as the scene's cache (stored, the armature posed); VRAvatarError if it failed."""
+        if self.error is not None:
+            raise VRAvatarError(self.error)
+        scene, obj = context.scene, bpy.data.objects.get(self.armature)
+        if obj is None:
+            raise VRAvatarError(f"Armature '{self.armature}' was removed during the solve: nothing was cached")
+        solution, retargeted = self.solution, self.retargeted
+        basis, locations, scales = pose_values(obj, self.target, retargeted)
+        cache = solve_cache.SolveCache(obj.name, list(self.target.names), scene.frame_start, basis, locations, scales,
+                                       retargeted.positions, retargeted.wrist_targets, retargeted.head_targets,
+                                       solution_figures(solution, retargeted))
+        if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
+            raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
+        if solution.calibration is not None:
+            scene[CALIBRATION_KEY] = json.dumps(solution.calibration.describe())
+        elif CALIBRATION_KEY in scene:
+            del scene[CALIBRATION_KEY]
+        solve_cache.store(scene, cache)
+        settings = scene.vr_avatar.solve
+        settings.has_cache, settings.cache_stale, settings.preview = True, False, True
+        scene.frame_end = max(scene.frame_end, cache.frame_start + cache.frames - 1)
+        pose_frame(obj, solve_cache.cached_frame(scene, scene.frame_current))
+        return cache
+
+
+def solve_scene(context) -> solve_cache.SolveCache:
+    """Solve the scene's stream with its settings onto the target armature, in one go: the cache, stored."""
+    solve = SceneSolve.prepare(context)
+    solve.compute()
+    return solve.finish(context)
 
 
 def pose_values(obj, target, retargeted):
@@ -85,30 +130,81 @@ class VR_AVATAR_OT_solve_stream(bpy.types.Operator):
     bl_label = "Solve"
     bl_options = {'REGISTER', 'UNDO'}
 
+    _running = None  # the solve running beside Blender (invoked from the panel), for tests to reach
+
     @classmethod
     def poll(cls, context):
         return polled(cls, target_armature, context)
 
+    beside: BoolProperty(name="Beside Blender", description="Solve beside Blender, its progress in the status bar "
+                         "(Esc cancels; nothing is cached then); off, the call returns when the solve is done",
+                         default=False, options={'HIDDEN', 'SKIP_SAVE'})
+
+    def invoke(self, context, _event):
+        self.beside = True  # from the panel: Blender stays responsive
+        return self.execute(context)
+
     def execute(self, context):
-        window_manager = context.window_manager
-        window_manager.progress_begin(0.0, 1.0)
+        if self.beside:
+            return self._start(context)
         try:
-            cache = solve_scene(context, window_manager.progress_update)
+            cache = solve_scene(context)
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
-        finally:
-            window_manager.progress_end()
-        scene = context.scene
-        solve_cache.store(scene, cache)
-        solve = scene.vr_avatar.solve
-        solve.has_cache, solve.cache_stale, solve.preview = True, False, True
-        scene.frame_end = max(scene.frame_end, cache.frame_start + cache.frames - 1)
-        pose_frame(bpy.data.objects[cache.armature], solve_cache.cached_frame(scene, scene.frame_current))
+        self._solved(cache)
+        return {'FINISHED'}
+
+    def _start(self, context):
+        """The solve on another thread, the operator modal until it ends."""
+        try:
+            self._solve = SceneSolve.prepare(context)
+        except VRAvatarError as error:
+            self.report({'ERROR'}, str(error))
+            return {'CANCELLED'}
+        self._started = time.perf_counter()
+        self._thread = threading.Thread(target=self._solve.compute, name="VR Avatar solve", daemon=True)
+        self._thread.start()
+        self.timer = context.window_manager.event_timer_add(0.1, window=context.window)
+        context.window_manager.modal_handler_add(self)
+        context.window_manager.progress_begin(0.0, 1.0)
+        type(self)._running = self
+        return {'RUNNING_MODAL'}
+
+    def modal(self, context, event):
+        if event.type == 'ESC':
+            self._end(context)
+            self.report({'INFO'}, "Solve cancelled: nothing was cached")
+            return {'CANCELLED'}
+        if event.type != 'TIMER':
+            return {'PASS_THROUGH'}
+        solve = self._solve
+        if self._thread.is_alive():
+            context.window_manager.progress_update(0.8 if solve.phase == "retargeting" else 0.1)
+            if context.workspace is not None:
+                context.workspace.status_text_set(f"VR Avatar: {solve.phase} the stream onto '{solve.armature}', "
+                                                  f"{time.perf_counter() - self._started:.0f} s (Esc cancels)")
+            return {'RUNNING_MODAL'}
+        self._end(context)
+        try:
+            cache = solve.finish(context)
+        except VRAvatarError as error:
+            self.report({'ERROR'}, str(error))
+            return {'CANCELLED'}
+        self._solved(cache)
+        return {'FINISHED'}
+
+    def _end(self, context) -> None:
+        type(self)._running = None
+        context.window_manager.event_timer_remove(self.timer)
+        context.window_manager.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+
+    def _solved(self, cache) -> None:
         figures = cache.report["figures"]
         self.report({'INFO'}, f"Solved {cache.frames} frames onto '{cache.armature}'; avatar hands "
                               f"{figures['avatar_hand_cm']} cm from the controllers on average")
-        return {'FINISHED'}
 
 
 class VR_AVATAR_OT_bake_action(bpy.types.Operator):
