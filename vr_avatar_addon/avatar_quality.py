@@ -92,6 +92,18 @@ def measure(armature, bone_map: dict[str, str], head_targets, wrist_targets, tra
             meshes=None) -> tuple[dict, dict]:
     """(figures, per-frame series) of the armature as posed at scene `frames` (the scene is left at the last
     one); head_targets (F, 3), wrist_targets (F, 2, 3) and tracked (F, 3) in core's frame for those frames."""
+    steps = measure_steps(armature, bone_map, head_targets, wrist_targets, tracked, fps, frames, meshes)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def measure_steps(armature, bone_map: dict[str, str], head_targets, wrist_targets, tracked, fps: float, frames,
+                  meshes=None):
+    """`measure` one frame at a time: a generator yielding the share of frames measured, returning what `measure`
+    returns."""
     scene = bpy.context.scene
     meshes = avatar.skinned_meshes(armature) if meshes is None else meshes
     points = {"hips": (bone_map["hips"], 0.0), "head": (bone_map["head"], 0.0),
@@ -110,6 +122,7 @@ def measure(armature, bone_map: dict[str, str], head_targets, wrist_targets, tra
         for key, (bone, share) in points.items():
             series[key][i] = (world @ np.append(along(armature.pose.bones[bone], share), 1.0))[:3]
         lowest[i] = lowest_vertex(meshes) if meshes else math.inf
+        yield (i + 1) / len(frames)
     toes = np.stack([series["l_toe"], series["r_toe"]], axis=1)
     above_rest = toes[..., 2] - np.array([rest["l_toe"], rest["r_toe"]])
     planted = above_rest < PLANTED_M

@@ -24,30 +24,80 @@ REST_TOLERANCE = 1e-4
 """A location (in the bone's units, over the bone's length) or scale channel this close to rest stays unkeyed."""
 
 
+class Bake:
+    """One bake in steps, so that it can run beside Blender: the new action is keyed at once (`start`), the avatar
+    measured a frame at a time (`step`), the report written at the end (`finish`); `cancel` takes back what
+    `start` made and changed."""
+
+    def __init__(self, context):
+        """The checks before anything is made (VRAvatarError), then the new action on the armature."""
+        scene = self.scene = context.scene
+        obj = self.obj = bake_target(context)
+        cache = self.cache = solve_cache.load(scene)
+        if set(cache.bones) != set(obj.data.bones.keys()):
+            raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: "
+                                "solve again")
+        channels = bake_channels(cache, obj)
+        animation = obj.animation_data
+        self.before = (animation.action, animation.action_slot if animation.action else None) if animation else None
+        self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
+        self.quality_before = scene.get(avatar_quality.SCENE_KEY)
+        self.previous_fake_user = bool(animation and animation.action and animation.action.use_fake_user)
+        self.action, self.previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
+        scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
+        self.measuring = measure_steps(scene, obj, cache)
+        self.quality = None
+
+    def step(self) -> float | None:
+        """Measure one more frame: the share measured, or None when all are (`quality` is then set)."""
+        try:
+            return next(self.measuring)
+        except StopIteration as done:
+            self.quality = done.value
+            return None
+
+    def finish(self, report) -> None:
+        """The report beside the .blend and the messages (`report` is the operator's)."""
+        while self.quality is None:
+            self.step()
+        scene, obj, cache, action, quality = self.scene, self.obj, self.cache, self.action, self.quality
+        kept = f"; '{self.previous.name}' is kept (fake user)" if self.previous else ""
+        try:
+            written = write_report(scene, obj, cache, quality)
+        except (OSError, ValueError) as error:
+            report({'WARNING'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; the report was "
+                                f"not written: {error}")
+            return
+        scene.vr_avatar.solve.report_path = written
+        report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {written}")
+        for warning in quality["warnings"]:
+            report({'WARNING'}, f"On '{obj.name}', {warning}")
+
+    def cancel(self) -> None:
+        """Take the bake back: the new action removed, the armature's action, its fake user, the preview and the
+        scene's frame as they were."""
+        self.measuring.close()
+        bpy.data.actions.remove(self.action)
+        if self.before is not None:
+            action, slot = self.before
+            self.obj.animation_data.action = action
+            if action is not None:
+                self.obj.animation_data.action_slot = slot
+                action.use_fake_user = self.previous_fake_user
+        elif self.obj.animation_data is not None:
+            self.obj.animation_data_clear()
+        if self.quality_before is not None:
+            self.scene[avatar_quality.SCENE_KEY] = self.quality_before
+        elif avatar_quality.SCENE_KEY in self.scene:
+            del self.scene[avatar_quality.SCENE_KEY]
+        self.scene.vr_avatar.solve.preview = self.preview
+        self.scene.frame_set(self.frame)
+
+
 def bake(context, report) -> None:
-    """Bake the scene's cached solve (module docstring); `report` is the operator's. VRAvatarError for what stops
-    it, before anything is made."""
-    scene = context.scene
-    obj = bake_target(context)
-    cache = solve_cache.load(scene)
-    if set(cache.bones) != set(obj.data.bones.keys()):
-        raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: solve "
-                            "again")
-    channels = bake_channels(cache, obj)
-    action, previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
-    scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
-    quality = measure_avatar(scene, obj, cache)
-    kept = f"; '{previous.name}' is kept (fake user)" if previous else ""
-    try:
-        written = write_report(scene, obj, cache, quality)
-    except (OSError, ValueError) as error:
-        report({'WARNING'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; the report was "
-                            f"not written: {error}")
-        return
-    scene.vr_avatar.solve.report_path = written
-    report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {written}")
-    for warning in quality["warnings"]:
-        report({'WARNING'}, f"On '{obj.name}', {warning}")
+    """Bake the scene's cached solve in one go (module docstring); `report` is the operator's. VRAvatarError for
+    what stops it, before anything is made."""
+    Bake(context).finish(report)
 
 
 def bake_target(context):
@@ -101,9 +151,10 @@ def bake_channels(cache, obj) -> list:
     return channels
 
 
-def measure_avatar(scene, obj, cache) -> dict:
-    """The baked avatar measured in Blender (avatar_quality): figures, warnings and per-frame series, kept on
-    the scene for the panel; the scene is put back on its frame."""
+def measure_steps(scene, obj, cache):
+    """The baked avatar measured in Blender (avatar_quality), a frame at a time: a generator yielding the share
+    measured and returning the figures, warnings and per-frame series, also kept on the scene for the panel; the
+    scene is put back on its frame."""
     current = scene.frame_current
     step = max(1, -(-cache.frames // MEASURED_FRAMES))
     index = np.arange(0, cache.frames, step)
@@ -112,9 +163,9 @@ def measure_avatar(scene, obj, cache) -> dict:
     if not settings.bone_map or settings.bone_map_armature != obj.name:
         fill_bone_map(settings, obj)
     try:
-        figures, series = avatar_quality.measure(obj, bone_map(settings), cache.head_targets[index],
-                                                 cache.wrist_targets[index], tracked[index], scene_fps(scene) / step,
-                                                 cache.frame_start + index)
+        figures, series = yield from avatar_quality.measure_steps(
+            obj, bone_map(settings), cache.head_targets[index], cache.wrist_targets[index], tracked[index],
+            scene_fps(scene) / step, cache.frame_start + index)
     finally:
         scene.frame_set(current)
     quality = {"figures": figures, "warnings": avatar_quality.warnings(figures),

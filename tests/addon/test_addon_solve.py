@@ -665,3 +665,27 @@ def test_a_cancelled_solve_leaves_the_scene_as_it_was(bpy, installed, session):
     np.testing.assert_array_equal(after.basis, before[0])
     assert dict(scene.items()).keys() == before[1]
     assert (len(bpy.data.actions), len(bpy.data.objects)) == before[2:]
+
+
+def test_a_cancelled_bake_leaves_the_armature_and_the_data_as_they_were(bpy, installed, session, monkeypatch):
+    """Esc while the panel's bake measures the avatar: the new action is gone, the armature's own action, its fake
+    user and the scene's frame are as before; run to the end, the same bake is made."""
+    monkeypatch.setattr(installed.operators.solve.VR_AVATAR_OT_bake_action, "tick_s", 0.0)  # a frame a tick
+    obj, names = _fresh_rig(bpy, session, "CancelAvatar", 7)
+    installed.keyframes.new_action("CancelOwn", obj, [
+        (f'pose.bones["{names["spine"]}"].rotation_quaternion', np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)), "own")], 1)
+    _solve(bpy, obj.name)
+    scene = bpy.context.scene
+    before = (set(bpy.data.actions), obj.animation_data.action, obj.animation_data.action.use_fake_user,
+              scene.frame_current, scene.vr_avatar.solve.preview)
+    assert bpy.ops.vr_avatar.bake_action(beside=True) == {'RUNNING_MODAL'}  # the panel's invoke sets it
+    running = installed.operators.solve.VR_AVATAR_OT_bake_action._running
+    assert running.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING')) == {'RUNNING_MODAL'}
+    assert running.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS')) == {'CANCELLED'}
+    assert (set(bpy.data.actions), obj.animation_data.action, obj.animation_data.action.use_fake_user,
+            scene.frame_current, scene.vr_avatar.solve.preview) == before
+    assert bpy.ops.vr_avatar.bake_action(beside=True) == {'RUNNING_MODAL'}
+    running = installed.operators.solve.VR_AVATAR_OT_bake_action._running
+    while (result := running.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING'))) == {'RUNNING_MODAL'}:
+        pass
+    assert result == {'FINISHED'} and len(set(bpy.data.actions) - before[0]) == 1

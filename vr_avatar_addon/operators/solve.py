@@ -213,17 +213,65 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
     bl_label = "Bake Action"
     bl_options = {'REGISTER', 'UNDO'}
 
+    beside: BoolProperty(name="Beside Blender", description="Bake beside Blender, its progress in the status bar "
+                         "(Esc cancels and takes the new action back); off, the call returns when the bake is done",
+                         default=False, options={'HIDDEN', 'SKIP_SAVE'})
+    _running = None  # the bake running beside Blender (invoked from the panel), for tests to reach
+    tick_s = 0.05
+    """Beside Blender, the bake measures frames for this long a timer tick."""
+
     @classmethod
     def poll(cls, context):
         return polled(cls, bake.bake_target, context)
 
+    def invoke(self, context, _event):
+        self.beside = True  # from the panel: Blender stays responsive
+        return self.execute(context)
+
     def execute(self, context):
         try:
-            bake.bake(context, self.report)
+            self._bake = bake.Bake(context)
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
-        return {'FINISHED'}
+        if not self.beside:
+            self._bake.finish(self.report)
+            return {'FINISHED'}
+        self.timer = context.window_manager.event_timer_add(0.05, window=context.window)
+        context.window_manager.modal_handler_add(self)
+        context.window_manager.progress_begin(0.0, 1.0)
+        type(self)._running = self
+        return {'RUNNING_MODAL'}
+
+    def modal(self, context, event):
+        if event.type == 'ESC':
+            self._end(context)
+            self._bake.cancel()
+            self.report({'INFO'}, "Bake cancelled: the new action was taken back")
+            return {'CANCELLED'}
+        if event.type != 'TIMER':
+            return {'PASS_THROUGH'}
+        until = time.perf_counter() + self.tick_s
+        while True:  # at least a frame a tick, as many as fit in it
+            done = self._bake.step()
+            if done is None:
+                self._end(context)
+                self._bake.finish(self.report)
+                return {'FINISHED'}
+            if time.perf_counter() >= until:
+                break
+        context.window_manager.progress_update(done)
+        if context.workspace is not None:
+            context.workspace.status_text_set(f"VR Avatar: measuring the baked '{self._bake.obj.name}', "
+                                              f"{done:.0%} (Esc cancels)")
+        return {'RUNNING_MODAL'}
+
+    def _end(self, context) -> None:
+        type(self)._running = None
+        context.window_manager.event_timer_remove(self.timer)
+        context.window_manager.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
 
 
 classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action)
