@@ -37,11 +37,11 @@ def venv_python() -> Path:
 
 
 GROUPS = {"blender": "Blender as a Python module: the demo's scene, the add-on's tests",
-          "report": "the quality reports' plots", "live": "the live path against an OpenXR runtime",
+          "report": "the evaluations' and training curves' plots", "live": "the live path against an OpenXR runtime",
           "train": "training the networks (the tests train small ones)", "test": "the test runner"}
 """pyproject.toml's optional dependency groups, and what each is for."""
-NEEDS = {"demo": ("blender", "report"), "test": tuple(GROUPS), "bench": ("blender", "report", "live"),
-         "eval-rigs": ("blender", "report"), "extension": (), "xr-runtime": (), "test-blender": ()}
+NEEDS = {"demo": ("blender",), "test": tuple(GROUPS), "bench": ("blender", "live"),
+         "eval-rigs": ("blender",), "extension": (), "xr-runtime": (), "test-blender": ()}
 """The groups each command installs (numpy, the one run-time dependency, always)."""
 
 

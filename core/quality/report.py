@@ -4,8 +4,7 @@ With a ground truth (evaluation), the root error is the horizontal distance betw
 true hips; without one (a user's stream), it is the distance between the avatar's hips and the
 target under the head, which is what the user sees. Hand error is the distance between the hand
 joints and the hand positions the controllers imply. Foot skating is SPEC §5's weighted toe speed
-per frame. The PNG needs matplotlib (installed with the project's dev requirements); without it
-the JSON is still written and the report says why the plot is missing.
+per frame. The PNG is drawn with numpy alone (raster_plot.py), in Blender as on the command line.
 """
 from __future__ import annotations
 
@@ -16,9 +15,10 @@ import numpy as np
 
 from ..anim.motion import Motion
 from ..devices.attachments import implied_joint_positions
-from ..files.atomic import save_figure, write_text
+from ..files.atomic import write_bytes, write_text
 from ..rig.humanoid import find_mapping
 from .metrics import floor_height, foot_skate_per_frame
+from .raster_plot import plot_panels, png_bytes
 
 
 def quality_series(motion: Motion, implied_hands: np.ndarray, hands_tracked: np.ndarray,
@@ -60,11 +60,8 @@ def write_report(stem: str | Path, series: dict[str, np.ndarray], figures: dict,
     report = {"title": title, "figures": figures, "summary": summarise(series),
               "series": {k: json_values(values) for k, values in series.items()}}
     png = stem.with_name(stem.name + ".report.png")
-    try:
-        plot_series(png, series, title)
-        report["plot"] = str(png)
-    except ImportError as error:
-        report["plot_missing"] = f"matplotlib is not installed ({error}); the figures are in this JSON"
+    plot_series(png, series, title)
+    report["plot"] = str(png)
     path = stem.with_name(stem.name + ".report.json")
     write_text(path, json.dumps(report, indent=1))
     report["json"] = str(path)
@@ -79,32 +76,15 @@ def json_values(values: np.ndarray) -> list:
 
 
 def plot_series(path: Path, series: dict[str, np.ndarray], title: str) -> None:
-    """Three stacked plots over time: root error, hand error, foot skating."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    panels = (("root_cm", "root error (cm)"), ("hand_cm", "hand error (cm)"), ("foot_skate_cm_s", "foot skating (cm/s)"))
-    figure, axes = pyplot.subplots(len(panels), 1, figsize=(9, 7), sharex=True)
-    for axis, (key, label) in zip(axes, panels):
-        values = series[key]
-        if values.ndim == 2:
-            for column, side in zip(values.T, ("left", "right")):
-                axis.plot(series["time_s"], column, linewidth=0.8, label=side)
-            axis.legend(loc="upper right", fontsize=8)
-        else:
-            axis.plot(series["time_s"], values, linewidth=0.8)
-        axis.set_ylabel(label)
-        axis.grid(alpha=0.3)
-    axes[-1].set_xlabel("time (s)")
-    if title:
-        axes[0].set_title(title)
-    figure.tight_layout()
-    try:
-        save_figure(path, figure, dpi=100)
-    finally:
-        pyplot.close(figure)
+    """Three stacked plots over time, a PNG drawn with numpy alone (raster_plot): root error, hand error, foot
+    skating."""
+    panels = []
+    for key, label in (("root_cm", "root error (cm)"), ("hand_cm", "hand error (cm)"),
+                       ("foot_skate_cm_s", "foot skating (cm/s)")):
+        values = np.asarray(series[key], dtype=float)
+        panels.append((label, [("left", values[:, 0]), ("right", values[:, 1])] if values.ndim == 2 else
+                       [(key, values)]))
+    write_bytes(path, png_bytes(plot_panels(np.asarray(series["time_s"], dtype=float), panels, title)))
 
 
 def solution_quality(solution) -> tuple[dict[str, np.ndarray], dict]:
