@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .assets import asset
 from .files.atomic import write_text
+from .files.json_value import JSONTooDeep, json_value
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,7 @@ class UpperBodyIKConfig:
         """The paper's constants with those in a file from `train ik` ({"constants": {field: value}}) in their place."""
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8-sig"))
+            data = json_value(path.read_text(encoding="utf-8-sig"))
             if not isinstance(data, dict):
                 raise ValueError(f"{path}: is JSON {type(data).__name__}, expected an object with \"constants\"")
             constants = data["constants"]
@@ -196,7 +197,7 @@ class UpperBodyIKConfig:
             raise ValueError(f"{path}: is a folder, not an IK constants file") from None
         except OSError as error:
             raise ValueError(f"{path}: cannot read: {error.strerror or error}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError) as error:
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, JSONTooDeep) as error:
             raise ValueError(f"{path}: not an IK constants file, which is JSON with a \"constants\" object "
                              f"({type(error).__name__}: {error})") from None
         if not isinstance(constants, dict):
@@ -217,10 +218,18 @@ class UpperBodyIKConfig:
                 value = type(default)(value) if ok else value
             if not ok:
                 raise ValueError(f"{path}: IK constant {name!r} is {value!r}, expected one like {default!r}")
+            numbers = value if isinstance(value, tuple) else (value,)
+            if isinstance(default, float) or isinstance(default, tuple):
+                if not all(math.isfinite(v) and abs(v) <= IK_CONSTANT_LIMIT for v in numbers):
+                    raise ValueError(f"{path}: IK constant {name!r} is {value!r}: each number must be finite and at "
+                                     f"most {IK_CONSTANT_LIMIT:g} in size (degrees, metres and their ratios)")
             values[name] = value
         return dataclasses.replace(defaults, **values)
 
 
+IK_CONSTANT_LIMIT = 1000.0
+"""No arm IK constant (angles in degrees, lengths in metres, gains and weights between them) is this large; a file
+with one this large or not finite was not made by `train ik`."""
 FITTED_IK_CONSTANTS = asset("upper_body_ik_fitted.json")
 """Parger's elbow constants refitted to the Bandai training split by §3.3's own procedure (`train ik`)."""
 

@@ -37,6 +37,11 @@ UNITS = (
 FRAME_TIME_RANGE_S = (0.0005, 10.0)
 # The most bytes one motion value may take (digits and the spaces around them), to refuse oversized files.
 MAX_BYTES_PER_VALUE = 64
+MIN_BYTES_PER_VALUE = 2
+"""A value takes at least a digit and a separator: a motion section shorter than its Frames need is scanned line by
+line for where it ends (the message says which frame), not handed to numpy's parser first."""
+MAX_BLANK_LINES = 1000
+"""Frames are not separated by blank lines; this many in a row is not motion."""
 # The most bytes read looking for the MOTION line (skeleton headers are a few kilobytes).
 MAX_HEADER_BYTES = 16 << 20
 # Height of the joints' bounding box in a typical pose: toes to head joint, about 1.55 m for an adult.
@@ -272,6 +277,9 @@ def _parse_header(path: Path, text: bytes):
             unknown = [c for c in names_here if c not in CHANNEL_NAMES]
             if unknown:
                 raise BVHError(path, number, f"unknown channel {unknown[0]!r}")
+            repeated = [c for k, c in enumerate(names_here) if c in names_here[:k]]
+            if repeated:
+                raise BVHError(path, number, f"channel {repeated[0]!r} is listed twice")
             channels[stack[-1]] = tuple(names_here)
         elif keyword == "Site":
             continue
@@ -324,21 +332,31 @@ def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: i
     if size > frames * width * MAX_BYTES_PER_VALUE + 4096:
         raise BVHError(path, first_line, f"the motion section holds {size} bytes, far more than {frames} frames of "
                                          f"{width} values need: the file or its Frames line is wrong")
-    try:
-        values = np.loadtxt(file, dtype=np.float64, ndmin=2, comments=None)
-    except ValueError:
-        values = None
+    if b"\0" in file.read(1 << 16):
+        raise BVHError(path, first_line, "the motion section holds binary data, not numbers")
+    file.seek(start)
+    values = None
+    if size >= frames * width * MIN_BYTES_PER_VALUE:  # else it is short: the scan below says where it ends
+        try:
+            values = np.loadtxt(file, dtype=np.float64, ndmin=2, comments=None)
+        except ValueError:
+            values = None
     if values is not None and values.shape == (frames, width) and np.isfinite(values).all():
         return values
     # Something is wrong: find the first offending line and say what it is.
     del values
     file.seek(start)
-    rows, newlines = 0, 0
+    rows, newlines, blank = 0, 0, 0
     for index, raw in enumerate(file):
         newlines += raw.endswith(b"\n")
         words = raw.split()
         if not words:
+            blank += 1
+            if blank > MAX_BLANK_LINES:
+                raise BVHError(path, first_line + index, f"more than {MAX_BLANK_LINES} blank lines in the motion "
+                                                         "section")
             continue
+        blank = 0
         number = first_line + index
         if rows == frames:
             raise BVHError(path, number, f"more motion lines than the {frames} frames declared")

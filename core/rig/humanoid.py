@@ -15,7 +15,6 @@ overruled. Optional joints (chest, shoulders, hands, toes) are left out when the
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import MappingError
+from ..files.json_value import json_value
 from .humanoid_structure import bone_ends, facing, is_control, is_upright, left_axis, read_structure, sides_agree
 
 CENTRE_JOINTS = ("hips", "spine", "chest", "neck", "head")
@@ -322,8 +322,8 @@ def load_override(path: str | Path) -> dict[str, str]:
     """A JSON object {canonical joint: skeleton joint name}; keys starting with '_' are metadata and left out."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        data = json_value(path.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else error
         raise HumanoidMappingError(f"{path}: cannot read the joint mapping: {reason}") from None
     if not isinstance(data, dict):

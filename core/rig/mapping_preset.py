@@ -21,6 +21,7 @@ from pathlib import Path
 from ..assets import asset
 from ..files.atomic import write_text
 from .humanoid import CANONICAL_JOINTS, HumanoidMappingError, load_override
+from ..files.json_value import json_value
 
 BUILTIN = asset("mapping_presets")
 VRM_BONES = {"hips": "hips", "spine": "spine", "chest": "chest", "neck": "neck", "head": "head",
@@ -33,7 +34,7 @@ GLB_MAGIC, GLB_JSON = 0x46546C67, 0x4E4F534A
 
 def builtin_presets() -> dict[str, str]:
     """Built-in preset name -> its label, e.g. 'mixamo' -> 'Adobe Mixamo (mixamorig:)'."""
-    return {path.stem: json.loads(path.read_text()).get("_preset", path.stem)
+    return {path.stem: json_value(path.read_text()).get("_preset", path.stem)
             for path in sorted(BUILTIN.glob("*.json"))}
 
 
@@ -110,15 +111,22 @@ def read_gltf_json(path: str | Path) -> dict:
             length, kind = struct.unpack_from("<II", data, 12)
             if magic != GLB_MAGIC or kind != GLB_JSON:
                 raise ValueError("the first chunk is not JSON")
-            return json.loads(data[20:20 + length])
-        return json.loads(data)
+            return json_value(data[20:20 + length])
+        return json_value(data)
     except (ValueError, struct.error, UnicodeDecodeError) as error:
         raise HumanoidMappingError(f"{path}: not a glTF/GLB file: {error}") from None
 
 
 def read_vrm_humanoid(path: str | Path) -> dict[str, str]:
-    """{canonical joint: node name} from a VRM file's own humanoid map (VRM 0.x or 1.0)."""
-    gltf = read_gltf_json(path)
+    """{canonical joint: node name} from a VRM file's own humanoid map (VRM 0.x or 1.0); a map of another shape
+    than VRM's (lists where objects belong, and so on) is refused in one line naming the file."""
+    try:
+        return _vrm_humanoid(path, read_gltf_json(path))
+    except (AttributeError, TypeError) as error:
+        raise HumanoidMappingError(f"{path}: its VRM humanoid map is not shaped as VRM's ({error})") from None
+
+
+def _vrm_humanoid(path, gltf: dict) -> dict[str, str]:
     extensions = gltf.get("extensions", {})
     nodes = gltf.get("nodes", [])
     if "VRMC_vrm" in extensions:

@@ -167,3 +167,44 @@ def test_every_malformed_file_in_the_corpus_is_listed():
 def test_missing_file(tmp_path):
     with pytest.raises(BVHError, match="cannot read"):
         read_bvh(tmp_path / "absent.bvh")
+
+
+HEADER = """HIERARCHY
+ROOT Hips
+{
+\tOFFSET 0 90 0
+\tCHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+\tEnd Site
+\t{
+\t\tOFFSET 0 10 0
+\t}
+}
+MOTION
+Frames: %d
+Frame Time: 0.0333333
+"""
+
+
+def test_a_channel_listed_twice_is_refused_at_its_line(tmp_path):
+    path = tmp_path / "twice.bvh"
+    path.write_text((HEADER % 1).replace("Zrotation Xrotation Yrotation", "Zrotation Xrotation Xrotation")
+                    + "0 0 0 0 0 0\n")
+    with pytest.raises(BVHError, match=r"twice\.bvh:5: channel 'Xrotation' is listed twice"):
+        read_bvh(path)
+
+
+def test_binary_data_claiming_a_hundred_million_frames_is_refused_unread(tmp_path):
+    """A sparse 1 GB file of zeros under a header that claims 1e8 frames: refused from its first bytes."""
+    path = tmp_path / "sparse.bvh"
+    with open(path, "wb") as file:
+        file.write((HEADER % 100_000_000).encode())
+        file.truncate(1 << 30)
+    with pytest.raises(BVHError, match=r"sparse\.bvh:14: the motion section holds binary data"):
+        read_bvh(path)
+
+
+def test_blank_lines_are_not_frames(tmp_path):
+    path = tmp_path / "blank.bvh"
+    path.write_text(HEADER % 3000 + "\n" * 5000)
+    with pytest.raises(BVHError, match=r"blank\.bvh:\d+: more than 1000 blank lines"):
+        read_bvh(path)
