@@ -17,6 +17,10 @@ from pathlib import Path
 import numpy as np
 
 READ_ERRORS = (OSError, EOFError, ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile, zlib.error)
+FREE_BYTES = 64 << 20
+"""Arrays up to this size are read whatever the file's size."""
+MAX_EXPANSION = 100
+"""A larger array may declare at most this many times its file's bytes (float data compresses a few times)."""
 
 
 class Archive:
@@ -36,6 +40,7 @@ class Archive:
         'U' text); `finite` refuses NaN and infinity."""
         if key not in self.files:
             raise self.fail(f"no array {key!r}: not {self.kind} file, or a damaged one")
+        self.check_size(key)
         try:
             value = self.data[key]
         except READ_ERRORS as error:
@@ -49,6 +54,23 @@ class Archive:
             first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
             raise self.fail(f"array {key!r} holds a non-finite value (at index {first})")
         return value
+
+    def check_size(self, key: str) -> None:
+        """Refuse an array whose header declares more bytes than the file could hold (a zip bomb, a forged shape)
+        before it is read: over MAX_EXPANSION times the file's size, once past FREE_BYTES."""
+        try:
+            with self.data.zip.open(key + ".npy") as member:
+                version = np.lib.format.read_magic(member)
+                read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                               else np.lib.format.read_array_header_2_0)
+                shape, _, dtype = read_header(member)
+        except READ_ERRORS as error:
+            raise self.fail(f"array {key!r} cannot be read ({type(error).__name__}: {error})") from None
+        declared = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        allowed = max(FREE_BYTES, MAX_EXPANSION * self.path.stat().st_size)
+        if declared > allowed:
+            raise self.fail(f"array {key!r} declares {declared} bytes ({tuple(shape)} of {dtype}), more than a "
+                            f"{self.path.stat().st_size}-byte file holds")
 
     def check_shape(self, key: str, actual: tuple, wanted: tuple) -> None:
         expected = "(" + ", ".join(str(self.dims.get(d, d)) if isinstance(d, str) else str(d) for d in wanted) + ")"
