@@ -5,10 +5,15 @@ shared interface are in core/solution.py, core/hybrid, core/matching and core/n3
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .anim.motion import Motion
 from .config import CalibrationConfig, SolveConfig
 from .devices.calibration import StreamCalibration, calibrate_stream
 from .devices.plausibility import without_unusable_samples
-from .files.stream import ThreePointStream
+from .files.stream import HELD_GAP_S, ThreePointStream
 from .hybrid.solver import HybridSolver
 from .matching.solver import load_matching_solver
 from .n3p.model import N3PModel
@@ -51,10 +56,74 @@ def solve(stream: ThreePointStream, solver: Solver,
         calibration = calibrate_stream(without_unusable_samples(stream)[0], calibration, solver.devices)
     if calibration is not None:
         stream = calibration.apply(stream, solver.devices)
-    solution = solver.solve(stream)
-    expected = stream.frames_at(solver.fps)
+    gaps = LongGaps.of(stream)
+    solution = solver.solve(gaps.closed(stream))
+    expected = gaps.closed(stream).frames_at(solver.fps)
     if len(solution.motion) != expected:
         raise RuntimeError(f"the {solver.method} solve made {len(solution.motion)} frames where the stream's timeline "
                            f"at {solver.fps:g} fps has {expected}")
+    solution = gaps.reopened(solution, stream)
     solution.calibration = calibration
     return solution
+
+
+CLOSED_GAP_S = HELD_GAP_S + 1.0
+"""A gap in the stream longer than this is solved as if it were this long (the avatar holds its pose through the
+rest), so that a long gap costs no more than a short one; longer than HELD_GAP_S, so that a gap the devices are
+interpolated across is never shortened."""
+MAX_GAP_S = 600.0
+"""A gap longer than this (ten minutes without a sample) is refused: the output would hold one pose for that long."""
+
+
+@dataclass(frozen=True)
+class LongGaps:
+    """The gaps between a stream's samples longer than CLOSED_GAP_S: where each starts and how much of it the solve
+    skips."""
+
+    starts: np.ndarray
+    """Time of the last sample before each gap."""
+    skipped: np.ndarray
+    """Seconds of each gap beyond CLOSED_GAP_S."""
+
+    @classmethod
+    def of(cls, stream: ThreePointStream) -> "LongGaps":
+        steps = np.diff(stream.times)
+        found = np.flatnonzero(steps > CLOSED_GAP_S)
+        too_long = found[steps[found] > MAX_GAP_S]
+        if len(too_long):
+            k = int(too_long[0])
+            raise ValueError(f"the stream has no sample for {steps[k]:.0f} s after t = {stream.times[k]:.3f} s (more "
+                             f"than {MAX_GAP_S / 60:g} minutes): cut it there and solve the parts")
+        return cls(stream.times[found], steps[found] - CLOSED_GAP_S)
+
+    def closed(self, stream: ThreePointStream) -> ThreePointStream:
+        """The stream with each long gap shortened to CLOSED_GAP_S."""
+        if not len(self.starts):
+            return stream
+        shift = np.searchsorted(self.starts, stream.times, side="left")
+        offsets = np.concatenate([[0.0], np.cumsum(self.skipped)])[shift]
+        return ThreePointStream(stream.times - offsets, stream.positions, stream.rotations, stream.tracked)
+
+    def reopened(self, solution: Solution, stream: ThreePointStream) -> Solution:
+        """A solution of the closed stream on the full stream's timeline: inside the skipped part of a gap the
+        avatar holds the pose it had there."""
+        if not len(self.starts):
+            return solution
+        fps = solution.motion.fps
+        times = stream.times[0] + np.arange(stream.frames_at(fps)) / fps
+        before = np.searchsorted(self.starts, times, side="right")  # gaps wholly or partly before each time
+        cumulative = np.concatenate([[0.0], np.cumsum(self.skipped)])
+        into = times - np.concatenate([[-np.inf], self.starts])[before]  # time since the last gap's start
+        within = (before > 0) & (into <= CLOSED_GAP_S + self.skipped[np.maximum(before - 1, 0)])
+        closed_times = np.where(within, times - cumulative[np.maximum(before - 1, 0)]
+                                - np.maximum(0.0, into - CLOSED_GAP_S), times - cumulative[before])
+        frames = np.clip(np.rint((closed_times - stream.times[0]) * fps).astype(int), 0, len(solution.motion) - 1)
+        motion = solution.motion
+        stepped = solution.stream
+        tracked = stepped.tracked[frames] & ~(within & (into > CLOSED_GAP_S))[:, None]
+        return replace(solution, motion=Motion(motion.skeleton, motion.rotations[frames], motion.positions[frames],
+                                               motion.fps, motion.name),
+                       stream=ThreePointStream(times, stepped.positions[frames], stepped.rotations[frames], tracked),
+                       databases=solution.databases[frames], frames=solution.frames[frames],
+                       targets=solution.targets[frames], searches=solution.searches[frames],
+                       contacts=None if solution.contacts is None else solution.contacts[frames])

@@ -171,3 +171,49 @@ def test_the_default_needs_no_database_and_the_others_say_when_they_do():
     for config in (SolveConfig(method="mm"), SolveConfig(hybrid=HybridConfig(legs="matched"))):
         with pytest.raises(DatabaseNeeded, match="^[^\n]*motion database[^\n]*$"):
             load_solver(config)
+
+
+def _with_gap(person: ThreePointStream, seconds: float) -> ThreePointStream:
+    """The person's stream with no sample for `seconds` after its middle."""
+    times = person.times.copy()
+    times[len(times) // 2:] += seconds
+    return ThreePointStream(times, person.positions, person.rotations, person.tracked)
+
+
+@pytest.mark.parametrize("method", ["hybrid", "mm", "n3p"])
+def test_a_long_gap_costs_no_more_than_a_short_one_and_the_avatar_holds_through_it(solvers, person, method,
+                                                                                   monkeypatch):
+    """Eight minutes without a sample: solved as a six-second gap (the same predictor ticks or matching steps as
+    that one), the output on the whole timeline, holding one pose through the skipped part."""
+    from core import solve as solving
+
+    solver = solvers[method]
+    counted = {"calls": 0}
+    owner = type(solver.predictor) if method == "hybrid" else type(solver)
+    name = "step_lower_body" if method == "mm" else "advance"
+    stepper = getattr(owner, name)
+
+    def counting(self, *args, **kwargs):
+        counted["calls"] += 1
+        return stepper(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    short = solve(_with_gap(person, solving.CLOSED_GAP_S), solver, None)
+    short_calls, counted["calls"] = counted["calls"], 0
+    stream = _with_gap(person, 480.0)
+    long = solve(stream, solver, None)
+    assert counted["calls"] == short_calls
+    assert len(long.motion) == stream.frames_at(solver.fps) and len(long.stream) == len(long.motion)
+    middle = person.times[len(person.times) // 2 - 1] - person.times[0]
+    held = slice(int(np.ceil((middle + solving.CLOSED_GAP_S) * solver.fps)) + 1,
+                 int((middle + 480.0) * solver.fps) - 1)
+    assert np.ptp(long.motion.rotations[held], axis=0).max() == 0.0 and not long.stream.tracked[held].any()
+    before = slice(0, int(middle * solver.fps))
+    np.testing.assert_allclose(long.motion.rotations[before], short.motion.rotations[before], atol=1e-9)
+    np.testing.assert_allclose(long.motion.rotations[-20:], short.motion.rotations[-20:], atol=1e-9)
+
+
+def test_a_gap_of_more_than_ten_minutes_is_refused_in_one_line(solvers, person):
+    with pytest.raises(ValueError, match=r"^the stream has no sample for 3600 s after t = [\d.]+ s \(more than 10 "
+                                         r"minutes\): cut it there"):
+        solve(_with_gap(person, 3600.0), solvers["hybrid"], None)
