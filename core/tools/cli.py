@@ -39,7 +39,7 @@ USER_ERRORS = (OSError, ValueError)
 """Bad input, missing data, unusable options: every core.errors type is one of these, printed as one line."""
 POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale", "seconds", "rate", "window", "shift",
                     "minutes",
-                    "epochs", "rollout", "windows_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
+                    "epochs", "rollout", "windows_per_epoch", "batches_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
 NON_NEGATIVE_OPTIONS = ("two_handed", "clip_seconds", "look_around", "limit", "solved", "calibration_pose")
 

@@ -139,7 +139,7 @@ def test_training_resumes_a_saved_model_through_the_named_stages(tmp_path, model
     output = tmp_path / "resumed.npz"
     assert main(["train", "n3p", "--data", str(FIXTURE_WALK_1), str(FIXTURE_WALK_2), "-o", str(output),
                  "--resume", str(SHIPPED_MODEL), "--stages", "up",
-                 "--minutes", "0.01", "--foot-sliding", "1"]) == 0
+                 "--minutes", "0.01", "--batches-per-epoch", "2", "--foot-sliding", "1"]) == 0
     resumed = N3PModel.load(output)
     np.testing.assert_array_equal(resumed.norm.mean["lo"], model.norm.mean["lo"])
     np.testing.assert_array_equal(resumed.reference, model.reference)

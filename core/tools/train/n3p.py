@@ -387,8 +387,10 @@ def standing_state(clips: list[TrainingClip]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train(clips, validation, reference, minutes: float, seed: int = 0, log=print, checkpoint=None,
-          resume: N3PModel | None = None, stages=tuple(PHASE_SHARES), foot_sliding: float = 0.0):
-    """The `stages` within `minutes` (shared in PHASE_SHARES' proportions); returns (Trainer, curve).
+          resume: N3PModel | None = None, stages=tuple(PHASE_SHARES), foot_sliding: float = 0.0,
+          batches_per_epoch: int = BATCHES_PER_EPOCH):
+    """The `stages` within `minutes` (shared in PHASE_SHARES' proportions), the time checked after each epoch of
+    `batches_per_epoch` batches; returns (Trainer, curve).
 
     `checkpoint(trainer, curve)` runs after every epoch; `resume` starts from a saved model's weights and
     normalisation instead of fresh ones."""
@@ -415,7 +417,7 @@ def train(clips, validation, reference, minutes: float, seed: int = 0, log=print
         epoch = 0
         while time.perf_counter() < deadline:
             started, total = time.perf_counter(), 0.0
-            for _ in range(BATCHES_PER_EPOCH):
+            for _ in range(batches_per_epoch):
                 terms = trainer.losses(trainer.tensors(data, rng.choice(data.starts, BATCH_SIZE)), stage)
                 loss = sum(terms.values())
                 optimiser.zero_grad()
@@ -432,11 +434,12 @@ def train(clips, validation, reference, minutes: float, seed: int = 0, log=print
                         held_terms[k] += v.item() / 4
             for name, net in trainer.nets.items():
                 net.train(name in trained)
-            curve.append({"stage": stage, "epoch": epoch, "loss": total / BATCHES_PER_EPOCH,
+            curve.append({"stage": stage, "epoch": epoch, "batches": batches_per_epoch,
+                          "loss": total / batches_per_epoch,
                           "validation_loss": sum(held_terms.values()),
                           "validation_terms": {k: round(v, 5) for k, v in held_terms.items()},
                           "seconds": round(time.perf_counter() - started, 2)})
-            log(f"{stage} epoch {epoch}: loss {total / BATCHES_PER_EPOCH:.4f}, validation "
+            log(f"{stage} epoch {epoch}: loss {total / batches_per_epoch:.4f}, validation "
                 f"{curve[-1]['validation_loss']:.4f} ({curve[-1]['seconds']:.1f} s)")
             if checkpoint:
                 checkpoint(trainer, curve)
@@ -454,8 +457,10 @@ def plot_curve(path: Path, curve: list[dict]) -> None:
 
     figure, axes = pyplot.subplots(figsize=(7, 4))
     for stage in PHASE_SHARES:
-        points = [c["validation_loss"] for c in curve if c["stage"] == stage]
-        axes.plot(np.arange(1, len(points) + 1) * BATCHES_PER_EPOCH, points, label=stage)
+        points = [(c.get("batches", BATCHES_PER_EPOCH), c["validation_loss"]) for c in curve if c["stage"] == stage]
+        if points:
+            batches, losses = zip(*points)
+            axes.plot(np.cumsum(batches), losses, label=stage)
     axes.set_xlabel(f"batches of {BATCH_SIZE} episodes (T = {EPISODE})")
     axes.set_ylabel("validation loss")
     axes.set_yscale("log")
@@ -524,7 +529,8 @@ def run(args) -> int:
         trainer.export(reference, initial_up, initial_lo, output, head, with_pieces(record(curve))).save(path)
 
     trainer, curve = train(clips, validation, reference, args.minutes, args.seed,
-                           lambda line: print(line, file=sys.stderr), checkpoint, resume, stages, args.foot_sliding)
+                           lambda line: print(line, file=sys.stderr), checkpoint, resume, stages, args.foot_sliding,
+                           args.batches_per_epoch)
     model = trainer.export(reference, initial_up, initial_lo, output, head, with_pieces(record(curve)))
     model.save(path)
     write_text(path.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
@@ -543,6 +549,8 @@ def add_command(train_group) -> None:
     parser.add_argument("-o", "--output", required=True, help="model file to write (.npz; a .json record beside it)")
     parser.add_argument("--minutes", type=float, default=30.0, help="training time over both stages (default 30)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--batches-per-epoch", type=int, default=BATCHES_PER_EPOCH, metavar="N",
+                        help=f"batches between validations and time checks (default {BATCHES_PER_EPOCH})")
     parser.add_argument("--look-around", type=float, default=TRAINING_LOOK_AROUND_DEG, metavar="DEG",
                         help="look-around augmentation of the simulated streams (default 60)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N training files (0: all)")
