@@ -279,7 +279,7 @@ class FeatureWeights:
 
 
 @dataclass(frozen=True)
-class SolverConfig:
+class MatchingConfig:
     """The three-point solver (MMVR §5.3-5.5, §6): motion matching for the body, Parger IK for the arms."""
 
     search_interval: int = 10
@@ -324,9 +324,9 @@ class SolverConfig:
     def __post_init__(self):
         require_positive(self, "fps")
         if not self.alpha_m > 0:
-            raise ValueError(f"SolverConfig.alpha_m must be positive, not {self.alpha_m}")
+            raise ValueError(f"MatchingConfig.alpha_m must be positive, not {self.alpha_m}")
         if self.search_interval < 1:
-            raise ValueError(f"SolverConfig.search_interval must be 1 or more, not {self.search_interval}")
+            raise ValueError(f"MatchingConfig.search_interval must be 1 or more, not {self.search_interval}")
 
 
 @dataclass(frozen=True)
@@ -457,7 +457,7 @@ class SolveConfig:
     method: str = "hybrid"
     """One of METHODS."""
     hybrid: HybridConfig = HybridConfig()
-    matching: SolverConfig = field(default_factory=SolverConfig)
+    matching: MatchingConfig = field(default_factory=MatchingConfig)
     """Motion matching's settings: the `mm` method's, and the hybrid's matched legs'."""
     n3p: N3PConfig = N3PConfig()
     """The predictor's: the `n3p` method's, and the hybrid's body."""

@@ -182,8 +182,8 @@ def addon(folder: str, ticks: str = "90") -> dict:
 
     ticks, before, objects = int(ticks), pose(), len(bpy.data.objects)
     timer = SimpleNamespace(type='TIMER', value='NOTHING', timer=None)
-    assert bpy.ops.vr_avatar.live_preview(source='OPENXR') == {'RUNNING_MODAL'}
-    preview = add_on.operators.live.VR_AVATAR_OT_live_preview.running()
+    assert bpy.ops.vr_avatar.preview_live(source='OPENXR') == {'RUNNING_MODAL'}
+    preview = add_on.operators.live.VR_AVATAR_OT_preview_live.running()
     read, seen = preview._source.read, []
 
     def reading(context):
@@ -208,7 +208,7 @@ def addon(folder: str, ticks: str = "90") -> dict:
     result = {"preview_ticks": ticks, "located": sum(d is not None for d in seen), "head_gaps": gaps,
               "heads": heads, "posed_ticks": moved, "pose_restored": pose() == before,
               "objects_unchanged": len(bpy.data.objects) == objects,
-              "preview_stopped": add_on.operators.live.VR_AVATAR_OT_live_preview.running() is None}
+              "preview_stopped": add_on.operators.live.VR_AVATAR_OT_preview_live.running() is None}
 
     target = Path(folder) / "recorded.csv"
     scene.vr_avatar.stream.record_path = str(target)

@@ -159,7 +159,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
             layout.operator("vr_avatar.bake_action", icon='ACTION')
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Live Preview"), ('OPENXR', "Live Preview (OpenXR)")):
-            row.operator("vr_avatar.live_preview", text=text, icon='VIEW_CAMERA').source = source
+            row.operator("vr_avatar.preview_live", text=text, icon='VIEW_CAMERA').source = source
         quality = context.scene.get(AVATAR_QUALITY)
         if solve.report_path and quality:
             quality = json.loads(quality)

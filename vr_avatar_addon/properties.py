@@ -9,7 +9,7 @@ from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProp
 
 from . import core
 
-SOLVER = core.config.SolverConfig()
+SOLVER = core.config.MatchingConfig()
 
 
 def _is_armature(_settings, obj):
@@ -91,7 +91,7 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
 
 
 class VRAvatarSolveSettings(bpy.types.PropertyGroup):
-    """Solver settings (core SolverConfig, N3PConfig) and the cached solve."""
+    """Solver settings (core MatchingConfig, N3PConfig) and the cached solve."""
     method: EnumProperty(
         name="Method", description="How the full body is found from the three devices",
         items=[('HYBRID', "Hybrid", "The default, from the stream alone: the learned full-body predictor's pose "

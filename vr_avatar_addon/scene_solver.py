@@ -10,9 +10,9 @@ from .bone_map import bone_map, fill_bone_map
 from .errors import VRAvatarError
 
 
-def solver_config(solve) -> "core.config.SolverConfig":
-    """The solver settings of the panel as core's SolverConfig (the command line's defaults elsewhere)."""
-    return replace(core.config.SolverConfig(), alpha_m=solve.alpha_m, search_interval=solve.search_interval,
+def solver_config(solve) -> "core.config.MatchingConfig":
+    """The solver settings of the panel as core's MatchingConfig (the command line's defaults elsewhere)."""
+    return replace(core.config.MatchingConfig(), alpha_m=solve.alpha_m, search_interval=solve.search_interval,
                    inertialization_halflife_s=solve.responsiveness_s, foot_lock=solve.foot_lock,
                    arm_ik=solve.arm_ik, orientation="hmd" if solve.orientation == 'HMD' else "network",
                    upper_body=core.ik.upper_body_ik.ik_constants(solve.elbow_constants.lower()))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-MAX_STEP_S = 0.1  # a longer gap (the session paused) is stepped as this, so the body does not leap
+LONGEST_LIVE_STEP_S = 0.1  # a longer gap (the session paused) is stepped as this, so the body does not leap
 
 
 @dataclass
@@ -59,7 +59,7 @@ def run_live(source, solver, seconds: float, on_pose=None, frame_filter=None) ->
             frame = frame_filter(frame)
         if last_ns is None and not usable_samples(frame.positions[:1], frame.rotations[:1], frame.tracked[:1])[0]:
             continue  # the avatar is placed at the first usable headset pose: wait for it
-        dt = MAX_STEP_S if last_ns is None else min(max((frame.time_ns - last_ns) * 1e-9, 1e-4), MAX_STEP_S)
+        dt = LONGEST_LIVE_STEP_S if last_ns is None else min(max((frame.time_ns - last_ns) * 1e-9, 1e-4), LONGEST_LIVE_STEP_S)
         motion = solver.step(frame.positions, frame.rotations, frame.tracked, dt)
         positions = motion.global_positions()[0]
         run.latencies_s.append(time.perf_counter() - frame.located_s)

@@ -2,7 +2,7 @@
 
 A device sample that is not finite, lies farther than MAX_POSITION_M from the origin or has a
 quaternion far from unit length counts as untracked (`usable_samples`); a time step that is not
-finite, not positive or longer than MAX_STEP_S is a pause: the solvers advance by one nominal
+finite, not positive or longer than PAUSE_STEP_S is a pause: the solvers advance by one nominal
 frame. `check_stream` looks at a whole stream file: times in milliseconds and positions in
 centimetres or millimetres or on a +Z up axis are errors, gaps and absurd samples are warnings.
 """
@@ -17,7 +17,7 @@ MAX_POSITION_M = 1e4
 QUATERNION_NORM_RANGE = (1.0 - QUATERNION_NORM_TOLERANCE, 1.0 + QUATERNION_NORM_TOLERANCE)
 """Rotations whose quaternion length is outside this are broken samples (zero, garbage); inside it they are normalised
 where read (the stream reader refuses them)."""
-MAX_STEP_S = 1.0
+PAUSE_STEP_S = 1.0
 """A live time step longer than this (a stall, a clock jump) is a pause, not motion to integrate."""
 STEP_RANGE_S = (0.001, 0.1)
 """Median time step of a plausible stream: 1000 Hz to 10 Hz."""
@@ -42,7 +42,7 @@ def usable_samples(positions, rotations, tracked) -> np.ndarray:
 
 def step_seconds(dt, nominal: float) -> tuple[float, bool]:
     """(seconds to advance, whether `dt` was a pause): a non-finite, non-positive or too long dt advances `nominal`."""
-    if 0.0 < dt <= MAX_STEP_S:
+    if 0.0 < dt <= PAUSE_STEP_S:
         return float(dt), False
     return nominal, True
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..anim.character import body_yaw
 from ..anim.motion import Motion, forward_kinematics
-from ..config import HybridConfig, SolverConfig
+from ..config import HybridConfig, MatchingConfig
 from ..devices.attachments import joints_from_devices
 from ..devices.held import HeldDevices
 from ..devices.plausibility import without_unusable_samples
@@ -87,7 +87,7 @@ class HybridSolver:
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
         """The predictor's toes' heights over the floor in its standing state, at the model's size."""
         self.faces_with_model = config.face_with_model and orientation_model is not None
-        self.held = HeldDevices(self.fps, SolverConfig.head_centre_from_hmd, SolverConfig.teleport_distance_m)
+        self.held = HeldDevices(self.fps, MatchingConfig.head_centre_from_hmd, MatchingConfig.teleport_distance_m)
         self.facing = BodyFacing(orientation_model)
         self.reset()
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..anim.inertialize import Inertializer
 from ..anim.motion import Motion, forward_kinematics
-from ..config import DeviceOffsets, SimulationConfig, SolverConfig
+from ..config import DeviceOffsets, SimulationConfig, MatchingConfig
 from ..devices.attachments import device_offsets, joints_from_devices
 from ..devices.held import HeldDevices
 from ..devices.plausibility import without_unusable_samples
@@ -61,7 +61,7 @@ class MatchingDatabase:
     index: FeatureIndex
 
     @classmethod
-    def prepare(cls, poses: PoseDatabase, config: SolverConfig) -> "MatchingDatabase":
+    def prepare(cls, poses: PoseDatabase, config: MatchingConfig) -> "MatchingDatabase":
         features = pose_features(poses)
         scale = FeatureScale.fit(features, config.weights)
         searchable = searchable_frames(poses, max(config.end_margin, config.search_interval))
@@ -149,7 +149,7 @@ class MotionMatchingSolver:
 
     method = "mm"
 
-    def __init__(self, databases: list[PoseDatabase | MatchingDatabase], config: SolverConfig = SolverConfig(),
+    def __init__(self, databases: list[PoseDatabase | MatchingDatabase], config: MatchingConfig = MatchingConfig(),
                  orientation_model: WindowOrientationModel | OrientationModel | None = None,
                  standing_hmd_height_m: float | None = None,
                  devices: DeviceOffsets = DeviceOffsets()):
@@ -400,7 +400,7 @@ def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
     return stream, height, [frames[0]] * first + frames
 
 
-def load_matching_solver(database_paths, config: SolverConfig = SolverConfig(), orientation: str | None = None,
+def load_matching_solver(database_paths, config: MatchingConfig = MatchingConfig(), orientation: str | None = None,
                          standing_hmd_height_m: float | None = None,
                          arm_span_m: float | None = None) -> MotionMatchingSolver:
     """Motion matching over database files with the user's calibration; `orientation` as

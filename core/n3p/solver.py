@@ -27,7 +27,7 @@ import numpy as np
 
 from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
-from ..config import DeviceOffsets, N3PConfig, SolverConfig
+from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
 from ..files.stream import ThreePointStream, held_samples
@@ -52,7 +52,7 @@ z forward, from the point under the HMD): medians over 1080 simulated frames of 
 body stands upright and the arm hangs within 32 degrees of straight down."""
 HANGING_CONTROLLER_ROTATIONS = ((0.054, -0.083, 0.987, -0.125), (0.155, -0.048, -0.979, 0.12))
 """Their orientations (w, x, y, z) in the same frame: the mean over the same frames."""
-HEAD_CENTRE_FROM_HMD = SolverConfig.head_centre_from_hmd
+HEAD_CENTRE_FROM_HMD = MatchingConfig.head_centre_from_hmd
 """The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..config import METHODS, CalibrationConfig, DatabaseConfig, DeviceNoise, DeviceOffsets, HybridConfig, \
-    N3PConfig, SimulationConfig, SolveConfig, SolverConfig, StitchConfig, describe
+    N3PConfig, SimulationConfig, SolveConfig, MatchingConfig, StitchConfig, describe
 from ..devices.calibration import calibrate_stream, stored_calibration
 from ..devices.openxr_source import OpenXRUnavailable, record
 from ..devices.plausibility import check_stream
@@ -265,7 +265,7 @@ def solve_config(args) -> SolveConfig:
     """`solve`'s options as the SolveConfig the add-on fills from its panel."""
     foot_lock = not args.no_foot_lock
     return SolveConfig(args.method, HybridConfig(legs=args.legs, foot_lock=foot_lock),
-                       SolverConfig(alpha_m=args.alpha, foot_lock=foot_lock, upper_body=ik_constants(args.ik_constants)),
+                       MatchingConfig(alpha_m=args.alpha, foot_lock=foot_lock, upper_body=ik_constants(args.ik_constants)),
                        N3PConfig(hmd_only=args.hmd_only, foot_lock=foot_lock), args.model, args.orientation,
                        args.height, args.arm_span)
 
@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve_parser.add_argument("--model", help="n3p, hybrid: predictor model file (default: the shipped assets/n3p.npz)")
     solve_parser.add_argument("--hmd-only", action="store_true",
                               help="n3p: ignore the controllers (the stream may lack their columns)")
-    solve_parser.add_argument("--alpha", type=float, default=SolverConfig.alpha_m,
+    solve_parser.add_argument("--alpha", type=float, default=MatchingConfig.alpha_m,
                               help="position accuracy in metres (default 0.3; 0.1 for self-avatars)")
     solve_parser.add_argument("--orientation", help="orientation model file, 'mmvr' (the paper's network) or 'hmd' "
                                                            "(default: the shipped window model)")

@@ -478,7 +478,7 @@ def test_live_preview_without_a_headset_says_so_and_changes_nothing(bpy, install
     before = np.array([tuple(b.rotation_quaternion) for b in obj.pose.bones])
     preview = scene.vr_avatar.solve.preview
     with pytest.raises(RuntimeError, match=message):
-        bpy.ops.vr_avatar.live_preview(source=source)
+        bpy.ops.vr_avatar.preview_live(source=source)
     np.testing.assert_array_equal([tuple(b.rotation_quaternion) for b in obj.pose.bones], before)
     assert scene.vr_avatar.solve.preview == preview
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.config import DatabaseConfig, HybridConfig, SimulationConfig, SolverConfig
+from core.config import DatabaseConfig, HybridConfig, SimulationConfig, MatchingConfig
 from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh
 from core.hybrid.solver import HybridSolver
@@ -21,7 +21,7 @@ from conftest import DATASET_1, DATASET_2, FIXTURE_WALK_1, WALK_1
 MATCHED = HybridConfig(legs="matched", lift_off_m=0.03)
 """Motion matching's legs while travelling, lifting off at 3 cm (the feet's changes below are theirs)."""
 BEFORE = HybridConfig(legs="matched", matched_toe_heights=False, lift_off_m=0.0,
-                      standing_unlock_distance_m=SolverConfig().foot_unlock_distance_m)
+                      standing_unlock_distance_m=MatchingConfig().foot_unlock_distance_m)
 """The matched legs' feet as they were: matched rotations only, released at the contact's end and, standing or
 not, at motion matching's release distance."""
 

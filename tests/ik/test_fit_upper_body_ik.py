@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from core.config import FITTED_IK_CONSTANTS, SolverConfig, UpperBodyIKConfig
+from core.config import FITTED_IK_CONSTANTS, MatchingConfig, UpperBodyIKConfig
 from core.tools.train.upper_body_ik import (FITTED_FIELDS, clip_arm_poses, constants_from_vector, constants_vector,
                                     elbow_rmse_cm, fit_constants, group_by_bone_lengths)
 from core.tools.train.nelder_mead import minimize
@@ -101,8 +101,8 @@ def test_the_shipped_constants_load_and_say_how_they_were_made():
 
 
 def test_the_solver_uses_the_fitted_constants_unless_told_the_papers():
-    assert SolverConfig().upper_body == ik_constants("fitted") != ik_constants("paper")
-    assert SolverConfig(upper_body=ik_constants("paper")).upper_body == UpperBodyIKConfig()
+    assert MatchingConfig().upper_body == ik_constants("fitted") != ik_constants("paper")
+    assert MatchingConfig(upper_body=ik_constants("paper")).upper_body == UpperBodyIKConfig()
 
 
 @pytest.mark.parametrize("content, message", [

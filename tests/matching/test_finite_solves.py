@@ -11,7 +11,7 @@ import pytest
 from conftest import DATASET_2, WALK_2
 
 from core.files.bvh import read_bvh, write_bvh
-from core.config import SimulationConfig, SolverConfig
+from core.config import SimulationConfig, MatchingConfig
 from core.devices.attachments import head_on_floor
 from core.anim.motion import Motion
 from core.n3p.model import N3PModel
@@ -45,7 +45,7 @@ def stream():
 @pytest.fixture(scope="module")
 def mm_solver():
     clips = [read_bvh(DATASET_2 / f"dataset-2_walk_normal_00{i}.bvh") for i in (2, 3)]
-    return MotionMatchingSolver([build_database(clips)], SolverConfig(orientation="hmd"))
+    return MotionMatchingSolver([build_database(clips)], MatchingConfig(orientation="hmd"))
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from core.math import quat
 from core.files.bvh import read_bvh
-from core.config import DatabaseConfig, SimulationConfig, SolverConfig
+from core.config import DatabaseConfig, SimulationConfig, MatchingConfig
 from core.matching.features import FeatureScale, pose_features
 from core.ik.foot_lock import FootLock, Legs
 from core.rig.humanoid import find_mapping
@@ -92,7 +92,7 @@ def test_feature_normalisation_keeps_group_shape_and_applies_weights(database):
     np.testing.assert_allclose(normalised.mean(axis=0), 0.0, atol=1e-9)
     # One deviation per group: the ratio of scales inside a group is 1.
     assert np.ptp(scale.scale[15:21]) == 0.0 and np.ptp(scale.scale[0:9]) == 0.0
-    heavier = FeatureScale.fit(features, replace(SolverConfig().weights, trajectory_directions=3.0))
+    heavier = FeatureScale.fit(features, replace(MatchingConfig().weights, trajectory_directions=3.0))
     np.testing.assert_allclose(scale.scale[21:27] / heavier.scale[21:27], 2.0)
 
 
@@ -243,7 +243,7 @@ def test_a_new_step_locks_at_once_and_a_foot_left_behind_waits_for_its_gap_to_cl
 def test_live_stepping_and_offline_solving_give_identical_output(database, model, walk_stream):
     stream = ThreePointStream(walk_stream.times[:90], walk_stream.positions[:90], walk_stream.rotations[:90],
                               walk_stream.tracked[:90])
-    solver = MotionMatchingSolver([database], SolverConfig(), model, standing_hmd_height_m=1.55)
+    solver = MotionMatchingSolver([database], MatchingConfig(), model, standing_hmd_height_m=1.55)
     solution = solve(stream, solver)
     offline, stream = solution.motion, solution.stream  # the live driver gets the samples the offline one solved
     solver.reset()
@@ -262,7 +262,7 @@ def test_live_stepping_and_offline_solving_give_identical_output(database, model
 def test_a_small_database_is_scanned_and_solves_as_with_the_box_layers(fixture_walk1, model, walk_stream):
     """The live latency benchmark's database (one walk, fewer frames than FeatureIndex.brute_force_rows) is searched
     by a scan, not the box layers: the same matches, so the same solve."""
-    solver = MotionMatchingSolver([build_database([fixture_walk1])], SolverConfig(), model, standing_hmd_height_m=1.55)
+    solver = MotionMatchingSolver([build_database([fixture_walk1])], MatchingConfig(), model, standing_hmd_height_m=1.55)
     index = solver.databases[0].index
     assert len(index.rows) < index.brute_force_rows
     scanned = solve(walk_stream, solver)
@@ -276,15 +276,15 @@ def test_a_small_database_is_scanned_and_solves_as_with_the_box_layers(fixture_w
 
 
 def test_the_arm_ik_takes_its_constants_from_the_solver_config(bandai_database, model):
-    """SolverConfig.upper_body reaches the IK: other elbow constants move the elbows, never the hands. On a real
+    """MatchingConfig.upper_body reaches the IK: other elbow constants move the elbows, never the hands. On a real
     walk (on the fixture walk both sets of constants put the elbows alike)."""
     database = bandai_database
     walk_stream = simulate_stream(read_bvh(WALK_2)[:120], SimulationConfig(look_around_deg=30.0, seed=3)).stream
     stream = ThreePointStream(walk_stream.times[:60], walk_stream.positions[:60], walk_stream.rotations[:60],
                               walk_stream.tracked[:60])
-    paper_solver = MotionMatchingSolver([database], SolverConfig(upper_body=ik_constants("paper")), model)
+    paper_solver = MotionMatchingSolver([database], MatchingConfig(upper_body=ik_constants("paper")), model)
     paper = solve(stream, paper_solver).motion.global_positions()
-    fitted = solve(stream, MotionMatchingSolver([database], SolverConfig(), model))
+    fitted = solve(stream, MotionMatchingSolver([database], MatchingConfig(), model))
     positions = fitted.motion.global_positions()
     elbows = [database.mapping[f"{s}_forearm"] for s in "lr"]
     hands = [database.mapping[f"{s}_hand"] for s in "lr"]
@@ -294,7 +294,7 @@ def test_the_arm_ik_takes_its_constants_from_the_solver_config(bandai_database, 
 
 @pytest.mark.parametrize("alpha", [0.3, 0.1])
 def test_the_root_stays_within_alpha_of_the_target_every_frame(database, model, walk_stream, alpha):
-    solution = solve(walk_stream, MotionMatchingSolver([database], SolverConfig(alpha_m=alpha), model))
+    solution = solve(walk_stream, MotionMatchingSolver([database], MatchingConfig(alpha_m=alpha), model))
     root = solution.motion.positions[:, 0]
     gap = np.hypot(*(root - solution.targets)[:, [0, 2]].T)
     assert gap.max() <= alpha + 1e-9
@@ -325,7 +325,7 @@ def test_planting_a_whole_clip_at_once_equals_planting_it_frame_by_frame(databas
 
 
 def test_locked_feet_do_not_move_while_locked(database, model, walk_stream):
-    solver = MotionMatchingSolver([database], SolverConfig(), model, standing_hmd_height_m=1.55)
+    solver = MotionMatchingSolver([database], MatchingConfig(), model, standing_hmd_height_m=1.55)
     toes, locked, stretched = [], [], []
     for t in range(len(walk_stream)):
         pose = solver.step(walk_stream.positions[t], walk_stream.rotations[t], walk_stream.tracked[t], 1.0 / 60.0)
@@ -357,7 +357,7 @@ def test_tracking_loss_time_gaps_and_a_teleport_neither_crash_nor_produce_nan(da
         positions[~tracked[:, i], i] = np.nan
         rotations[~tracked[:, i], i] = np.nan
     stream = ThreePointStream(walk_stream.times[keep], positions, rotations, tracked)
-    solver = MotionMatchingSolver([database], SolverConfig(), model)
+    solver = MotionMatchingSolver([database], MatchingConfig(), model)
     solution = solve(stream, solver)
     assert np.isfinite(solution.motion.rotations).all() and np.isfinite(solution.motion.positions).all()
     assert len(solution.motion) == len(stream.resampled(60.0))
@@ -372,7 +372,7 @@ def test_tracking_loss_time_gaps_and_a_teleport_neither_crash_nor_produce_nan(da
 
 
 def test_a_lost_controller_is_held_where_it_was_relative_to_the_hmds_frame(database, model, walk_stream):
-    solver = MotionMatchingSolver([database], SolverConfig(), model)
+    solver = MotionMatchingSolver([database], MatchingConfig(), model)
     positions, rotations = walk_stream.positions[10], walk_stream.rotations[10]
     for t in range(5):  # all tracked: passed through unchanged
         seen = solver.held.hold(walk_stream.positions[t + 6], walk_stream.rotations[t + 6], np.ones(3, bool))
@@ -397,12 +397,12 @@ def test_the_hmd_height_ratio_picks_the_database_and_a_switch_searches(model, wa
     positions = walk_stream.positions.copy()
     positions[120:, :, 1] *= 0.8  # the user crouches two seconds in
     stream = ThreePointStream(walk_stream.times, positions, walk_stream.rotations, walk_stream.tracked)
-    solution = solve(stream, MotionMatchingSolver([upright, low], SolverConfig(), model))
+    solution = solve(stream, MotionMatchingSolver([upright, low], MatchingConfig(), model))
     assert set(solution.databases[:115]) == {0} and set(solution.databases[125:]) == {1}
     switch = np.flatnonzero(np.diff(solution.databases))[0] + 1
     assert solution.searches[switch]
     with pytest.raises(DatabaseError, match="share one skeleton"):
-        MotionMatchingSolver([upright, build_database([read_bvh(FIXTURE_WALK_1)], DatabaseConfig(fps=30.0))], SolverConfig(),
+        MotionMatchingSolver([upright, build_database([read_bvh(FIXTURE_WALK_1)], DatabaseConfig(fps=30.0))], MatchingConfig(),
                              model)
 
 

@@ -20,7 +20,7 @@ from conftest import FIXTURE_WALK_1
 
 from core.files.bvh import read_bvh, write_bvh
 from core.tools.cli import main
-from core.config import SolverConfig
+from core.config import MatchingConfig
 from core.devices.attachments import head_on_floor
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
@@ -240,8 +240,8 @@ def test_a_long_gap_is_held_with_a_warning(good, tmp_path, capsys):
     stream = read_stream(csv)
     assert len(motion) == int(stream.duration * 60 + 1e-6) + 1
     held = motion.positions[int(stream.times[99] * 60) + 1: int(stream.times[100] * 60), 0]
-    last_seen = head_on_floor(stream.positions[99, 0], stream.rotations[99, 0], SolverConfig.head_centre_from_hmd)
-    assert np.hypot(*(held - last_seen)[:, [0, 2]].T).max() <= SolverConfig.alpha_m + 1e-5
+    last_seen = head_on_floor(stream.positions[99, 0], stream.rotations[99, 0], MatchingConfig.head_centre_from_hmd)
+    assert np.hypot(*(held - last_seen)[:, [0, 2]].T).max() <= MatchingConfig.alpha_m + 1e-5
 
 
 @pytest.mark.parametrize("value", ["1e308", "inf", "nan"])

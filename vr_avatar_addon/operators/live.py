@@ -126,9 +126,9 @@ class LiveAvatar:
                                                      scales[0]))
 
 
-class VR_AVATAR_OT_live_preview(bpy.types.Operator):
+class VR_AVATAR_OT_preview_live(bpy.types.Operator):
     """Drive the target armature live from the headset and controllers (Esc stops)"""
-    bl_idname = "vr_avatar.live_preview"
+    bl_idname = "vr_avatar.preview_live"
     bl_label = "Live Preview"
 
     source: EnumProperty(
@@ -200,7 +200,7 @@ class VR_AVATAR_OT_live_preview(bpy.types.Operator):
         return {'FINISHED'}
 
 
-classes = (VR_AVATAR_OT_live_preview,)
+classes = (VR_AVATAR_OT_preview_live,)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

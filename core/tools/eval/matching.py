@@ -15,7 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...config import CalibrationConfig, SimulationConfig, SolverConfig
+from ...config import CalibrationConfig, SimulationConfig, MatchingConfig
 from ...devices.attachments import joints_from_devices
 from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
@@ -36,7 +36,7 @@ METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower
            "jitter")
 
 
-def solvers(database: PoseDatabase, config: SolverConfig, model, methods) -> dict[str, MotionMatchingSolver]:
+def solvers(database: PoseDatabase, config: MatchingConfig, model, methods) -> dict[str, MotionMatchingSolver]:
     """One solver per method; those over the whole database share its features and index."""
     made = {}
     whole = MatchingDatabase.prepare(database, config)
@@ -54,7 +54,7 @@ def solvers(database: PoseDatabase, config: SolverConfig, model, methods) -> dic
     return made
 
 
-def evaluate(files, database: PoseDatabase, config: SolverConfig = SolverConfig(), methods=METHODS,
+def evaluate(files, database: PoseDatabase, config: MatchingConfig = MatchingConfig(), methods=METHODS,
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), model=None,
              progress=None) -> dict:
     """Figures per method (frame-weighted means over the clips), per activity and per file."""
@@ -141,7 +141,7 @@ def run(args) -> int:
     """Solve simulated streams of mocap clips and score them against the clips (SPEC §5)."""
     database = PoseDatabase.load(args.db)  # a missing or damaged database is named before the clips are sought
     files = selected_files(args)
-    config = SolverConfig(alpha_m=args.alpha)
+    config = MatchingConfig(alpha_m=args.alpha)
     print(f"eval matching: {len(files)} clips, database {args.db} ({len(database)} poses)", file=sys.stderr)
 
     model = load_orientation_model(args.orientation) if args.orientation else None
@@ -161,7 +161,7 @@ def add_command(eval_group) -> None:
     add_data_arguments(parser)
     parser.add_argument("--db", required=True, help="pose database (python -m core db build)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS, help="methods to run")
-    parser.add_argument("--alpha", type=float, default=SolverConfig.alpha_m, help="position accuracy, m (default 0.3)")
+    parser.add_argument("--alpha", type=float, default=MatchingConfig.alpha_m, help="position accuracy, m (default 0.3)")
     parser.add_argument("--orientation", help="orientation model file (default: the shipped network)")
     parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")

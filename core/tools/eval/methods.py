@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...config import CalibrationConfig, DeviceNoise, N3PConfig, SimulationConfig, SolverConfig
+from ...config import CalibrationConfig, DeviceNoise, N3PConfig, SimulationConfig, MatchingConfig
 from ...devices.grips import GRIPS
 from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
@@ -65,7 +65,7 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
     made = {}
     for method in methods:
         if method == "mm":
-            made[method] = MotionMatchingSolver([MatchingDatabase.prepare(database, SolverConfig())], SolverConfig(),
+            made[method] = MotionMatchingSolver([MatchingDatabase.prepare(database, MatchingConfig())], MatchingConfig(),
                                                 orientation)
         elif method == "n3p":
             made[method] = N3PSolver(model)

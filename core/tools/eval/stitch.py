@@ -177,7 +177,7 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
     Each clip becomes a simulated stream with look-around, is solved by the default solver over a
     database of `database_files`, refined, and scored with SPEC §5 against the clip.
     """
-    from ...config import DatabaseConfig, SimulationConfig, SolverConfig
+    from ...config import DatabaseConfig, SimulationConfig, MatchingConfig
     from ...devices.attachments import implied_joint_positions
     from ...devices.simulate import simulate_stream
     from ...files.bvh import read_bvh
@@ -188,7 +188,7 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
     from ...quality.metrics import score_motion
     from .matching import LOOK_AROUND_DEG
 
-    config = SolverConfig()
+    config = MatchingConfig()
     database = build_database([read_bvh(f) for f in database_files], DatabaseConfig())
     solver = MotionMatchingSolver([MatchingDatabase.prepare(database, config)], config, load_orientation_model())
     simulation = SimulationConfig(look_around_deg=LOOK_AROUND_DEG)
