@@ -13,7 +13,7 @@ from .anim.motion import Motion
 from .config import CalibrationConfig, SolveConfig
 from .devices.calibration import StreamCalibration, calibrate_stream
 from .devices.plausibility import without_unusable_samples
-from .files.stream import HELD_GAP_S, ThreePointStream
+from .files.stream import HELD_GAP_S, MAX_GAP_S, ThreePointStream
 from .hybrid.solver import HybridSolver
 from .matching.solver import load_matching_solver
 from .n3p.model import N3PModel
@@ -71,8 +71,6 @@ CLOSED_GAP_S = HELD_GAP_S + 1.0
 """A gap in the stream longer than this is solved as if it were this long (the avatar holds its pose through the
 rest), so that a long gap costs no more than a short one; longer than HELD_GAP_S, so that a gap the devices are
 interpolated across is never shortened."""
-MAX_GAP_S = 600.0
-"""A gap longer than this (ten minutes without a sample) is refused: the output would hold one pose for that long."""
 
 
 @dataclass(frozen=True)

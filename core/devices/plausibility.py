@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..files.stream import HELD_GAP_S, QUATERNION_NORM_TOLERANCE, StreamFormatError, ThreePointStream
+from ..files.stream import HELD_GAP_S, MAX_GAP_S, QUATERNION_NORM_TOLERANCE, StreamFormatError, ThreePointStream
 
 MAX_POSITION_M = 1e4
 """A device farther than this from the origin (10 km) is a broken sample, not a position."""
@@ -70,6 +70,11 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
             raise StreamFormatError(path, None, f"the median time step is {step:g} s, outside "
                                                 f"{low * 1000:g}-{high * 1000:g} ms: {hint}")
         steps = np.diff(stream.times)
+        longest = int(np.argmax(steps))
+        if steps[longest] > MAX_GAP_S:
+            raise StreamFormatError(path, None, f"no sample for {steps[longest]:.0f} s after t = "
+                                                f"{stream.times[longest]:.3f} s (more than {MAX_GAP_S / 60:g} "
+                                                "minutes): cut the stream there and solve the parts")
         gaps = np.flatnonzero(steps > HELD_GAP_S)
         if len(gaps):
             longest = gaps[np.argmax(steps[gaps])]

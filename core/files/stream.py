@@ -22,6 +22,9 @@ COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
 VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
 HELD_GAP_S = 5.0
 """Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
+MAX_GAP_S = 600.0
+"""A gap longer than this (ten minutes without a sample) is refused by the solve: its output would hold one pose
+for that long."""
 QUATERNION_NORM_TOLERANCE = 0.1
 """A tracked sample's quaternion may be this far from unit length (writers round: two decimals leave up to 1 %);
 it is normalised where read. Farther is not a rotation."""

@@ -242,7 +242,10 @@ def solve_stream(args) -> int:
     _warn(unused_solve_options(args, config))
     calibration = None if args.no_calibrate else (stored_calibration(args.stream) or CalibrationConfig())
     solver = load_solver(config, args.db if config.needs_database else ())
-    solution = solve(stream, solver, calibration)
+    try:
+        solution = solve(stream, solver, calibration)
+    except ValueError as error:  # what the stream holds (never tracked, a gap too long, a non-finite stretch)
+        raise ValueError(f"{args.stream}: {error}") from None
     if solution.calibration is not None and solution.calibration.found:
         found = solution.calibration.describe()
         print(f"calibrated from the T-pose at {found['pose_s'][0]:.2f}-{found['pose_s'][1]:.2f} s: grips tilted "

@@ -370,3 +370,20 @@ def test_a_damaged_database_through_the_real_entry_point(good, tmp_path):
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"error: {db}: not a VR Avatar database") and done.stderr.count("\n") == 1
     assert not (tmp_path / "out.bvh").exists()
+
+
+def _never_tracked(s):
+    s.tracked = s.tracked.copy()
+    s.tracked[:, 0] = False
+
+
+def _an_hour_gap(s):
+    s.times = s.times + np.where(np.arange(len(s.times)) >= 50, 3600.0, 0.0)
+
+
+@pytest.mark.parametrize("change, words", [(_never_tracked, ["HMD is never tracked"]),
+                                           (_an_hour_gap, ["no sample for 3600 s", "cut the stream there"])],
+                         ids=["untracked", "hour-gap"])
+def test_a_stream_the_solve_cannot_follow_is_named_in_its_one_line(good, tmp_path, capsys, change, words):
+    csv = _stream_variant(good, tmp_path, change)
+    refused(capsys, tmp_path, ["solve", csv, "-o", tmp_path / "out.bvh"], csv, words)

@@ -30,6 +30,7 @@ class SceneSolve:
     fps: float
     stride_scaled: bool
     avatar_size: str
+    stream_path: str = ""
     phase: str = "solving"
     solution: object = None
     retargeted: object = None
@@ -41,7 +42,8 @@ class SceneSolve:
         scene, settings = context.scene, context.scene.vr_avatar
         obj, target = avatar_target(context)
         return cls(obj.name, target, load_solver(context), read_stream(settings), device_calibration(settings),
-                   scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower())
+                   scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
+                   bpy.path.abspath(settings.stream.stream_path))
 
     def compute(self) -> None:
         """The solve and its retargeting onto the target (core alone); an error is kept in `error`."""
@@ -52,7 +54,8 @@ class SceneSolve:
                                                                   self.stride_scaled, self.avatar_size)
             self.phase = "done"
         except ValueError as error:
-            self.error = str(error) if self.solution is None else f"armature '{self.armature}': {error}"
+            where = f"stream {self.stream_path}" if self.solution is None else f"armature '{self.armature}'"
+            self.error = f"{where}: {error}"
             self.phase = "failed"
 
     def finish(self, context) -> solve_cache.SolveCache:
