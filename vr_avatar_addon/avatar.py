@@ -90,6 +90,15 @@ def foot_skin(obj, names, bone_map: dict[str, str]):
     return bones[keep], points[keep]
 
 
+def posed_points(skin, rest_heads, rest_rotations, standing) -> np.ndarray:
+    """Skin points (bone (P,), rest positions (P, 3)) where they are in the standing pose (bone axes, heads): each
+    carried by its bone from the rest."""
+    bones, points = skin
+    axes, heads = standing
+    turns = core.math.quat.multiply(axes[bones], core.math.quat.conjugate(rest_rotations[bones]))
+    return heads[bones] + core.math.quat.rotate(turns, points - rest_heads[bones])
+
+
 def standing_pose(obj, names, rest_rotations):
     """(bone axes, heads) of an upright pose for an armature imported from BVH by the add-on (its rest is the
     file's, often not upright): the file's most upright frames; None for any other armature."""
@@ -139,9 +148,12 @@ def target_skeleton(obj, bone_map: dict[str, str]):
     if problems:
         raise MappingError(f"armature '{obj.name}': " + "; ".join(problems))
     names, parents, positions, rotations, tails = _skeleton_arrays(obj)
+    standing, skin, floor = standing_pose(obj, names, rotations), foot_skin(obj, names, bone_map), rest_floor(obj)
+    if standing is not None:  # the rest is a BVH file's, not upright: its mesh stands where the bones stand
+        skin = None if skin is None else (skin[0], posed_points(skin, positions, rotations, standing))
+        floor = None if skin is None else float(skin[1][:, 1].min())
     try:
         return core.rig.retarget.TargetSkeleton.build(names, parents, positions, rotations, bone_map, tails,
-                                                  rest_floor(obj), standing_pose(obj, names, rotations),
-                                                  foot_skin(obj, names, bone_map))
+                                                  floor, standing, skin)
     except core.rig.humanoid.HumanoidMappingError as error:
         raise MappingError(f"armature '{obj.name}': {error}") from None

@@ -4,8 +4,8 @@
 
 `python build.py demo` runs it after `python -m core demo`, with bpy as a Python module and the
 add-on registered from this checkout. It drives the add-on's own operators as a user would: add
-the database, load the stream as empties, import an avatar, map its bones, solve, bake (the
-avatar's imported action is kept) and render the avatar mid-stride with Workbench on the CPU.
+the database, load the stream as empties, import an avatar, map its bones, give it a skinned mannequin, solve,
+bake (the avatar's imported action is kept) and render the avatar mid-stride with Workbench on the CPU.
 Left out of the extension zip.
 """
 import argparse
@@ -16,29 +16,55 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-# Each bone gets a box this share of its length wide, within these limits (metres).
-LIMB_WIDTH_SHARE, LIMB_WIDTH_MIN, LIMB_WIDTH_MAX = 0.22, 0.035, 0.09
+RADIUS_M = {"hips": 0.11, "spine": 0.11, "chest": 0.13, "neck": 0.045, "head": 0.085, "shoulder": 0.045,
+            "upper_arm": 0.045, "forearm": 0.038, "hand": 0.032, "thigh": 0.07, "shin": 0.052, "foot": 0.042,
+            "toes": 0.035}
+"""Each mapped bone's tube radius (metres) by its joint; an unmapped bone's is LIMB_RADIUS_SHARE of its length."""
+LIMB_RADIUS_SHARE, LIMB_RADIUS_MIN, LIMB_RADIUS_MAX = 0.13, 0.02, 0.06
+TUBE_SIDES = 12
 
 
-def add_body(armature) -> None:
-    """A box per bone below the root, parented to the bone, so the avatar renders (armatures do not)."""
+def add_body(armature, bone_map: dict[str, str]):
+    """A mannequin skinned to the armature, so the avatar renders (armatures do not): one mesh, a closed tube per
+    bone from its head to its tail at rest, as wide as its joint (`bone_map`: joint -> bone), every vertex weighted
+    to its own bone, deformed by an Armature modifier. Built in the armature's rest space, whatever pose or action
+    it has now."""
+    joints = {bone: joint.split("_", 1)[1] if joint[:2] in ("l_", "r_") else joint for joint, bone in bone_map.items()}
     material = bpy.data.materials.new("Avatar")
     material.diffuse_color = (0.85, 0.55, 0.3, 1.0)
-    bpy.context.view_layer.update()
-    for pose_bone in armature.pose.bones:
-        length = pose_bone.length
-        if length < 0.02 or pose_bone.parent is None:
+    angles = np.linspace(0.0, 2.0 * np.pi, TUBE_SIDES, endpoint=False)
+    ring = np.stack([np.cos(angles), np.zeros(TUBE_SIDES), np.sin(angles)], axis=1)
+    vertices, faces, groups = [], [], []
+    for bone in armature.data.bones:
+        if bone.length < 0.02 or bone.parent is None:
             continue
-        width = float(np.clip(LIMB_WIDTH_SHARE * length, LIMB_WIDTH_MIN, LIMB_WIDTH_MAX)) / 2.0
-        corners = [(x, y, z) for x in (-width, width) for y in (0.0, length) for z in (-width, width)]
-        faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
-        mesh = bpy.data.meshes.new(f"Body {pose_bone.name}")
-        mesh.from_pydata(corners, [], faces)
-        mesh.materials.append(material)
-        part = bpy.data.objects.new(f"Body {pose_bone.name}", mesh)
-        bpy.context.scene.collection.objects.link(part)
-        part.parent, part.parent_type, part.parent_bone = armature, 'BONE', pose_bone.name
-        part.matrix_world = armature.matrix_world @ pose_bone.matrix
+        radius = RADIUS_M.get(joints.get(bone.name)) or float(np.clip(LIMB_RADIUS_SHARE * bone.length,
+                                                                       LIMB_RADIUS_MIN, LIMB_RADIUS_MAX))
+        rest = np.array(bone.matrix_local)  # the bone's axes (Y along it) and head in armature space, at rest
+        first = len(vertices)
+        length = bone.length if bone.children else max(bone.length, 2.4 * radius)  # a leaf (head, toes) is round
+        for along, scale in ((0.0, 1.0), (length, 0.8)):  # tapered toward the tail
+            local = ring * radius * scale + [0.0, along, 0.0]
+            vertices += (local @ rest[:3, :3].T + rest[:3, 3]).tolist()
+        for k in range(TUBE_SIDES):
+            a, b = first + k, first + (k + 1) % TUBE_SIDES
+            faces.append((a, b, b + TUBE_SIDES, a + TUBE_SIDES))
+        faces.append(tuple(range(first + TUBE_SIDES - 1, first - 1, -1)))
+        faces.append(tuple(range(first + TUBE_SIDES, first + 2 * TUBE_SIDES)))
+        groups.append((bone.name, list(range(first, first + 2 * TUBE_SIDES))))
+    mesh = bpy.data.meshes.new("Mannequin")
+    mesh.from_pydata(vertices, [], faces)
+    mesh.materials.append(material)
+    for polygon in mesh.polygons:
+        polygon.use_smooth = True
+    body = bpy.data.objects.new("Mannequin", mesh)
+    bpy.context.scene.collection.objects.link(body)
+    body.parent = armature
+    body.matrix_parent_inverse.identity()
+    for name, indices in groups:
+        body.vertex_groups.new(name=name).add(indices, 1.0, 'REPLACE')
+    body.modifiers.new("Armature", 'ARMATURE').object = armature
+    return body
 
 
 def frame_mid_stride(scene, bone_map: dict[str, str]) -> int:
@@ -103,9 +129,9 @@ def run(out: Path, stream: Path, database: Path, avatar_bvh: Path) -> dict:
     (armature,) = [o for o in set(bpy.data.objects) - before if o.type == 'ARMATURE']
     armature.name = "Avatar"
     imported_action = armature.animation_data.action.name if armature.animation_data else None
-    add_body(armature)
     settings.target_armature = armature
     bpy.ops.vr_avatar.map_bones()
+    add_body(armature, {item.joint: item.bone for item in settings.bone_map if item.bone})
     bpy.ops.vr_avatar.solve_stream()
     bpy.ops.vr_avatar.bake_action()
     bone_map = {item.joint: item.bone for item in settings.bone_map}

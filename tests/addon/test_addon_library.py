@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2, TRUNCATED_BVH
+from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2, TRUNCATED_BVH, WALK_1 as BANDAI_WALK
 
-from core.files.bvh import read_bvh
+from core.files.bvh import read_bvh, write_bvh
 from core.config import DatabaseConfig
 from core.anim.motion import forward_kinematics
 from core.matching.pose_database import PoseDatabase, build_database, global_transforms
@@ -219,3 +219,38 @@ def test_import_mocap_without_an_animated_armature_removes_what_the_importer_mad
     with pytest.raises(RuntimeError, match="cube.fbx: no animated armature in this file"):
         bpy.ops.vr_avatar.import_mocap(filepath=str(path))
     assert _data_counts(bpy) == counts
+
+
+def test_a_skinned_character_imported_from_bvh_stands_its_mesh_where_its_bones_stand(bpy, installed, empty_scene,
+                                                                                      tmp_path):
+    """Bandai's BVH rest lays every bone along X, so the add-on stands such a character in the file's most upright
+    frame; a mesh skinned to it must be read there too (read at the rest, its feet gave a floor 0.8 m up and the
+    avatar was fitted 2.2 times too large): head height and floor as the bones' standing pose has them."""
+    copy = tmp_path / "walk.bvh"  # as the project writes it (the demo's avatar): the skeleton's rest, along X
+    write_bvh(copy, read_bvh(BANDAI_WALK))
+    assert bpy.ops.vr_avatar.import_bvh(filepath=str(copy)) == {'FINISHED'}
+    armature = next(o for o in bpy.data.objects if o.type == 'ARMATURE')
+    vertices, groups = [], []
+    for bone in armature.data.bones:  # a sliver along each bone below the root (which a body has none on), at rest
+        if bone.parent is None:
+            continue
+        rest = np.array(bone.matrix_local)
+        first = len(vertices)
+        vertices += [tuple(rest[:3, 3] + rest[:3, :3] @ np.array(offset)) for offset in
+                     ((0.03, 0.0, 0.0), (-0.03, 0.0, 0.0), (0.0, bone.length, 0.0))]
+        groups.append((bone.name, [first, first + 1, first + 2]))
+    mesh = bpy.data.meshes.new("Body")
+    mesh.from_pydata(vertices, [], [(k, k + 1, k + 2) for k in range(0, len(vertices), 3)])
+    body = bpy.data.objects.new("Body", mesh)
+    bpy.context.scene.collection.objects.link(body)
+    body.parent = armature
+    for name, indices in groups:
+        body.vertex_groups.new(name=name).add(indices, 1.0, 'REPLACE')
+    body.modifiers.new("Armature", 'ARMATURE').object = armature
+    empty_scene.vr_avatar.target_armature = armature
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    mapping = {item.joint: item.bone for item in empty_scene.vr_avatar.bone_map}
+    target = installed.avatar.target_skeleton(armature, mapping)
+    clip = read_bvh(BANDAI_WALK)
+    standing_head = clip.global_positions()[:, clip.skeleton.index("Head"), 1].max()
+    assert abs(target.floor_height()) < 0.1 and 0.85 < target.head_height() / standing_head < 1.05
