@@ -127,13 +127,38 @@ class VR_AVATAR_OT_map_bones(bpy.types.Operator):
         return {'FINISHED'}
 
 
-class VR_AVATAR_OT_solve_stream(bpy.types.Operator):
+class BesideBlender:
+    """What an operator that works beside Blender (modal, on a timer) needs: the progress bar and status text while
+    it runs, and the running instance on the class for tests to reach."""
+
+    _running = None
+
+    def _begin(self, context, interval_s: float):
+        self.timer = context.window_manager.event_timer_add(interval_s, window=context.window)
+        context.window_manager.modal_handler_add(self)
+        context.window_manager.progress_begin(0.0, 1.0)
+        type(self)._running = self
+        return {'RUNNING_MODAL'}
+
+    def _progress(self, context, share: float, text: str) -> None:
+        context.window_manager.progress_update(share)
+        if context.workspace is not None:
+            context.workspace.status_text_set(f"VR Avatar: {text} (Esc cancels)")
+
+    def _end(self, context) -> None:
+        type(self)._running = None
+        context.window_manager.event_timer_remove(self.timer)
+        context.window_manager.progress_end()
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+
+
+class VR_AVATAR_OT_solve_stream(BesideBlender, bpy.types.Operator):
     """Solve the loaded stream into the avatar's full-body motion, cached in this .blend for scrubbing"""
     bl_idname = "vr_avatar.solve_stream"
     bl_label = "Solve"
     bl_options = {'REGISTER', 'UNDO'}
 
-    _running = None  # the solve running beside Blender (invoked from the panel), for tests to reach
 
     @classmethod
     def poll(cls, context):
@@ -168,11 +193,7 @@ class VR_AVATAR_OT_solve_stream(bpy.types.Operator):
         self._started = time.perf_counter()
         self._thread = threading.Thread(target=self._solve.compute, name="VR Avatar solve", daemon=True)
         self._thread.start()
-        self.timer = context.window_manager.event_timer_add(0.1, window=context.window)
-        context.window_manager.modal_handler_add(self)
-        context.window_manager.progress_begin(0.0, 1.0)
-        type(self)._running = self
-        return {'RUNNING_MODAL'}
+        return self._begin(context, 0.1)
 
     def modal(self, context, event):
         if event.type == 'ESC':
@@ -183,10 +204,9 @@ class VR_AVATAR_OT_solve_stream(bpy.types.Operator):
             return {'PASS_THROUGH'}
         solve = self._solve
         if self._thread.is_alive():
-            context.window_manager.progress_update(0.8 if solve.phase == "retargeting" else 0.1)
-            if context.workspace is not None:
-                context.workspace.status_text_set(f"VR Avatar: {solve.phase} the stream onto '{solve.armature}', "
-                                                  f"{time.perf_counter() - self._started:.0f} s (Esc cancels)")
+            self._progress(context, 0.8 if solve.phase == "retargeting" else 0.1,
+                           f"{solve.phase} the stream onto '{solve.armature}', "
+                           f"{time.perf_counter() - self._started:.0f} s")
             return {'RUNNING_MODAL'}
         self._end(context)
         try:
@@ -197,20 +217,13 @@ class VR_AVATAR_OT_solve_stream(bpy.types.Operator):
         self._solved(cache)
         return {'FINISHED'}
 
-    def _end(self, context) -> None:
-        type(self)._running = None
-        context.window_manager.event_timer_remove(self.timer)
-        context.window_manager.progress_end()
-        if context.workspace is not None:
-            context.workspace.status_text_set(None)
-
     def _solved(self, cache) -> None:
         figures = cache.report["figures"]
         self.report({'INFO'}, f"Solved {cache.frames} frames onto '{cache.armature}'; avatar hands "
                               f"{figures['avatar_hand_cm']} cm from the controllers on average")
 
 
-class VR_AVATAR_OT_bake_action(bpy.types.Operator):
+class VR_AVATAR_OT_bake_action(BesideBlender, bpy.types.Operator):
     """Write the cached solve onto the target armature as a new action (existing actions are kept untouched)"""
     bl_idname = "vr_avatar.bake_action"
     bl_label = "Bake Action"
@@ -219,7 +232,6 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
     beside: BoolProperty(name="Beside Blender", description="Bake beside Blender, its progress in the status bar "
                          "(Esc cancels and takes the new action back); off, the call returns when the bake is done",
                          default=False, options={'HIDDEN', 'SKIP_SAVE'})
-    _running = None  # the bake running beside Blender (invoked from the panel), for tests to reach
     tick_s = 0.05
     """Beside Blender, the bake measures frames for this long a timer tick."""
 
@@ -240,11 +252,7 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
         if not self.beside:
             self._bake.finish(self.report)
             return {'FINISHED'}
-        self.timer = context.window_manager.event_timer_add(0.05, window=context.window)
-        context.window_manager.modal_handler_add(self)
-        context.window_manager.progress_begin(0.0, 1.0)
-        type(self)._running = self
-        return {'RUNNING_MODAL'}
+        return self._begin(context, 0.05)
 
     def modal(self, context, event):
         if event.type == 'ESC':
@@ -263,18 +271,8 @@ class VR_AVATAR_OT_bake_action(bpy.types.Operator):
                 return {'FINISHED'}
             if time.perf_counter() >= until:
                 break
-        context.window_manager.progress_update(done)
-        if context.workspace is not None:
-            context.workspace.status_text_set(f"VR Avatar: measuring the baked '{self._bake.obj.name}', "
-                                              f"{done:.0%} (Esc cancels)")
+        self._progress(context, done, f"measuring the baked '{self._bake.obj.name}', {done:.0%}")
         return {'RUNNING_MODAL'}
-
-    def _end(self, context) -> None:
-        type(self)._running = None
-        context.window_manager.event_timer_remove(self.timer)
-        context.window_manager.progress_end()
-        if context.workspace is not None:
-            context.workspace.status_text_set(None)
 
 
 classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action)
