@@ -7,6 +7,7 @@ from bpy_extras.io_utils import ImportHelper
 
 from .. import core
 from ..armature import action_motion, build_armature, motion_channels
+from ..errors import VRAvatarError, polled
 from ..keyframes import new_action
 from ..properties import mark_solve_stale
 from ..scene_timing import fit_scene_timing
@@ -144,6 +145,12 @@ def database_config(library):
     return core.config.DatabaseConfig(mirror=library.mirror, height_range=(library.height_min, high))
 
 
+def saved_blend(_context) -> None:
+    """VRAvatarError unless the .blend is saved (a motion database is saved beside it)."""
+    if not bpy.data.filepath:
+        raise VRAvatarError("Save the .blend file first: the motion database is saved beside it")
+
+
 class VR_AVATAR_OT_build_database(bpy.types.Operator):
     """Build a motion database from the mocap path or the selected armatures' actions, saved beside the .blend"""
     bl_idname = "vr_avatar.build_database"
@@ -156,10 +163,11 @@ class VR_AVATAR_OT_build_database(bpy.types.Operator):
                ('ACTIONS', "Selected Actions", "The actions of the selected armatures")],
         default='FILES')
 
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, saved_blend, context)
+
     def execute(self, context):
-        if not bpy.data.filepath:
-            self.report({'ERROR'}, "Save the .blend file first: the motion database is saved beside it")
-            return {'CANCELLED'}
         library = context.scene.vr_avatar.library
         window_manager = context.window_manager
         try:

@@ -9,7 +9,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 from .. import core
 from ..armature import target_armature
 from ..bone_map import bone_map, fill_bone_map, report_mapping
-from ..errors import VRAvatarError
+from ..errors import VRAvatarError, polled
 
 PRESET_ITEMS = [(name, label, f"Map the bones after the built-in preset: {label}")
                 for name, label in core.rig.mapping_preset.builtin_presets().items()]
@@ -36,6 +36,12 @@ def apply_preset(operator, context, source) -> set:
     return {'FINISHED'}
 
 
+def mapped(context) -> None:
+    """VRAvatarError unless the scene's avatar has a bone mapping."""
+    if not context.scene.vr_avatar.bone_map:
+        raise VRAvatarError("Nothing to save: map the bones first (VR Avatar › Avatar › Map Bones)")
+
+
 class VR_AVATAR_OT_save_mapping_preset(bpy.types.Operator, ExportHelper):
     """Save the avatar's bone mapping as a JSON preset {joint: bone} to reuse on armatures named alike"""
     bl_idname = "vr_avatar.save_mapping_preset"
@@ -43,11 +49,12 @@ class VR_AVATAR_OT_save_mapping_preset(bpy.types.Operator, ExportHelper):
     filename_ext = ".json"
     filter_glob: StringProperty(default="*.json", options={'HIDDEN'})
 
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, mapped, context)
+
     def execute(self, context):
         settings = context.scene.vr_avatar
-        if not settings.bone_map:
-            self.report({'ERROR'}, "Nothing to save: map the bones first (VR Avatar › Avatar › Map Bones)")
-            return {'CANCELLED'}
         guessed = [item.joint for item in settings.bone_map if item.guessed]
         try:
             core.files.atomic.check_outputs([self.filepath], [bpy.data.filepath or None])
@@ -67,6 +74,10 @@ class VR_AVATAR_OT_load_mapping_preset(bpy.types.Operator, ImportHelper):
     bl_options = {'REGISTER', 'UNDO'}
     filter_glob: StringProperty(default="*.json;*.vrm;*.glb;*.gltf", options={'HIDDEN'})
 
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, target_armature, context)
+
     def execute(self, context):
         return apply_preset(self, context, self.filepath)
 
@@ -78,6 +89,10 @@ class VR_AVATAR_OT_apply_mapping_preset(bpy.types.Operator):
     bl_options = {'REGISTER', 'UNDO'}
     bl_property = "preset"
     preset: EnumProperty(name="Preset", description="Built-in mapping preset", items=PRESET_ITEMS)
+
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, target_armature, context)
 
     def execute(self, context):
         return apply_preset(self, context, self.preset)

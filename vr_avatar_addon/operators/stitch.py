@@ -4,6 +4,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import core
 from ..armature import action_motion, motion_channels
+from ..errors import polled
 from ..keyframes import new_action
 from ..scene_timing import fit_scene_timing, scene_fps
 
@@ -46,6 +47,10 @@ class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
         name="Feet From Velocity", description="The feet follow the path between the predicted foot positions and "
                                                "velocities, with this weight on the velocities (0: positions alone)",
         default=DEFAULTS.feet_velocity_weight, min=0.0, soft_max=256.0)
+
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, stitch_sources, context, (ValueError,))
 
     def execute(self, context):
         scene = context.scene
