@@ -115,6 +115,7 @@ class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
         row.operator("vr_avatar.load_stream", icon='IMPORT')
         row.operator("vr_avatar.export_stream", icon='EXPORT')
         layout.prop(stream, "stream_path")
+        layout.prop(stream, "grip")
         column = layout.column(align=True)
         for name in ("head", "left", "right"):
             column.prop(stream, name)

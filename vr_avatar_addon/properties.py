@@ -88,6 +88,13 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
     record_path: StringProperty(name="Record To", description="CSV file a VR session is recorded to",
                                 subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'},
                                 default="//vr_stream.csv")
+    grip: EnumProperty(
+        name="Controller Poses", description="The pose the stream's controllers report (core/devices/grips.py)",
+        items=[('openxr', "OpenXR Grip", "OpenXR's grip pose: OpenXR runtimes and this add-on's recordings"),
+               ('index-openvr', "SteamVR Index", "SteamVR's device pose of a Valve Index controller"),
+               ('touch-openvr', "SteamVR Touch", "SteamVR's device pose of a Meta Quest Touch controller"),
+               ('vive-wand-openvr', "SteamVR Vive Wand", "SteamVR's device pose of an HTC Vive wand")],
+        default='openxr', update=_mark_stale)
 
 
 class VRAvatarSolveSettings(bpy.types.PropertyGroup):

@@ -41,6 +41,7 @@ def read_stream(settings):
     try:
         stream = core.files.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
         core.devices.plausibility.check_stream(stream, path)  # units a solve cannot use; warnings were given on loading
+        stream = core.devices.grips.as_openxr_grip(stream, settings.stream.grip)
     except (OSError, core.files.stream.StreamFormatError) as error:
         raise VRAvatarError(str(error)) from None
     return stream

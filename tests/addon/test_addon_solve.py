@@ -689,3 +689,25 @@ def test_a_cancelled_bake_leaves_the_armature_and_the_data_as_they_were(bpy, ins
     while (result := running.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING'))) == {'RUNNING_MODAL'}:
         pass
     assert result == {'FINISHED'} and len(set(bpy.data.actions) - before[0]) == 1
+
+
+def test_a_stream_of_steamvr_device_poses_solves_as_its_openxr_one_with_its_controller_poses_named(
+        bpy, installed, session, tmp_path):
+    """Controller Poses (Stream panel): a take written with SteamVR's device poses of Index controllers solves as
+    the OpenXR take it was made from once the setting names them."""
+    from core.devices.grips import from_openxr_grip
+
+    settings = bpy.context.scene.vr_avatar
+    openxr_path = settings.stream.stream_path
+    _solve(bpy, session["rigify"])
+    expected = _cache(installed, bpy).positions
+    raw = tmp_path / "index.csv"
+    write_stream(raw, from_openxr_grip(read_stream(bpy.path.abspath(openxr_path)), "index-openvr"))
+    try:
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(raw)) == {'FINISHED'}
+        settings.stream.grip = 'index-openvr'
+        _solve(bpy, session["rigify"])
+        np.testing.assert_allclose(_cache(installed, bpy).positions, expected, atol=1e-3)
+    finally:
+        settings.stream.grip = 'openxr'
+        assert bpy.ops.vr_avatar.load_stream(filepath=bpy.path.abspath(openxr_path)) == {'FINISHED'}
