@@ -16,7 +16,7 @@ import sys
 
 import numpy as np
 
-from ...config import SimulationConfig
+from ...config import SimulationConfig, SolveConfig
 from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
@@ -65,7 +65,7 @@ def clip_figures(motion, solver, seconds: float = 0.0) -> dict:
 def run(args) -> int:
     """The default method's solves on characters of each clip's own skeleton, scored against the clips."""
     files = selected_files(args)
-    solver = load_solver()
+    solver = load_solver(SolveConfig(model=args.model))
     print(f"eval characters: {len(files)} clips", file=sys.stderr)
     rows = {}
     for i, path in enumerate(files):
@@ -86,6 +86,7 @@ def add_command(eval_group) -> None:
     add_data_arguments(parser)
     parser.add_argument("--clip-seconds", type=float, default=0.0,
                         help="only each clip's first SECONDS (default 0: all of it)", metavar="SECONDS")
+    parser.add_argument("--model", help="the predictor's model file (default: the shipped assets/n3p.npz)")
     add_selection_arguments(parser)
     add_json_argument(parser)
     parser.set_defaults(run=run)
