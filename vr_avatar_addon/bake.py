@@ -3,7 +3,8 @@
 Each bone is keyed in its own rotation mode (quaternion, an Euler order, or axis-angle; Euler angles continuous
 across frames), so the animator's other actions still pose it; every bone's rotation is keyed, its location and
 scale where the solve moves them off rest, and also, at rest, any channel an NLA strip under the new action
-animates, so nothing from below leaks into the result. Then the baked avatar is measured in Blender
+animates, so nothing from below leaks into the result; a channel that holds one value (*Fit to User*'s scale) gets
+one key. Then the baked avatar is measured in Blender
 (avatar_quality) and the report written beside the .blend.
 """
 import json
@@ -147,7 +148,9 @@ def bake_channels(cache, obj) -> list:
             moved = np.abs(values - rest).max(axis=0) > REST_TOLERANCE * scale
             leaking = np.array([f"{path}.{prop}[{i}]" in below for i in range(3)])
             if moved.any() or leaking.any():
-                channels.append((f"{path}.{prop}", np.where(moved, values, rest), name))
+                values = np.where(moved, values, rest)
+                steady = np.ptp(values, axis=0).max() <= REST_TOLERANCE * scale  # one key holds it (Fit to User)
+                channels.append((f"{path}.{prop}", values[:1] if steady else values, name))
     return channels
 
 
