@@ -218,7 +218,7 @@ def to_euler(q: np.ndarray, order: str) -> np.ndarray:
     b = np.arctan2(sin_b, cos_b)
     a = np.arctan2(-s * m[..., j, k], m[..., k, k])
     c = np.arctan2(-s * m[..., i, j], m[..., i, i])
-    locked = cos_b < 1e-7
+    locked = cos_b < 1e-8  # sqrt(eps): either path is then accurate to about 1e-8 rad
     # With cos b = 0 the matrix's (j, j) and (k, j) entries hold the angle a + s*c (c := 0).
     a_locked = np.arctan2(s * m[..., k, j], m[..., j, j])
     a = np.where(locked, a_locked, a)
