@@ -347,6 +347,8 @@ def test_bake_writes_a_new_action_whose_hands_meet_the_controllers(bpy, installe
     assert _hands_on_controllers(bpy, session, obj, cache) >= 5
     scales = [c for c in installed.keyframes.action_fcurves(action) if c.data_path.endswith(".scale")]
     assert scales and all(len(c.keyframe_points) == 1 for c in scales)  # Fit to User's one scale: a key, not a curve
+    moved = {c.data_path for c in installed.keyframes.action_fcurves(action) if c.data_path.endswith(".location")}
+    assert len(moved) <= 2, moved  # the hips (and a root above them) move; no curves of float noise on the rest
     scene = bpy.context.scene
     # The report lies beside the .blend and its figures are in the panel's data.
     assert Path(scene.vr_avatar.solve.report_path).parent == session["folder"]
