@@ -274,6 +274,8 @@ class HybridSolver:
             return rotations, positions
         chains = positions[:, self.arms.chains[:, 1:]]
         arm_m = np.linalg.norm(np.diff(chains, axis=-2), axis=-1).sum(axis=-1)
+        if not (hands & (np.linalg.norm(wrists - chains[:, :, 0], axis=-1) > arm_m)).any():
+            return rotations, positions  # every hand within its arm's reach: nothing turns (the usual frame)
         twist, clavicle = self.torso.turns(positions, wrists, arm_m, hands, np.radians(config.torso_twist_deg),
                                            np.radians(config.clavicle_turn_deg))
         if np.all(twist[:, 0] == 1.0) and np.all(clavicle[..., 0] == 1.0):
