@@ -79,7 +79,10 @@ class ThreePointStream:
         """Samples every 1/fps s from the first time (`sampled_at`): the stream on its timeline at `fps`."""
         if len(self) < 2:  # nothing to interpolate between
             return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
-        return self.sampled_at(self.times[0] + np.arange(self.frames_at(fps)) / fps)
+        times = self.times[0] + np.arange(self.frames_at(fps)) / fps
+        if abs(times[-1] - self.times[-1]) * fps < 1e-5:  # the timeline ends on the last sample (clocks round)
+            times[-1] = self.times[-1]
+        return self.sampled_at(times)
 
     def sampled_at(self, times: np.ndarray) -> "ThreePointStream":
         """The stream at `times` (increasing, within its first and last time): linear positions, slerped rotations.
