@@ -245,13 +245,13 @@ class VR_AVATAR_OT_bake_action(BesideBlender, bpy.types.Operator):
 
     def execute(self, context):
         try:
+            if not self.beside:
+                bake.bake(context, self.report)
+                return {'FINISHED'}
             self._bake = bake.Bake(context)
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
-        if not self.beside:
-            self._bake.finish(self.report)
-            return {'FINISHED'}
         return self._begin(context, 0.05)
 
     def modal(self, context, event):
