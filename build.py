@@ -41,8 +41,9 @@ GROUPS = {"blender": "Blender as a Python module: the demo's scene, the add-on's
           "train": "training the networks (the tests train small ones)", "test": "the test runner"}
 """pyproject.toml's optional dependency groups, and what each is for."""
 NEEDS = {"demo": ("blender",), "test": tuple(GROUPS), "bench": ("blender", "live"),
-         "eval-rigs": ("blender",), "extension": (), "xr-runtime": (), "test-blender": ()}
-"""The groups each command installs (numpy, the one run-time dependency, always)."""
+         "eval-rigs": ("blender",), "extension": None, "xr-runtime": None, "test-blender": None}
+"""The groups each command installs (numpy, the one run-time dependency, always); None: the command runs on the
+Python that runs build.py, with no `.venv`."""
 
 
 def requirements(groups=()) -> list[str]:
@@ -139,7 +140,7 @@ the wheels of its own platform; glfw has no wheel for Linux on ARM, where live p
 def bundled_wheels() -> list[Path]:
     """The wheels the extension carries (WHEELS), fetched (or taken from pip's cache) into dist/wheels."""
     folder = ROOT / "dist" / "wheels"
-    download = [str(venv_python()), "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
+    download = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
                 "--only-binary", ":all:", "-d", str(folder)]
     wheels = []
     for name, (requirement, platforms) in WHEELS.items():
@@ -253,7 +254,8 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip(), file=sys.stderr)
         return 2
-    ensure_environment(NEEDS[argv[0]])
+    if NEEDS[argv[0]] is not None:
+        ensure_environment(NEEDS[argv[0]])
     return COMMANDS[argv[0]](argv[1:])
 
 

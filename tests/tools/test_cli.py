@@ -165,9 +165,9 @@ def test_demo_names_a_missing_mocap_folder(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_the_demo_runs_from_a_clone_alone_on_the_repositorys_own_walks(tmp_path):
+def test_the_demo_and_the_extension_build_from_a_clone_alone(tmp_path):
     """A copy of the repository's files with nothing beside it, as a user's clone: the demo runs on the procedural
-    walks it carries, solves with the default (no database needed) and the scene is baked and rendered."""
+    walks it carries, solves with the default (no database needed) and the scene is baked and rendered; the extension builds with no `.venv`."""
     clone = tmp_path / "clone"
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
     for name in filter(None, files.decode().split("\0")):
@@ -185,6 +185,10 @@ def test_the_demo_runs_from_a_clone_alone_on_the_repositorys_own_walks(tmp_path)
                            cwd=clone, env=env, capture_output=True, text=True, timeout=300)
     assert scene.returncode == 0, scene.stderr
     assert (clone / "out" / "demo.blend").stat().st_size > 100_000 and (clone / "out" / "demo.png").stat().st_size > 10_000
+    built = subprocess.run([sys.executable, "build.py", "extension", "--no-wheels"], cwd=clone, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert built.returncode == 0, built.stderr
+    assert Path(built.stdout.strip()).parent == clone / "dist" and not (clone / ".venv").exists()
 
 
 @pytest.mark.parametrize("walks", WALK_PAIRS, ids=["fixture", "bandai"])
