@@ -18,6 +18,8 @@ from .files.npz_archive import read_npz
 ASSETS = Path(__file__).resolve().parents[1] / "assets"
 """`assets/` beside `core/`: in the repository and in the extension zip alike."""
 PARAMETER = "w/"
+PARAMETER_LIMIT = 1e3
+"""A network parameter beyond ±this is a damaged file (the shipped models' stay under 5)."""
 """The key prefix of a network's parameters."""
 
 
@@ -40,6 +42,6 @@ def read_model(path, kind: str, dtype):
     """(archive, parameters): the model file at `path` opened as `kind` ("a stitch model"), with its parameters
     in the `dtype` the network computes in; any failure inside the block is one ModelFileError naming the file."""
     with read_npz(path, kind, ModelFileError) as archive:
-        parameters = {k[len(PARAMETER):]: archive.array(k).astype(dtype)
+        parameters = {k[len(PARAMETER):]: archive.array(k, limit=PARAMETER_LIMIT).astype(dtype)
                       for k in sorted(archive.files) if k.startswith(PARAMETER)}
         yield archive, parameters

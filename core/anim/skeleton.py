@@ -33,6 +33,14 @@ class Skeleton:
         for j, p in enumerate(parents):
             if p >= j or (p < 0 and j != 0):
                 raise ValueError(f"joint {self.names[j]!r}: parent index {p} must precede it (root first)")
+        if not all(isinstance(n, str) for n in self.names):
+            raise ValueError("joint names must be text")
+        for site in self.end_sites:
+            joint, offset = site
+            if not isinstance(joint, (int, np.integer)) or not 0 <= joint < len(self.names):
+                raise ValueError(f"end site at joint {joint!r}: no such joint among {len(self.names)}")
+            if len(offset) != 3 or not np.isfinite(np.asarray(offset, dtype=float)).all():
+                raise ValueError(f"end site at joint {self.names[joint]!r}: offset {offset!r} is not three numbers")
 
     def __len__(self) -> int:
         return len(self.names)

@@ -21,6 +21,8 @@ FREE_BYTES = 64 << 20
 """Arrays up to this size are read whatever the file's size."""
 MAX_EXPANSION = 100
 """A larger array may declare at most this many times its file's bytes (float data compresses a few times)."""
+UNIT_TOLERANCE = 0.1
+"""A stored quaternion's norm may be this far from 1 (rounding); further, the array is damaged."""
 
 
 class Archive:
@@ -34,10 +36,12 @@ class Archive:
     def fail(self, message: str):
         return self.error(f"{self.path}: {message}")
 
-    def array(self, key: str, shape: tuple | None = None, kind: str = "f", finite: bool = True) -> np.ndarray:
+    def array(self, key: str, shape: tuple | None = None, kind: str = "f", finite: bool = True,
+              limit: float | None = None, unit: bool = False) -> np.ndarray:
         """Array `key`; `shape` lists sizes or dimension names (a name's size must agree across arrays);
         `kind` the dtype kinds accepted ('f' takes integers too, 'i' integers, 'b' booleans or 0/1 integers,
-        'U' text); `finite` refuses NaN and infinity."""
+        'U' text); `finite` refuses NaN and infinity, `limit` values beyond ±limit, `unit` rows of the last
+        axis (quaternions) whose norm is more than UNIT_TOLERANCE from 1."""
         if key not in self.files:
             raise self.fail(f"no array {key!r}: not {self.kind} file, or a damaged one")
         self.check_size(key)
@@ -53,6 +57,25 @@ class Archive:
         if finite and value.dtype.kind == "f" and not np.isfinite(value).all():
             first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
             raise self.fail(f"array {key!r} holds a non-finite value (at index {first})")
+        if limit is not None and value.size and np.abs(value).max() > limit:
+            first = tuple(int(i) for i in np.argwhere(np.abs(value) > limit)[0])
+            raise self.fail(f"array {key!r} holds {value[first]:g} at index {first}, beyond the plausible ±{limit:g}")
+        if unit and value.size:
+            with np.errstate(over="ignore"):
+                off = np.abs(np.linalg.norm(value.astype(np.float64), axis=-1) - 1) > UNIT_TOLERANCE
+            if off.any():
+                first = tuple(int(i) for i in np.argwhere(off)[0])
+                norm = np.linalg.norm(value[first].astype(np.float64))
+                raise self.fail(f"array {key!r} holds a quaternion of norm {norm:g} at "
+                                f"index {first}, not a rotation")
+        return value
+
+    def deviations(self, key: str, shape: tuple | None = None, limit: float = 1e3) -> np.ndarray:
+        """A normalisation's standard deviations: positive and at most `limit`."""
+        value = self.array(key, shape, limit=limit)
+        if value.size and value.min() <= 0:
+            first = tuple(int(i) for i in np.argwhere(value <= 0)[0])
+            raise self.fail(f"array {key!r} holds a deviation of {value[first]:g} at index {first}; it must be positive")
         return value
 
     def check_size(self, key: str) -> None:

@@ -30,6 +30,13 @@ from ..rig.humanoid import HumanoidMapping, find_mapping
 
 VIRTUAL_ROOT = "root"
 FILE_VERSION = 1
+FPS_RANGE = (1.0, 1000.0)
+"""Rates a database may be stored at."""
+POSITION_LIMIT_M = 1e4
+"""Positions and offsets beyond this many metres are a damaged file, not a capture."""
+SPEED_LIMIT = 1e5
+"""Linear (m/s) and angular (rad/s) velocities beyond this are a damaged file (a half-turn a frame at 1000 fps
+is 3,142 rad/s)."""
 
 
 class DatabaseError(FileFormatError):
@@ -106,10 +113,12 @@ class PoseDatabase:
             meta = archive.json("meta")
             if meta.get("version") != FILE_VERSION:
                 raise DatabaseError(f"{path}: database version {meta.get('version')}, expected {FILE_VERSION}")
-            skeleton = Skeleton(meta["names"], archive.array("parents", ("J",), "i"), archive.array("offsets", ("J", 3)),
+            skeleton = Skeleton(meta["names"], archive.array("parents", ("J",), "i"),
+                                archive.array("offsets", ("J", 3), limit=POSITION_LIMIT_M),
                                 tuple((j, tuple(o)) for j, o in meta["end_sites"]))
-            arrays = [archive.array(key, ("N", "J", size)) for key, size in
-                      (("rotations", 4), ("positions", 3), ("velocities", 3), ("angular_velocities", 3))]
+            arrays = [archive.array("rotations", ("N", "J", 4), unit=True)] + [
+                archive.array(key, ("N", "J", 3), limit=limit) for key, limit in
+                (("positions", POSITION_LIMIT_M), ("velocities", SPEED_LIMIT), ("angular_velocities", SPEED_LIMIT))]
             contacts = archive.array("contacts", ("N", 2), "b").astype(bool)
             starts, stops = archive.array("range_starts", ("C",), "i"), archive.array("range_stops", ("C",), "i")
             fps = float(archive.array("fps", ()))
@@ -130,7 +139,7 @@ def _layout_problem(skeleton: Skeleton, poses: int, starts, stops, clip_names, f
         return f"{len(clip_names)} clip names for {len(starts)} clip ranges"
     if starts[0] != 0 or stops[-1] != poses or (starts[1:] != stops[:-1]).any() or (stops <= starts).any():
         return f"the clip ranges do not cover the {poses} poses one after another"
-    if not (0 < fps < 10000):
+    if not (FPS_RANGE[0] <= fps <= FPS_RANGE[1]):
         return f"fps {fps:g} is not a plausible rate"
     if np.isnan(height_range).any() or not 0 <= height_range[0] <= height_range[1]:
         return f"height range {tuple(height_range.tolist())} is not an interval of HMD-height ratios"

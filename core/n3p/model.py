@@ -34,6 +34,8 @@ SIZES = {"sig": (SIGNAL_SIZE, Z_SIZE), "lo": (Z_SIZE + LO_SIZE, Z_SIZE + LO_SIZE
          "up": (SIGNAL_SIZE + UP_SIZE, SIGNAL_SIZE + UP_SIZE)}
 """(inputs, outputs) of each sub-predictor."""
 SHIPPED_MODEL = asset("n3p.npz")
+STANDING_HEAD_RANGE_M = (0.5, 3.0)
+"""The standing head heights a model's training skeleton may have."""
 N3PModelError = ModelFileError
 """A model file that cannot be read."""
 
@@ -103,12 +105,15 @@ class N3PModel:
             if missing:
                 raise N3PModelError(f"{path}: not a Neural3Points model (no {', '.join(missing)})")
             norm = Normalisation({k[5:]: archive.array(k) for k in files if k.startswith("mean/")},
-                                 {k[4:]: archive.array(k) for k in files if k.startswith("std/")})
+                                 {k[4:]: archive.deviations(k) for k in files if k.startswith("std/")})
             skeleton = Skeleton(tuple(str(n) for n in archive.array("names", ("J",), "U")),
                                 archive.array("parents", ("J",), "i"), archive.array("offsets", ("J", 3)))
             model = cls(weights, norm, archive.array("reference", (21, 4)), archive.array("initial_up", (UP_SIZE,)),
                         archive.array("initial_lo", (LO_SIZE,)), OutputSkeleton.of(skeleton),
                         float(archive.array("standing_head_m", ())), archive.json("info"))
+            if not STANDING_HEAD_RANGE_M[0] <= model.standing_head_m <= STANDING_HEAD_RANGE_M[1]:
+                raise N3PModelError(f"{path}: standing head height {model.standing_head_m:g} m is not a person's "
+                                    f"({STANDING_HEAD_RANGE_M[0]:g}-{STANDING_HEAD_RANGE_M[1]:g} m)")
             for name, (inputs, outputs) in SIZES.items():  # every weight and normalisation shape, in one step each
                 out, _ = model.run(name, np.zeros(inputs), model.zero_state(name))
                 if out.shape != (outputs,) or not np.isfinite(out).all():

@@ -163,7 +163,7 @@ class OrientationModel:
                 raise OrientationModelError(f"{path}: model maps {sizes[0]} inputs to {sizes[1]}, "
                                             f"expected {INPUT_SIZE} to 6")
             return cls(layers, archive.array("input_mean", ("in0",)).astype(np.float64),
-                       archive.array("input_std", ("in0",)).astype(np.float64), archive.json("info"))
+                       archive.deviations("input_std", ("in0",)).astype(np.float64), archive.json("info"))
 
 
 def next_prediction(model: OrientationModel, activations: np.ndarray, previous_rows: np.ndarray) -> np.ndarray:

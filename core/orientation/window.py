@@ -187,7 +187,7 @@ class WindowOrientationModel:
                 raise OrientationModelError(f"{path}: taps must start at 0 and increase, not {taps.tolist()}")
             mirror = bool(archive.array("mirror", (), kind="b")) if "mirror" in archive.files else False
             return cls(layers, archive.array("input_mean", ("in0",)).astype(np.float64),
-                       archive.array("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"), mirror)
+                       archive.deviations("input_std", ("in0",)).astype(np.float64), taps, archive.json("info"), mirror)
 
 
 def _axes_table() -> np.ndarray:

@@ -88,7 +88,7 @@ class StitchModel:
             if missing:
                 raise StitchModelError(f"{path}: not a stitch model (no {', '.join(missing)})")
             model = cls(weights, archive.array("mean", ("d",)).astype(np.float32),
-                        archive.array("std", ("d",)).astype(np.float32),
+                        archive.deviations("std", ("d",)).astype(np.float32),
                         archive.array("contact_dims", ("c",), "i").astype(int), archive.json("info"))
             if (model.contact_dims < 0).any() or (model.contact_dims >= model.size).any():
                 raise StitchModelError(f"{path}: contact indices outside the pose vector of {model.size}")

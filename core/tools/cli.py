@@ -42,6 +42,8 @@ POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale",
                     "epochs", "rollout", "windows_per_epoch", "batches_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
 NON_NEGATIVE_OPTIONS = ("two_handed", "clip_seconds", "look_around", "limit", "solved", "calibration_pose")
+UPPER_LIMITS = {"fps": 1000.0, "rate": 1000.0, "calibration_pose": 60.0, "body_scale": 10.0, "seconds": 86400.0}
+"""Options with a largest sensible value: rates in Hz (devices run at 30-144), seconds, a body's scale."""
 
 
 def option_problem(args) -> str | None:
@@ -52,6 +54,10 @@ def option_problem(args) -> str | None:
             value = getattr(args, name, None)
             if value is not None and not (test(value) and math.isfinite(value)):
                 return f"--{name.replace('_', '-')} must be {wanted}, not {value}"
+    for name, limit in UPPER_LIMITS.items():
+        value = getattr(args, name, None)
+        if value is not None and value > limit:
+            return f"--{name.replace('_', '-')} must be at most {limit:g}, not {value:g}"
     low_high = getattr(args, "height_range", None)
     if low_high is not None and not 0 <= low_high[0] <= low_high[1]:
         return (f"--height-range {low_high[0]:g} {low_high[1]:g}: give LO then HI, 0 <= LO <= HI "

@@ -122,6 +122,17 @@ def _damaged_database(good: Path, folder: Path, case: str) -> Path:
             data["range_stops"] = data["range_stops"] + 5
         elif case == "meta list":
             data["meta"] = np.array(json.dumps([1, 2]))
+        elif case == "end site out of range":
+            meta = json.loads(str(data["meta"]))
+            data["meta"] = np.array(json.dumps(meta | {"end_sites": [[99, [0, 0, 0]]]}))
+        elif case == "zero quaternion":
+            data["rotations"][7, 2] = 0
+        elif case == "huge quaternion":
+            data["rotations"] = data["rotations"] * np.float32(1e30)
+        elif case == "huge position":
+            data["positions"][3, 1, 1] = 1e30
+        elif case == "slow rate":
+            data["fps"] = np.array(0.001)
         np.savez(path, **data)
     return path
 
@@ -129,7 +140,10 @@ def _damaged_database(good: Path, folder: Path, case: str) -> Path:
 @pytest.mark.parametrize("case, words", [
     ("truncated", ["not a VR Avatar database"]), ("empty", ["empty"]), ("npy", [".npy"]), ("folder", ["folder"]),
     ("missing", ["no such file"]), ("misshaped", ["'rotations'", "expected (N, 22, 4)"]), ("nan rotation", ["non-finite"]),
-    ("ranges", ["clip ranges"]), ("meta list", ["'meta'", "object"])])
+    ("ranges", ["clip ranges"]), ("meta list", ["'meta'", "object"]),
+    ("end site out of range", ["end site at joint 99"]), ("zero quaternion", ["'rotations'", "norm 0", "(7, 2)"]),
+    ("huge quaternion", ["'rotations'", "norm 1e+30"]), ("huge position", ["'positions'", "1e+30", "(3, 1, 1)"]),
+    ("slow rate", ["fps 0.001"])])
 def test_damaged_databases_are_named_with_what_is_wrong(good, tmp_path, capsys, case, words):
     csv, = _copy(good, tmp_path, "walk.csv")
     db = _damaged_database(good, tmp_path, case)
@@ -153,6 +167,29 @@ def test_damaged_models_are_named(good, tmp_path, capsys, model, damage):
             "orientation": ["solve", csv, "--orientation", path, "-o", tmp_path / "out.bvh"],
             "stitch": ["stitch", clip, clip, "--model", path, "-o", tmp_path / "out.bvh"]}[model]
     refused(capsys, tmp_path, args, path, ["not a" if damage == "truncated" else "empty"])
+
+
+def _n3p_variant(folder: Path, case: str) -> Path:
+    data = dict(np.load(ASSETS / "n3p.npz"))
+    if case == "huge weights":
+        data["w/sig.decoder.weight"] = data["w/sig.decoder.weight"] * np.float32(1e20)
+    elif case == "negative head height":
+        data["standing_head_m"] = np.array(-1.5)
+    elif case == "zero deviation":
+        data["std/o"] = data["std/o"] * 0
+    path = folder / "model.npz"
+    np.savez(path, **data)
+    return path
+
+
+@pytest.mark.parametrize("case, words", [("huge weights", ["'w/sig.decoder.weight'", "beyond the plausible"]),
+                                         ("negative head height", ["standing head height -1.5 m"]),
+                                         ("zero deviation", ["'std/o'", "must be positive"])])
+def test_implausible_predictors_are_named(good, tmp_path, capsys, case, words):
+    csv, = _copy(good, tmp_path, "walk.csv")
+    model = _n3p_variant(tmp_path, case)
+    refused(capsys, tmp_path, ["solve", csv, "--method", "n3p", "--model", model, "-o", tmp_path / "out.bvh"],
+            model, words)
 
 
 @pytest.mark.parametrize("content, words", [(None, ["folder"]), (b"[1, 2]", ["JSON list"]),
@@ -181,7 +218,9 @@ def test_bad_mapping_files_are_named(good, tmp_path, capsys, content):
 @pytest.mark.parametrize("command, option", [
     ("simulate", ["--fps", "0"]), ("simulate", ["--fps", "nan"]), ("simulate", ["--look-around", "-5"]),
     ("build", ["--fps", "-60"]), ("build", ["--height-range", "2", "1"]), ("build", ["--height-range", "nan", "1"]),
-    ("solve", ["--alpha", "-1"]), ("solve", ["--height", "0"]), ("solve", ["--arm-span", "inf"])], ids=" ".join)
+    ("solve", ["--alpha", "-1"]), ("solve", ["--height", "0"]), ("solve", ["--arm-span", "inf"]),
+    ("simulate", ["--fps", "1e7"]), ("simulate", ["--calibration-pose", "1e7"]), ("build", ["--fps", "1e9"]),
+    ("simulate", ["--body-scale", "1e6"])], ids=" ".join)
 def test_option_values_that_make_no_sense_are_refused(good, tmp_path, capsys, command, option):
     clip, csv, db = _copy(good, tmp_path, "clip.bvh", "walk.csv", "db.npz")
     args = {"simulate": ["stream", "simulate", clip, "-o", tmp_path / "s.csv"],
