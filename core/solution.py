@@ -7,6 +7,7 @@ last (`ThreePointStream.frames_at`), whatever the method and the stream's own ra
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -16,6 +17,7 @@ from .anim.motion import Motion
 from .anim.skeleton import Skeleton
 from .config import DeviceOffsets
 from .devices.calibration import StreamCalibration
+from .devices.plausibility import usable_samples
 from .files.stream import ThreePointStream
 
 
@@ -28,6 +30,8 @@ class Solver(Protocol):
     """The output's rate: live steps are expected at about it, offline output is on its timeline."""
     skeleton: Skeleton
     devices: DeviceOffsets
+    waiting_for_hmd: bool
+    """True until a live step brings the HMD's first usable pose (`waits_for_hmd`); `reset` sets it again."""
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts a new avatar where the devices are."""
@@ -40,6 +44,33 @@ class Solver(Protocol):
 
     def standing_motion(self) -> Motion:
         """The skeleton standing: where retargeting reads its standing reference."""
+
+
+def waits_for_hmd(step):
+    """A Solver's `step` that waits for the HMD: until a step brings the HMD's first usable pose (tracked, finite,
+    a rotation) the solver is not stepped, `waiting_for_hmd` stays True and the step returns the skeleton
+    standing at the origin, one frame; device data never makes it raise."""
+
+    @functools.wraps(step)
+    def waiting_step(solver, positions, rotations, tracked, dt: float) -> Motion:
+        if solver.waiting_for_hmd:
+            if not usable_samples(np.asarray(positions)[0], np.asarray(rotations)[0], np.asarray(tracked)[0]):
+                return standing_at_origin(solver)
+            solver.waiting_for_hmd = False
+        return step(solver, positions, rotations, tracked, dt)
+
+    return waiting_step
+
+
+def standing_at_origin(solver: Solver) -> Motion:
+    """One frame of the solver's standing reference with its root over the origin (kept on the solver)."""
+    if getattr(solver, "_standing_at_origin", None) is None:
+        standing = solver.standing_motion()[0]
+        positions = standing.positions.copy()
+        positions[:, 0, [0, 2]] = 0.0
+        solver._standing_at_origin = Motion(standing.skeleton, standing.rotations, positions, solver.fps,
+                                            "waiting for the HMD")
+    return solver._standing_at_origin
 
 
 @dataclass

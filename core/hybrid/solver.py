@@ -39,7 +39,7 @@ from ..n3p.solver import N3PSolver
 from ..n3p.state import J_LO
 from ..orientation.facing import BodyFacing
 from ..rig.humanoid import find_mapping
-from ..solution import Solution, require_finite, standing_height
+from ..solution import Solution, require_finite, standing_height, waits_for_hmd
 from .blend import LEG_JOINTS, LegTransfer, TrailingMean, centred_mean, floor_speeds, travel_weights, \
     turn_lower_body, unwrapped_after
 
@@ -97,6 +97,7 @@ class HybridSolver:
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts a new avatar where the devices are."""
+        self.waiting_for_hmd = True
         self.predictor.reset(standing_hmd_height_m)
         if self.matching is not None:
             self.matching.reset(standing_hmd_height_m)
@@ -109,6 +110,7 @@ class HybridSolver:
         self.previous_hips: np.ndarray | None = None
         self.previous_yaw: float | None = None
 
+    @waits_for_hmd
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         body = self.predictor.step(positions, rotations, tracked, dt)

@@ -39,7 +39,7 @@ from ..math.spring import angle_spring_toward, spring_toward
 from ..orientation.facing import BodyFacing, load_facing_model
 from ..orientation.mmvr import OrientationModel
 from ..orientation.window import WindowOrientationModel
-from ..solution import Solution, require_finite, standing_height
+from ..solution import Solution, require_finite, standing_height, waits_for_hmd
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
@@ -198,6 +198,7 @@ class MotionMatchingSolver:
 
         The standing HMD height is the one given here, else the solver's, else measured live.
         """
+        self.waiting_for_hmd = True
         self.state = SolverState(standing_height_m=standing_hmd_height_m or self.fixed_height)
         self.held.reset()
         self.facing.reset()
@@ -223,6 +224,7 @@ class MotionMatchingSolver:
 
     # -- one frame ----------------------------------------------------------------------------------------------
 
+    @waits_for_hmd
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         lower = self.step_lower_body(positions, rotations, tracked, dt)

@@ -35,7 +35,7 @@ from ..ik.foot_lock import FootLock, Legs
 from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
 from ..math import quat
 from ..rig.humanoid import find_mapping
-from ..solution import Solution, require_finite, standing_height
+from ..solution import Solution, require_finite, standing_height, waits_for_hmd
 from .model import N3PModel, N3PPredictor, contacts_of
 from .state import FPS, global_pose, tracker_signals
 
@@ -115,6 +115,7 @@ class N3PSolver:
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts the avatar standing under the HMD."""
+        self.waiting_for_hmd = True
         self.predictor = N3PPredictor(self.model)
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
         self.standing_height_m = standing_hmd_height_m or self.fixed_height
@@ -167,6 +168,7 @@ class N3PSolver:
         if stretch != self.stretch:
             self.resize(self.size, stretch)
 
+    @waits_for_hmd
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         frame = Advanced(*(np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)))

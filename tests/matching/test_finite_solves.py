@@ -114,10 +114,11 @@ def test_motion_matching_calibration_skips_broken_hmd_samples(mm_solver, stream)
     assert mm_solver.state.height_samples == [h for t, h in enumerate(heights) if t not in (2, 5, 9)]
     assert np.isfinite(poses(motions)[1]).all()
 
-    mm_solver.reset()  # before the HMD is ever seen there is nowhere to put the avatar: a clear error, then on
-    with pytest.raises(ValueError, match="the HMD has not been tracked yet"):
-        mm_solver.step(broken[0][5], broken[1][5], broken[2][5], 1.0 / 60.0)
+    mm_solver.reset()  # before the HMD is ever seen there is nowhere to put the avatar: it waits, standing
+    waiting = mm_solver.step(broken[0][5], broken[1][5], broken[2][5], 1.0 / 60.0)
+    assert mm_solver.waiting_for_hmd and len(waiting) == 1 and np.isfinite(waiting.positions).all()
     assert np.isfinite(mm_solver.step(stream.positions[6], stream.rotations[6], stream.tracked[6], 1 / 60).positions).all()
+    assert not mm_solver.waiting_for_hmd
 
 
 N3P_PLAN = [(2, 1, "nan"), (4, 2, "huge"), (20, 0, "huge"), (21, 0, "inf"), (21, 1, "far"), (30, 2, "zero quaternion"),

@@ -123,8 +123,8 @@ def test_every_method_solves_any_stream_offline(solvers, person, plan):
 @SETTINGS
 @given(plan=stream_plans(max_samples=90))
 def test_every_method_steps_any_stream_live(solvers, person, plan):
-    """Live, a step before the HMD's first tracked sample refuses in one line (the live loop waits for it); every
-    step from there gives one finite frame."""
+    """Live, a step before the HMD's first tracked sample waits (the skeleton standing at the origin, the solver
+    says it waits); every step gives one finite frame."""
     stream = written(person, plan)
     for method, solver in solvers.items():
         solver.reset()
@@ -132,13 +132,31 @@ def test_every_method_steps_any_stream_live(solvers, person, plan):
         for t in range(len(stream)):
             dt = stream.times[t] - stream.times[t - 1] if t else 1.0 / plan["rate"]
             seen = seen or stream.tracked[t, 0]
-            if not seen:
-                with pytest.raises(ValueError, match="^[^\n]*HMD has not been tracked yet[^\n]*$"):
-                    solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], dt)
-                continue
             motion = solver.step(stream.positions[t], stream.rotations[t], stream.tracked[t], dt)
+            assert solver.waiting_for_hmd == (not seen), (method, t)
+            if not seen:
+                assert np.hypot(*motion.positions[0, 0, [0, 2]]) == 0.0, (method, t)
             assert len(motion) == 1 and np.isfinite(motion.rotations).all() and np.isfinite(motion.positions).all(), \
                 (method, t)
+
+
+@pytest.mark.parametrize("bad", ["nan", "1e308", "nan quaternion", "zero quaternion"])
+def test_every_method_waits_for_a_usable_hmd_pose_flagged_tracked(solvers, person, bad):
+    """A headset often starts with garbage flagged tracked: every method's live step waits through it standing at
+    the origin, then follows the first usable pose."""
+    for method, solver in solvers.items():
+        solver.reset()
+        for t in range(8):
+            positions, rotations = person.positions[t].copy(), person.rotations[t].copy()
+            if t < 5:
+                if bad in ("nan", "1e308"):
+                    positions[0] = float(bad)
+                else:
+                    rotations[0] = np.nan if bad == "nan quaternion" else 0.0
+            motion = solver.step(positions, rotations, np.ones(3, bool), 1 / 60)
+            assert solver.waiting_for_hmd == (t < 5) and len(motion) == 1, (method, t)
+            assert np.isfinite(motion.positions).all() and np.isfinite(motion.rotations).all(), (method, t)
+        assert np.hypot(*(motion.positions[0, 0] - person.positions[7, 0])[[0, 2]]) < 0.5, method
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
