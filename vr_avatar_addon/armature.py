@@ -91,6 +91,8 @@ def action_motion(scene, obj):
     """
     action = obj.animation_data.action
     bones = obj.data.bones
+    if not bones:
+        raise ValueError(f"Armature '{obj.name}' has no bones: its action '{action.name}' moves nothing")
     parents = bone_space.parents(obj)
     start, end = (int(round(frame)) for frame in action.frame_range)
     order = [obj.pose.bones.find(bone.name) for bone in bones]

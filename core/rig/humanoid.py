@@ -331,4 +331,8 @@ def load_override(path: str | Path) -> dict[str, str]:
     data = {k: v for k, v in data.items() if not k.startswith("_")}
     if not all(isinstance(v, str) for v in data.values()):
         raise HumanoidMappingError(f"{path}: a joint mapping is a JSON object of canonical name -> joint name")
+    unknown = [k for k in data if k not in CANONICAL_JOINTS]
+    if unknown:
+        raise HumanoidMappingError(f"{path}: {', '.join(map(repr, unknown))} not among the canonical joints "
+                                   f"({', '.join(CANONICAL_JOINTS)})")
     return data

@@ -91,6 +91,46 @@ def test_an_armature_without_bones_is_refused(bpy, installed, empty_scene, opera
     assert len(empty_scene.vr_avatar.bone_map) == 0
 
 
+def _boneless_with_action(bpy, scene, name):
+    obj = bpy.data.objects.new(name, bpy.data.armatures.new(name))
+    scene.collection.objects.link(obj)
+    obj.animation_data_create().action = bpy.data.actions.new(f"{name} Action")
+    obj.select_set(True)
+    return obj
+
+
+@pytest.mark.parametrize("operator", ["build_database", "stitch_actions"])
+def test_the_action_of_an_armature_without_bones_is_one_line(bpy, installed, empty_scene, tmp_path, operator):
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    scene = bpy.context.scene
+    first = _boneless_with_action(bpy, scene, "Empty A")
+    _boneless_with_action(bpy, scene, "Empty B")
+    bpy.context.view_layer.objects.active = first
+    before = _data_counts(bpy)
+    options = {"source": 'ACTIONS'} if operator == "build_database" else {}
+    with pytest.raises(RuntimeError, match=r"^Error: Armature 'Empty [AB]' has no bones: its action 'Empty [AB] "
+                                           r"Action' moves nothing\n?$"):
+        getattr(bpy.ops.vr_avatar, operator)(**options)
+    assert _data_counts(bpy) == before and not list(tmp_path.glob("*.npz"))
+
+
+@pytest.mark.parametrize("content, words", [(b'{"hips": "Hips", "flurb": "Spine"}', "'flurb' not among the canonical"),
+                                            (b"[" * 5000, "nested too deeply"),
+                                            (b'{"hips": "Nope"}', "none of its bones is in")])
+def test_a_bad_mapping_preset_is_one_line_and_the_mapping_stays(bpy, installed, empty_scene, tmp_path, content,
+                                                                  words):
+    bpy.ops.vr_avatar.import_bvh(filepath=str(WALK_1))
+    settings = bpy.context.scene.vr_avatar
+    settings.target_armature = bpy.context.object
+    bpy.ops.vr_avatar.map_bones()
+    mapped = [(item.joint, item.bone) for item in settings.bone_map]
+    path = tmp_path / "preset.json"
+    path.write_bytes(content)
+    with pytest.raises(RuntimeError, match=re.escape(words)):
+        bpy.ops.vr_avatar.load_mapping_preset(filepath=str(path))
+    assert [(item.joint, item.bone) for item in settings.bone_map] == mapped
+
+
 @pytest.fixture(scope="module")
 def walk_stream():
     return simulate_stream(read_bvh(WALK_1)[:60]).stream
@@ -120,3 +160,27 @@ def test_load_stream_accepts_a_byte_order_mark_and_warns_of_absurd_samples(bpy, 
     keys = np.array([p.co[1] for c in left.animation_data.action.layers[0].strips[0].channelbags[0].fcurves
                      for p in c.keyframe_points])
     assert np.isfinite(keys).all() and np.abs(keys).max() < 10.0
+
+
+@pytest.mark.parametrize("damage", ["not a zip", "zero quaternion"])
+def test_solve_names_a_damaged_database_and_makes_no_cache(bpy, installed, empty_scene, tmp_path, walk_stream, damage):
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "scene.blend"))
+    scene = bpy.context.scene
+    bpy.ops.vr_avatar.import_bvh(filepath=str(WALK_1))
+    scene.vr_avatar.target_armature = bpy.context.object
+    write_stream(tmp_path / "walk.csv", walk_stream)
+    bpy.ops.vr_avatar.load_stream(filepath=str(tmp_path / "walk.csv"))
+    path = tmp_path / "damaged.npz"
+    if damage == "not a zip":
+        path.write_bytes(b"PK\x03\x04 not an archive")
+    else:
+        from core.matching.pose_database import build_database
+        build_database([read_bvh(WALK_1)]).save(path)
+        arrays = dict(np.load(path))
+        arrays["rotations"][3, 2] = 0.0
+        np.savez(path, **arrays)
+    scene.vr_avatar.library.databases.add().path = str(path)
+    scene.vr_avatar.solve.method = 'MM'
+    with pytest.raises(RuntimeError, match=re.escape(str(path)) + ": (not a VR Avatar database|array 'rotations')"):
+        bpy.ops.vr_avatar.solve_stream()
+    assert not scene.vr_avatar.solve.has_cache

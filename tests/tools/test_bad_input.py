@@ -204,7 +204,8 @@ def test_bad_ik_constants_files_are_named(good, tmp_path, capsys, content, words
             path, words)
 
 
-@pytest.mark.parametrize("content", [b'["Hips"]', b"\xff\xfe\x00"], ids=["list", "binary"])
+@pytest.mark.parametrize("content", [b'["Hips"]', b"\xff\xfe\x00", b'{"hips": "Hips", "flurb": "Spine"}'],
+                         ids=["list", "binary", "unknown joint"])
 def test_bad_mapping_files_are_named(good, tmp_path, capsys, content):
     clip, = _copy(good, tmp_path, "clip.bvh")
     path = tmp_path / "mapping.json"
