@@ -118,10 +118,21 @@ def bvh_info(args) -> int:
     return 1 if failed else 0
 
 
+def read_humanoid(path, scale: float | None = None, mapping=None):
+    """A BVH clip that maps onto the canonical humanoid (with `mapping`, a preset or file, if given); a skeleton
+    that does not map is one HumanoidMappingError naming the file."""
+    motion = read_bvh(path, scale=scale)
+    try:
+        find_mapping(motion.skeleton, mapping_override(mapping, motion.skeleton.names) if mapping else None)
+    except HumanoidMappingError as error:
+        raise HumanoidMappingError(f"{path}: {error}") from None
+    return motion
+
+
 def stream_simulate(args) -> int:
     """Simulate a three-point stream (CSV v1) from a BVH clip; optionally write its ground truth."""
     check_outputs([args.output, args.truth], [args.bvh, args.mapping])
-    motion = read_bvh(args.bvh, scale=args.scale)
+    motion = read_humanoid(args.bvh, args.scale, args.mapping)
     config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets(),
                               attachment_noise_m=args.attachment_noise[0], attachment_noise_deg=args.attachment_noise[1],
                               calibration_pose_s=args.calibration_pose,
@@ -218,7 +229,7 @@ def db_build(args) -> int:
     config = DatabaseConfig(fps=args.fps, mirror=args.mirror, height_range=tuple(args.height_range))
     motions = []
     for path in files:
-        motions.append(read_bvh(path, scale=args.scale))
+        motions.append(read_humanoid(path, args.scale, args.mapping))
     override = mapping_override(args.mapping, motions[0].skeleton.names) if args.mapping else None
     database = build_database(motions, config, override)
     database.save(args.output)
@@ -258,7 +269,7 @@ def solve_stream(args) -> int:
               f"{found['grip_tilt_deg'][0]:.1f} / {found['grip_tilt_deg'][1]:.1f} deg, arm span {found['arm_span_m']:.3f} m",
               file=sys.stderr)
     if args.avatar:
-        avatar = read_bvh(args.avatar)
+        avatar = read_humanoid(args.avatar, mapping=args.mapping)
         retargeted = retarget_solution(solution, bvh_target(avatar, args.mapping), solution.motion.fps,
                                        size=args.avatar_size)
         write_bvh(args.output, on_bvh_skeleton(retargeted, avatar.skeleton, solution.motion.fps))
@@ -297,7 +308,7 @@ def stitch_clips(args) -> int:
     from ..stitch.stitching import on_skeleton, stitch
 
     check_outputs([args.output], [*args.clips, args.model])
-    clips = [read_bvh(path) for path in args.clips]
+    clips = [read_humanoid(path) for path in args.clips]
     config = StitchConfig(args.method, args.window, args.shift, foot_lock=not args.no_foot_lock,
                           feet_velocity_weight=args.feet_velocity_weight)
     result = stitch(clips, config, StitchModel.load(args.model) if config.method == "rmr" else None)

@@ -427,3 +427,39 @@ def _an_hour_gap(s):
 def test_a_stream_the_solve_cannot_follow_is_named_in_its_one_line(good, tmp_path, capsys, change, words):
     csv = _stream_variant(good, tmp_path, change)
     refused(capsys, tmp_path, ["solve", csv, "-o", tmp_path / "out.bvh"], csv, words)
+
+
+CHAIN_BVH = """HIERARCHY
+ROOT A
+{
+  OFFSET 0 0 0
+  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
+  JOINT B
+  {
+    OFFSET 0 10 0
+    CHANNELS 3 Zrotation Xrotation Yrotation
+    End Site
+    {
+      OFFSET 0 10 0
+    }
+  }
+}
+MOTION
+Frames: 2
+Frame Time: 0.033333
+0 90 0 0 0 0 0 0 0
+0 90 0 0 0 0 0 0 0
+"""
+
+
+@pytest.mark.parametrize("command", ["simulate", "build", "avatar", "stitch"])
+def test_a_skeleton_that_is_not_a_humanoid_is_named(good, tmp_path, capsys, command):
+    """Among several inputs, the one that does not map onto the humanoid is the one the line names."""
+    clip, csv = _copy(good, tmp_path, "clip.bvh", "walk.csv")
+    chain = tmp_path / "chain.bvh"
+    chain.write_text(CHAIN_BVH)
+    args = {"simulate": ["stream", "simulate", chain, "-o", tmp_path / "s.csv"],
+            "build": ["db", "build", clip, chain, "-o", tmp_path / "db.npz"],
+            "avatar": ["solve", csv, "--avatar", chain, "-o", tmp_path / "out.bvh"],
+            "stitch": ["stitch", clip, chain, "-o", tmp_path / "out.bvh"]}[command]
+    refused(capsys, tmp_path, args, f"{chain}: skeleton lacks required humanoid joints")
