@@ -4,7 +4,9 @@
 disk and renamed over `path` (os.replace: atomic within one file system). On any failure (a full
 disk, a file-size limit, an exception while producing the content, Ctrl+C) the temporary file is
 removed and `path` is as it was. `check_outputs` refuses, before any work, an output that is one of
-the inputs, a folder, or in a folder that is missing or cannot be written to.
+the inputs, a folder, or in a folder that is missing or cannot be written to. Inside `together()`, the
+files a command writes (a solve's BVH and its report) replace their targets together at the block's end, or
+none does.
 """
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ import io
 import os
 import tempfile
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from ..errors import OutputError
+
+_PENDING: ContextVar[list | None] = ContextVar("pending_replacements", default=None)
+"""The (temporary, target) pairs `together()` renames at its end; None outside it."""
 
 
 def same_file(a, b) -> bool:
@@ -80,7 +86,11 @@ def written_path(path, suffix: str = ".part"):
     try:
         yield Path(temporary)
         os.chmod(temporary, _file_mode(target))
-        os.replace(temporary, target)
+        pending = _PENDING.get()
+        if pending is None:
+            os.replace(temporary, target)
+        else:
+            pending.append((temporary, target))
     except BaseException as error:
         try:
             os.unlink(temporary)
@@ -90,6 +100,27 @@ def written_path(path, suffix: str = ".part"):
             kept = "the previous file is unchanged" if target.exists() else "nothing was written"
             raise OutputError(f"{path}: cannot write: {error.strerror or error}; {kept}") from None
         raise
+
+
+@contextmanager
+def together():
+    """Files written inside the block replace their targets only when it ends without an error, one after
+    another; on an error none does and their temporary files are removed."""
+    pending: list = []
+    token = _PENDING.set(pending)
+    try:
+        yield
+    except BaseException:
+        for temporary, _ in pending:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+        raise
+    finally:
+        _PENDING.reset(token)
+    for temporary, target in pending:
+        os.replace(temporary, target)
 
 
 @contextmanager

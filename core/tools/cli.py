@@ -5,6 +5,7 @@ import argparse
 import json
 import math
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from ..config import METHODS, CalibrationConfig, DatabaseConfig, DeviceNoise, DeviceOffsets, HybridConfig, \
@@ -13,7 +14,7 @@ from ..devices.calibration import calibrate_stream, stored_calibration
 from ..devices.openxr_source import OpenXRUnavailable, record
 from ..devices.plausibility import check_stream
 from ..devices.simulate import simulate_stream
-from ..files.atomic import check_outputs
+from ..files.atomic import check_outputs, together
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
 from ..devices.grips import GRIPS, as_openxr_grip
@@ -470,6 +471,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+WRITTEN_TOGETHER = (stream_simulate, db_build, solve_stream, stitch_clips)
+"""Commands whose outputs (a solve's BVH and report; a stream and its truth) replace the earlier ones together,
+or not at all."""
+
+
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     problem = option_problem(args)
@@ -477,7 +483,8 @@ def main(argv=None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 1
     try:
-        return args.run(args)
+        with together() if args.run in WRITTEN_TOGETHER else nullcontext():
+            return args.run(args)
     except USER_ERRORS as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return 1
