@@ -15,7 +15,8 @@ import numpy as np
 
 from ..math import quat
 from ..math.angle import wrap_angle
-from ..rig.retarget import Retargeting, bvh_target
+from ..rig.retarget import Retargeting
+from ..rig.target import bvh_target
 
 LEG_JOINTS = ("thigh", "shin", "foot", "toes")
 """The canonical joints of each leg that motion matching poses."""

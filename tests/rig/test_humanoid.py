@@ -11,7 +11,7 @@ from core.math import quat
 from core.rig.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping, split_side
 from core.files.bvh import read_bvh
 from core.rig.humanoid_structure import is_control
-from core.rig.retarget import TargetSkeleton, rig_skeleton
+from core.rig.target import TargetSkeleton, rig_skeleton
 from core.anim.skeleton import Skeleton
 
 

@@ -13,10 +13,13 @@ import pytest
 from core.math import quat
 
 from core.rig import retarget
+from core.rig.stances import HEEL_RISE_LIMIT_DEG, LiveStances
 from core.rig.humanoid import find_mapping
 from core.files.bvh import read_bvh
-from core.rig.retarget import (CANONICAL_CHILDREN, Retargeting, TargetSkeleton, bone_directions, contact_weights,
-                           held_over_stances, twist_angle, uprightness)
+from core.rig.target import CANONICAL_CHILDREN, TargetSkeleton, bone_directions, uprightness
+from core.rig.retarget import Retargeting, twist_angle
+from core.anim.contacts import contact_weights
+from core.rig.stances import held_over_stances
 from core.math.vector import unit
 from core.solve import load_solver
 from core.tools.eval.characters import clip_figures
@@ -187,7 +190,7 @@ def test_a_stance_foot_out_of_reach_rolls_as_in_gait_and_the_head_still_meets_it
         pitch = np.degrees(np.arcsin(np.abs(toward_toe[:, 1]) / np.linalg.norm(toward_toe, axis=-1)))
         standing_pitch = np.degrees(np.arcsin(abs(rig.rest_positions[toes, 1] - rig.rest_positions[foot, 1])
                                               / np.linalg.norm(rig.rest_positions[toes] - rig.rest_positions[foot])))
-        assert pitch[planted].max() < retarget.HEEL_RISE_LIMIT_DEG + standing_pitch + 1e-6
+        assert pitch[planted].max() < HEEL_RISE_LIMIT_DEG + standing_pitch + 1e-6
     assert rolled > 10
 
 
@@ -208,7 +211,7 @@ def test_live_stances_plant_the_feet_one_frame_at_a_time(walk1):
     rig = _rig(clip, random_axes=True, seed=10)
     retargeting = Retargeting.between(clip.skeleton, mapping, rig, clip)
     targets = clip.global_positions()[:, mapping["head"]]
-    stances = retarget.LiveStances.of(clip)
+    stances = LiveStances.of(clip)
     frames = [retargeting.apply(clip[i:i + 1], head_targets=targets[i:i + 1], stances=stances) for i in range(len(clip))]
     rotations, positions = (np.concatenate(parts) for parts in zip(*frames))
     _, loose = retargeting.apply(clip, head_targets=targets)
@@ -311,7 +314,7 @@ def test_unmapped_bones_keep_their_rest_relation_and_a_rig_without_legs_is_refus
 
 
 def test_fit_scales_the_avatar_to_the_persons_head_height(fixture_walk1):
-    from core.rig.retarget import avatar_scale
+    from core.rig.target import avatar_scale
     rig = _rig(fixture_walk1[:60], scale=1.3)
     assert avatar_scale(rig, 1.5, "fit") == pytest.approx(1.5 / rig.head_height())
     assert avatar_scale(rig, 1.5, "keep") == 1.0
@@ -355,7 +358,7 @@ def test_the_head_faces_where_the_source_looks_although_it_looks_around(walk1):
     turned 25 degrees in exactly those frames and the other way, a little, elsewhere (zero on average)."""
     from core.anim.character import body_yaw
     from core.devices.simulate import with_head_yaw
-    from core.rig.retarget import standing_frames
+    from core.rig.target import standing_frames
     clip = walk1[:240]
     mapping = find_mapping(clip.skeleton)
     yaw = np.full(len(clip), 0.0)

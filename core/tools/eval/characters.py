@@ -22,7 +22,8 @@ from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
 from ...quality.metrics import floor_height, foot_skate_cm_s, score_motion
 from ...rig.humanoid import find_mapping
-from ...rig.retarget import bvh_target, on_bvh_skeleton, retarget_solution
+from ...rig.target import bvh_target
+from ...rig.retarget import on_bvh_skeleton, retarget_solution
 from ...solve import load_solver, solve
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 
