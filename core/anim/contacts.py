@@ -1,15 +1,31 @@
-"""Foot contacts read from a motion: how planted a toe is from its height over its floor and its horizontal
-speed, and the runs of frames a foot stays planted."""
+"""Floors and foot contacts read from a motion: the floor under a clip's toes (one rule for every reader), whether
+a foot touches it (motion matching's contact labels), how planted a toe is from its height over the floor and
+its horizontal speed (retargeting's stances), and the runs of frames a foot stays planted."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..math.vector import length
 
+FLOOR_PERCENTILE = 1.0
+"""A clip's floor is this percentile of its toe heights: below nearly every planted toe, above a stray sample."""
 CONTACT_HEIGHT_M = (0.03, 0.06)
 """A source toe this high above its planted height is fully planted (first) or free (second)."""
 CONTACT_SPEED_M_S = (0.25, 0.6)
 """A source toe this fast horizontally is fully planted (first) or free (second)."""
+
+
+def floor_height(toe_heights: np.ndarray) -> float:
+    """The clip's floor: the FLOOR_PERCENTILE of its toe heights."""
+    return float(np.percentile(toe_heights, FLOOR_PERCENTILE))
+
+
+def foot_contacts(toes: np.ndarray, fps: float, speed_m_s: float, height_m: float) -> np.ndarray:
+    """(T, K) whether each toe (T, K, 3) touches the ground: nearly still (MMVR §6.2) and near the clip's floor."""
+    speed = np.zeros(toes.shape[:2])
+    speed[1:] = np.linalg.norm(np.diff(toes, axis=0), axis=-1) * fps
+    speed[0] = speed[1] if len(speed) > 1 else 0.0
+    return (speed < speed_m_s) & (toes[..., 1] - floor_height(toes[..., 1]) < height_m)
 
 
 def contact_weight(height, speed):
@@ -21,8 +37,8 @@ def contact_weight(height, speed):
 
 
 def contact_weights(toe_positions: np.ndarray, fps: float) -> np.ndarray:
-    """(F,) how planted a source toe is over a whole motion: its floor the 5th percentile of its heights."""
-    height = toe_positions[:, 1] - np.percentile(toe_positions[:, 1], 5)
+    """(F,) how planted a source toe is over a whole motion, over its floor."""
+    height = toe_positions[:, 1] - floor_height(toe_positions[:, 1])
     velocity = np.gradient(toe_positions[:, [0, 2]], axis=0) * fps if len(toe_positions) > 1 else np.zeros((1, 2))
     return contact_weight(height, length(velocity))
 

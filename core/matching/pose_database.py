@@ -25,7 +25,7 @@ from ..errors import FileFormatError
 from ..files.atomic import write_npz
 from ..files.npz_archive import read_npz
 from ..math import quat
-from ..quality.metrics import floor_height
+from ..anim.contacts import foot_contacts
 from ..rig.humanoid import HumanoidMapping, find_mapping
 
 VIRTUAL_ROOT = "root"
@@ -178,7 +178,7 @@ def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] 
     toes = rooted.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
     velocities, angular_velocities = local_velocities(rooted.rotations, rooted.positions, config.fps)
     return (rooted.skeleton, rooted.rotations, rooted.positions, velocities, angular_velocities,
-            foot_contacts(toes, config))
+            foot_contacts(toes, config.fps, config.contact_speed_m_s, config.contact_height_m))
 
 
 def local_velocities(rotations: np.ndarray, positions: np.ndarray, fps: float):
@@ -194,15 +194,6 @@ def local_velocities(rotations: np.ndarray, positions: np.ndarray, fps: float):
     velocities[:, 0] = quat.inverse_rotate(rotations[:, 0], velocities[:, 0])
     angular[:, 0] = quat.inverse_rotate(rotations[:, 0], angular[:, 0])
     return velocities, angular
-
-
-def foot_contacts(toes: np.ndarray, config: DatabaseConfig) -> np.ndarray:
-    """(T, 2): a foot touches the ground when its toe joint is nearly still (§6.2) and near the clip's floor."""
-    speed = np.zeros(toes.shape[:2])
-    speed[1:] = np.linalg.norm(np.diff(toes, axis=0), axis=-1) * config.fps
-    speed[0] = speed[1] if len(speed) > 1 else 0.0
-    height = toes[..., 1] - floor_height(toes[..., 1])
-    return (speed < config.contact_speed_m_s) & (height < config.contact_height_m)
 
 
 def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfig(),

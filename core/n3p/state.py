@@ -29,7 +29,7 @@ from ..anim.motion import Motion, local_from_global
 from ..anim.skeleton import Skeleton
 from ..config import DatabaseConfig, DeviceOffsets
 from ..devices.attachments import device_offsets, joints_from_devices
-from ..matching.pose_database import foot_contacts
+from ..anim.contacts import foot_contacts
 from ..math import heading, quat
 from ..rig.humanoid import CANONICAL_JOINTS, LOWER_BODY, UPPER_BODY, find_mapping
 
@@ -177,7 +177,7 @@ def body_states(rotations: np.ndarray, positions: np.ndarray, reference: np.ndar
     h = heading.from_root(positions, CANONICAL_MAPPING)
     z = np.concatenate([aggregated_state(h, positions[:, :], previous, FPS), heading.changes(h)], axis=-1)
     toes = positions[:, [CANONICAL_JOINTS.index("l_toes"), CANONICAL_JOINTS.index("r_toes")]]
-    contacts = foot_contacts(toes, DatabaseConfig(fps=FPS)).astype(float)
+    contacts = foot_contacts(toes, FPS, DatabaseConfig.contact_speed_m_s, DatabaseConfig.contact_height_m).astype(float)
     g_up = joint_states(h, positions[:, UP_INDEX], previous[:, UP_INDEX], rotations[:, UP_INDEX],
                         reference[UP_INDEX], FPS)
     g_lo = np.concatenate([joint_states(h, positions[:, LO_INDEX], previous[:, LO_INDEX], rotations[:, LO_INDEX],

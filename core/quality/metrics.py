@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..anim.character import body_yaw
+from ..anim.contacts import floor_height
 from ..math.angle import wrap_angle
 from ..anim.motion import Motion
 from ..rig.humanoid import CANONICAL_JOINTS, LOWER_BODY, UPPER_BODY, find_mapping
@@ -57,11 +58,6 @@ def within_reach(motion: Motion, targets: np.ndarray, allowance_m: float = TORSO
     positions, targets = positions[:frames], targets[:frames]
     arm = np.linalg.norm(np.diff(positions, axis=-2), axis=-1).sum(axis=-1)
     return np.linalg.norm(targets - positions[:, :, 0], axis=-1) <= arm + allowance_m
-
-
-def floor_height(toe_heights: np.ndarray) -> float:
-    """The clip's floor: the 1st percentile of toe heights."""
-    return float(np.percentile(toe_heights, 1.0))
 
 
 def foot_skate_per_frame(toes: np.ndarray, fps: float, floor: float | None = None) -> np.ndarray:

@@ -17,7 +17,8 @@ from ..anim.motion import Motion
 from ..devices.attachments import implied_joint_positions
 from ..files.atomic import write_bytes, write_text
 from ..rig.humanoid import find_mapping
-from .metrics import floor_height, foot_skate_per_frame
+from ..anim.contacts import floor_height
+from .metrics import foot_skate_per_frame
 from .raster_plot import plot_panels, png_bytes
 
 

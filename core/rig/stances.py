@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..anim.contacts import contact_segments, contact_weight
+from ..anim.contacts import contact_segments, contact_weight, floor_height
 from ..anim.motion import Motion
 from ..math import quat
 from ..math.vector import length
@@ -125,10 +125,10 @@ class LiveStances:
 
     @classmethod
     def of(cls, standing: Motion) -> "LiveStances":
-        """Stances over the floor of `standing`, a motion on the source skeleton (its toes' 5th percentile)."""
+        """Stances over the floor of `standing`, a motion on the source skeleton."""
         mapping = find_mapping(standing.skeleton)
         toes = standing.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]], 1]
-        return cls(float(np.percentile(toes, 5)))
+        return cls(floor_height(toes))
 
     def hold(self, side: int, toe: np.ndarray, ankle: np.ndarray, yaw: np.ndarray, fps: float) -> tuple:
         """(planted (1,), ankle (1, 3), yaw (1, 4)) of leg `side` (0 left, 1 right) this frame."""

@@ -28,7 +28,7 @@ from ..math.angle import wrap_angle
 from ..anim.motion import Motion
 from ..anim.skeleton import Skeleton
 from ..math import quat
-from ..quality.metrics import floor_height
+from ..anim.contacts import floor_height
 from ..rig.humanoid import find_mapping
 
 LOWER_BODY = ("hips", "l_thigh", "l_shin", "l_foot", "l_toes", "r_thigh", "r_shin", "r_foot", "r_toes")

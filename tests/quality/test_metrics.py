@@ -10,7 +10,8 @@ from core.math import quat
 from core.files.bvh import read_bvh
 from core.config import SimulationConfig
 from core.rig.humanoid import CANONICAL_JOINTS, find_mapping
-from core.quality.metrics import (angle_deg, floor_height, foot_skate_cm_s, hand_cm, jitter, mpjpe_cm, root_cm,
+from core.anim.contacts import floor_height
+from core.quality.metrics import (angle_deg, foot_skate_cm_s, hand_cm, jitter, mpjpe_cm, root_cm,
                           score_motion)
 from core.anim.motion import Motion
 from core.devices.attachments import implied_joint_positions

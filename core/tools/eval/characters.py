@@ -20,7 +20,8 @@ from ...config import SimulationConfig, SolveConfig
 from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
-from ...quality.metrics import floor_height, foot_skate_cm_s, score_motion
+from ...anim.contacts import floor_height
+from ...quality.metrics import foot_skate_cm_s, score_motion
 from ...rig.humanoid import find_mapping
 from ...rig.target import bvh_target
 from ...rig.retarget import on_bvh_skeleton, retarget_solution
