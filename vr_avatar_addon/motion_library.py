@@ -1,0 +1,186 @@
+"""The motion library: motion capture imported into armatures and actions (BVH through core, FBX and glTF through
+Blender's importers) and motion databases built from it, saved beside the .blend. The operators in
+operators/library.py gather their options and call `import_mocap` and `build_database`."""
+from functools import partial
+from pathlib import Path
+
+import bpy
+
+from . import core
+from .armature import action_motion, build_armature, motion_channels
+from .errors import VRAvatarError
+from .keyframes import new_action
+from .properties import mark_solve_stale
+from .scene_timing import fit_scene_timing
+
+# Custom property that marks an armature as a motion of the library.
+LIBRARY_TAG = "vr_avatar_library_motion"
+# A database is saved beside the .blend as //<blend name><DATABASE_SUFFIX>.
+DATABASE_SUFFIX = ".vr_avatar_db.npz"
+# HMD-height ratio at or above which the range has no upper bound (the settings' maximum).
+UNBOUNDED_HEIGHT = 2.0
+# Motion capture formats read by Blender's own importers: extension -> (operator, add-on that provides it).
+BLENDER_IMPORTERS = {".fbx": ("fbx", "FBX format"), ".glb": ("gltf", "glTF 2.0 format"),
+                     ".gltf": ("gltf", "glTF 2.0 format")}
+USER_ERRORS = (core.files.bvh.BVHError, core.matching.pose_database.DatabaseError, core.files.mocap.MocapNotFound,
+               core.rig.humanoid.HumanoidMappingError)
+
+
+def import_bvh_motion(context, path: Path):
+    """A new armature with an action playing the BVH file (read by core); raises BVHError before creating anything,
+    and ValueError naming the file, with everything it made removed, if building the armature fails."""
+    motion = core.files.bvh.read_bvh(path)
+    before = set(bpy.data.user_map())
+    try:
+        obj = build_armature(context, motion.skeleton, motion.name or path.stem)
+        for pose_bone in obj.pose.bones:
+            pose_bone.rotation_mode = 'QUATERNION'
+        new_action(obj.name, obj, motion_channels(obj, motion), context.scene.frame_start)
+        fit_scene_timing(context.scene, motion.fps, len(motion))
+    except Exception as error:  # nothing half-made stays behind
+        if context.object is not None and context.object.mode != 'OBJECT':
+            bpy.ops.object.mode_set(mode='OBJECT')
+        bpy.data.batch_remove(set(bpy.data.user_map()) - before)
+        raise ValueError(f"{path}: cannot build its armature: {error}") from None
+    obj["vr_avatar_frames"] = len(motion)
+    obj["vr_avatar_fps"] = float(motion.fps)
+    obj["vr_avatar_source"] = str(path.resolve())
+    obj[LIBRARY_TAG] = True
+    return obj, motion
+
+
+def _importer_message(error: Exception) -> str:
+    return str(error).removeprefix("Error: ").strip()
+
+
+def import_with_blender(context, path: Path) -> list:
+    """The animated armatures that Blender's own importer reads from an FBX or glTF file, tagged as library motions.
+
+    Raises ValueError with the importer's message; then every data-block the importer made is removed.
+    """
+    operator_name, addon = BLENDER_IMPORTERS[path.suffix.lower()]
+    importer = getattr(bpy.ops.import_scene, operator_name)
+    if not hasattr(bpy.types, importer.idname()):
+        raise ValueError(f"Blender's {addon} importer is not available: enable the '{addon}' add-on")
+    if context.object is not None and context.object.mode != 'OBJECT':
+        bpy.ops.object.mode_set(mode='OBJECT')
+    before = set(bpy.data.user_map())
+    try:
+        if importer(filepath=str(path)) != {'FINISHED'}:
+            raise ValueError(f"{path}: Blender's {addon} importer cancelled")
+        armatures = [obj for obj in set(bpy.data.objects) - before if obj.type == 'ARMATURE'
+                     and obj.animation_data is not None and obj.animation_data.action is not None]
+        if not armatures:
+            raise ValueError(f"{path}: no animated armature in this file")
+    except (RuntimeError, ValueError) as error:
+        bpy.data.batch_remove(set(bpy.data.user_map()) - before)
+        raise ValueError(_importer_message(error)) from None
+    for obj in armatures:
+        obj[LIBRARY_TAG] = True
+        obj["vr_avatar_source"] = str(path.resolve())
+    return armatures
+
+
+def mocap_files(library) -> list[Path]:
+    """The BVH files that the library's motion capture path names (a folder honours Locomotion Only)."""
+    if not library.mocap_path:
+        raise core.files.mocap.MocapNotFound("choose a motion capture file or folder first")
+    path = Path(bpy.path.abspath(library.mocap_path))
+    files = core.files.mocap.find_bvh_files([path])
+    if path.is_dir() and library.locomotion_only:
+        files = core.files.mocap.locomotion_files(files)
+        if not files:
+            raise core.files.mocap.MocapNotFound(f"no locomotion clips among the BVH files in {path}; untick "
+                                           "Locomotion Only to use them all")
+    return files
+
+
+def database_config(library):
+    """core's DatabaseConfig from the library settings (a maximum of 2 means no upper bound)."""
+    high = float("inf") if library.height_max >= UNBOUNDED_HEIGHT else library.height_max
+    return core.config.DatabaseConfig(mirror=library.mirror, height_range=(library.height_min, high))
+
+
+def saved_blend(_context) -> None:
+    """VRAvatarError unless the .blend is saved (a motion database is saved beside it)."""
+    if not bpy.data.filepath:
+        raise VRAvatarError("Save the .blend file first: the motion database is saved beside it")
+
+
+def import_mocap(context, report, path: Path) -> set:
+    """A BVH, FBX or glTF file into the motion library: its animated armatures, tagged; one error line if not."""
+    extension = path.suffix.lower()
+    try:
+        if extension == ".bvh":
+            armatures = [import_bvh_motion(context, path)[0]]
+        elif extension in BLENDER_IMPORTERS:
+            armatures = import_with_blender(context, path)
+        else:
+            raise ValueError(f"{path}: unknown motion capture format '{extension}'; choose a .bvh, .fbx, .glb "
+                             "or .gltf file")
+    except ValueError as error:
+        report({'ERROR'}, str(error))
+        return {'CANCELLED'}
+    report({'INFO'}, f"Imported {', '.join(obj.name for obj in armatures)} into the motion library")
+    return {'FINISHED'}
+
+
+def animated_armatures(context) -> list:
+    """The selected armatures that play an action."""
+    return [obj for obj in context.selected_objects if obj.type == 'ARMATURE'
+            and obj.animation_data is not None and obj.animation_data.action is not None]
+
+
+def library_motions(context, source: str) -> list:
+    """The clips a database is built from: the mocap path's BVH files ('FILES') or the selected armatures'
+    actions ('ACTIONS'), read under the window's progress bar."""
+    if source == 'FILES':
+        items, read = mocap_files(context.scene.vr_avatar.library), core.files.bvh.read_bvh
+    else:
+        items, read = animated_armatures(context), partial(action_motion, context.scene)
+        if not items:
+            raise core.matching.pose_database.DatabaseError("select the armatures whose actions make the database")
+    window_manager = context.window_manager
+    window_manager.progress_begin(0, len(items) + 1)
+    try:
+        motions = []
+        for done, item in enumerate(items, 1):
+            motions.append(read(item))
+            window_manager.progress_update(done)
+        return motions
+    finally:
+        window_manager.progress_end()
+
+
+def listed_database(library, relative: str, database) -> None:
+    """The database file in the scene's list (added, or its entry updated) and made active."""
+    item = next((item for item in library.databases if item.path == relative), None)
+    if item is None:
+        item = library.databases.add()
+        item.path = relative
+    item.height_min, item.height_max, item.poses = library.height_min, library.height_max, len(database)
+    library.databases_index = list(library.databases).index(item)
+
+
+def build_database(context, report, source: str) -> set:
+    """A motion database from `source` ('FILES' or 'ACTIONS'), saved as //<blend name>.vr_avatar_db.npz (written
+    beside the old file and renamed over it: a failed write leaves the old database as it was) and listed."""
+    library = context.scene.vr_avatar.library
+    try:
+        database = core.matching.pose_database.build_database(library_motions(context, source),
+                                                              database_config(library))
+    except (*USER_ERRORS, ValueError) as error:
+        report({'ERROR'}, str(error))
+        return {'CANCELLED'}
+    relative = f"//{Path(bpy.data.filepath).stem}{DATABASE_SUFFIX}"
+    try:
+        database.save(bpy.path.abspath(relative))
+    except (OSError, ValueError) as error:
+        report({'ERROR'}, f"cannot write the motion database: {error}")
+        return {'CANCELLED'}
+    listed_database(library, relative, database)
+    mark_solve_stale(context.scene)
+    skipped = database.info["skipped_short_clips"]
+    note = f" (skipped {len(skipped)} clips shorter than 1 s)" if skipped else ""
+    report({'INFO'}, f"Motion database {relative}: {len(database)} poses from {len(database.clip_names)} clips{note}")
+    return {'FINISHED'}
