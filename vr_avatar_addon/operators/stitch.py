@@ -1,28 +1,12 @@
-"""Stitch operator: the selected armatures' actions joined into one new action by core's stitcher (Kim et al.'s RMR)."""
+"""Stitch operator: its options gathered into a StitchConfig for stitching.stitch_actions."""
 import bpy
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import core
-from ..armature import action_motion, motion_channels
 from ..errors import polled
-from ..keyframes import new_action
-from ..scene_timing import fit_scene_timing, scene_fps
+from ..stitching import stitch_actions, stitch_sources
 
 DEFAULTS = core.config.StitchConfig()
-USER_ERRORS = (ValueError, OSError)
-
-
-def stitch_sources(context):
-    """The selected armatures that have an action, ordered by object name, and the active one among them."""
-    armatures = sorted((obj for obj in context.selected_objects if obj.type == 'ARMATURE'
-                        and obj.animation_data is not None and obj.animation_data.action is not None),
-                       key=lambda obj: obj.name)
-    active = context.active_object
-    if len(armatures) < 2:
-        raise ValueError("Select two or more armatures with actions: their actions are stitched in name order")
-    if active not in armatures:
-        raise ValueError("Make one of the selected armatures active: the stitched action goes on it")
-    return armatures, active
 
 
 class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
@@ -53,27 +37,9 @@ class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
         return polled(cls, stitch_sources, context, (ValueError,))
 
     def execute(self, context):
-        scene = context.scene
-        fps = scene_fps(scene)
-        try:
-            armatures, active = stitch_sources(context)
-            motions = [action_motion(scene, obj) for obj in armatures]
-            config = core.config.StitchConfig(self.method, self.window, self.shift, foot_lock=self.foot_lock,
-                                              feet_velocity_weight=self.feet_velocity_weight)
-            model = core.stitch.model.StitchModel.load() if config.method == "rmr" else None
-            result = core.stitch.stitching.stitch(motions, config, model)
-            receiver = motions[armatures.index(active)].skeleton
-            motion = core.stitch.stitching.on_skeleton(result.motion, receiver).resampled(fps)
-        except USER_ERRORS as error:
-            self.report({'ERROR'}, str(error))
-            return {'CANCELLED'}
-        name = "Stitched " + " + ".join(obj.animation_data.action.name for obj in armatures)
-        action, previous = new_action(name[:63], active, motion_channels(active, motion), scene.frame_start)
-        fit_scene_timing(scene, fps, len(motion))
-        kept = f"; '{previous.name}' is kept" if previous is not None else ""
-        self.report({'INFO'}, f"Stitched {len(armatures)} actions into '{action.name}' ({len(motion)} frames, "
-                              f"{config.method}){kept}")
-        return {'FINISHED'}
+        config = core.config.StitchConfig(self.method, self.window, self.shift, foot_lock=self.foot_lock,
+                                          feet_velocity_weight=self.feet_velocity_weight)
+        return stitch_actions(context, self.report, config)
 
 
 classes = (VR_AVATAR_OT_stitch_actions,)
