@@ -22,7 +22,8 @@ import xr  # noqa: E402
 
 from core.config import DeviceOffsets  # noqa: E402
 from core.devices.attachments import device_offsets, joints_from_devices  # noqa: E402
-from core.devices.openxr_source import OpenXRSource, tracking_status  # noqa: E402
+from core.devices.openxr_lifecycle import tracking_status  # noqa: E402
+from core.devices.openxr_source import OpenXRSource  # noqa: E402
 
 
 def raw_stream_pose(xr_pose) -> np.ndarray:

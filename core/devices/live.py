@@ -42,7 +42,7 @@ def run_live(source, solver, seconds: float, on_pose=None, frame_filter=None) ->
     skeleton's global joint positions (`on_pose(frame, positions)` receives them). `frame_filter`
     may rewrite a frame before it is stepped (a test's injected tracking loss).
     """
-    from .openxr_source import tracking_status
+    from .openxr_lifecycle import tracking_status
     from .plausibility import usable_samples
 
     run, last_ns = LiveRun(), None

@@ -1,43 +1,25 @@
 """OpenXR three-point source: a live headset and two controllers, read through pyopenxr into stream frames.
 
-Three layers, so that all but the last are tested without a runtime:
-- pose conversion: OpenXR poses (quaternion x, y, z, w, then position) and location flags into one
-  stream frame, poses laid out as in the stream (position, then quaternion w, x, y, z);
-- `SessionLifecycle`: the session state machine over plain states, deciding when to begin and end
-  the session, when to run the frame loop, what to locate, and when to stop;
-- `OpenXRSource`: the runtime boundary (instance, session, spaces, actions). pyopenxr (`xr`) is a
-  development dependency, imported only here, when a source is opened.
-
-OpenXR's world convention (+Y up, devices look along -Z, metres) is the stream's (SPEC §2), so no
-axis changes; only the quaternion order differs.
+`OpenXRSource` is the runtime boundary (instance, session, spaces, actions), over the pose conversion
+of `openxr_frames` and the session state machine of `openxr_lifecycle`, both tested without a runtime.
+pyopenxr (`xr`) is a development dependency, imported only here, when a source is opened.
 """
 from __future__ import annotations
 
-import enum
 import time
 from contextlib import contextmanager
 from ctypes import POINTER, byref, c_void_p, cast
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import DeviceUnavailable
 from ..files.stream import DEVICES, ThreePointStream
-from ..math import quat
-from .plausibility import usable_samples
+from .openxr_frames import (REFERENCE_SPACES, Frame, frame_from_poses, frames_to_stream, head_from_eyes,
+                            pick_reference_space, posef_array, stream_poses)
+from .openxr_lifecycle import SessionCall, SessionLifecycle, tracking_status
 
 NO_RUNTIME = ("no OpenXR runtime is installed or active: install and start one (SteamVR, Monado, "
               "Meta Quest Link...) and make it the active OpenXR runtime")
-
-# XrSpaceLocationFlags and XrViewStateFlags share these bits.
-ORIENTATION_VALID, POSITION_VALID, ORIENTATION_TRACKED, POSITION_TRACKED = 0x1, 0x2, 0x4, 0x8
-# A controller counts as tracked only when the runtime measures both halves of its pose: a hand pose
-# that is valid but not tracked is the runtime's guess (often the last known position, frozen in the air).
-TRACKED_FLAGS = ORIENTATION_VALID | POSITION_VALID | ORIENTATION_TRACKED | POSITION_TRACKED
-# The head counts as tracked with a measured orientation and a valid position, measured or inferred:
-# headsets infer position from their inertial sensors through short optical dropouts (and 3-DoF
-# headsets from a neck model), which keeps the avatar standing where losing the head would stop it.
-HEAD_FLAGS = ORIENTATION_VALID | POSITION_VALID | ORIENTATION_TRACKED
 
 HANDS = ("/user/hand/left", "/user/hand/right")
 # Interaction profiles given a suggested grip binding, with the instance extension each needs (None: core
@@ -51,8 +33,6 @@ PROFILES = {"/interaction_profiles/khr/simple_controller": None,
             "/interaction_profiles/hp/mixed_reality_controller": "XR_EXT_hp_mixed_reality_controller",
             "/interaction_profiles/samsung/odyssey_controller": "XR_EXT_samsung_odyssey_controller",
             "/interaction_profiles/ml/ml2_controller": "XR_ML_ml2_controller_interaction"}
-# Preferred first: STAGE has its floor at y = 0, as the stream wants; LOCAL has it at the first head position.
-REFERENCE_SPACES = ("STAGE", "LOCAL_FLOOR", "LOCAL")
 GRAPHICS = ("auto", "headless", "vulkan", "opengl")
 IDLE_SLEEP_S = 0.01  # between polls while no frame loop runs
 HEADLESS_RATE_HZ = 90.0  # a headless session has no display to pace it: the source samples at a headset's rate
@@ -60,228 +40,6 @@ HEADLESS_RATE_HZ = 90.0  # a headless session has no display to pace it: the sou
 
 class OpenXRUnavailable(DeviceUnavailable):
     """OpenXR cannot be used here; the message says what is missing (runtime, headset, pyopenxr, a GL window)."""
-
-
-# --- pose conversion ----------------------------------------------------------------------------
-
-
-def posef_array(pose) -> np.ndarray:
-    """An XrPosef (pyopenxr structure) as an array (7,) in its own layout: qx, qy, qz, qw, px, py, pz."""
-    return np.array([*pose.orientation, *pose.position], dtype=float)
-
-
-def stream_poses(xr_poses: np.ndarray) -> np.ndarray:
-    """OpenXR poses (..., 7) as XrPosef lays them out (qx, qy, qz, qw, px, py, pz) to stream poses (..., 7):
-    (px, py, pz, qw, qx, qy, qz), quaternions renormalised (runtimes hand over float32)."""
-    xr_poses = np.asarray(xr_poses, dtype=float)
-    rotations = quat.normalize(xr_poses[..., [3, 0, 1, 2]])
-    return np.concatenate([xr_poses[..., 4:7], rotations], axis=-1)
-
-
-def is_tracked(flags) -> np.ndarray:
-    """Location or view-state flags to tracked (bool, same shape): every valid and tracked bit set."""
-    return (np.asarray(flags, dtype=np.int64) & TRACKED_FLAGS) == TRACKED_FLAGS
-
-
-def devices_tracked(flags) -> np.ndarray:
-    """The head's, left and right grip's flags (3,) to the stream's `*_valid` (3,): HEAD_FLAGS for the head,
-    every bit (TRACKED_FLAGS) for the controllers."""
-    flags = np.asarray(flags, dtype=np.int64)
-    return (flags & [HEAD_FLAGS, TRACKED_FLAGS, TRACKED_FLAGS]) == [HEAD_FLAGS, TRACKED_FLAGS, TRACKED_FLAGS]
-
-
-def pick_reference_space(offered, preferred=REFERENCE_SPACES) -> str:
-    """The first of `preferred` that the runtime offers (names of XrReferenceSpaceType); LOCAL, which every
-    runtime offers, when none is."""
-    return next((name for name in preferred if name in offered), "LOCAL")
-
-
-def head_from_eyes(eye_poses: np.ndarray) -> np.ndarray:
-    """The view pose, centre between the eyes, from the eye views' stream poses (..., eyes, 7).
-
-    Position: the mean of the eyes'. Orientation: their mean, which is either eye's on displays
-    that face forward, and halfway between them on canted ones.
-    """
-    eye_poses = np.asarray(eye_poses, dtype=float)
-    position = eye_poses[..., :3].mean(axis=-2)
-    rotation = quat.mean(eye_poses[..., 3:], axis=-2)
-    return np.concatenate([position, rotation], axis=-1)
-
-
-@dataclass
-class Frame:
-    """One located sample: `time_ns` (runtime clock, XrTime), `positions` (3, 3), `rotations` (3, 4)
-    as (w, x, y, z) and `tracked` (3,), devices in DEVICES order; untracked devices hold NaN.
-    `flags` (3,) are the runtime's location flags; `located_s` is `time.perf_counter()` just before
-    the first locate call (latency is measured from it)."""
-
-    time_ns: int
-    positions: np.ndarray
-    rotations: np.ndarray
-    tracked: np.ndarray
-    flags: np.ndarray | None = None
-    located_s: float = 0.0
-
-
-def frame_from_poses(time_ns: int, poses: np.ndarray, flags, located_s: float = 0.0) -> Frame:
-    """A frame from stream poses (3, 7) of head, left and right grip and their location flags (3,).
-
-    A device is tracked as `devices_tracked` says and only with a finite pose: a runtime handing
-    over NaN or infinity with its flags set is not believed.
-    """
-    poses = np.array(poses, dtype=float)
-    flags = np.asarray(flags, dtype=np.int64)
-    if poses.shape != (len(DEVICES), 7) or flags.shape != (len(DEVICES),):
-        raise ValueError(f"a frame needs poses shaped (3, 7) and flags (3,), got {poses.shape} and {flags.shape}")
-    tracked = usable_samples(poses[:, :3], poses[:, 3:], devices_tracked(flags))  # the flags and the numbers agree
-    poses[~tracked] = np.nan
-    return Frame(int(time_ns), poses[:, :3], poses[:, 3:], tracked, flags, located_s)
-
-
-def frames_to_stream(frames: list[Frame], rate: float | None = None) -> ThreePointStream:
-    """Frames to a stream whose times start at 0 s; with `rate`, at most one frame per 1/rate tick.
-
-    Thinning keeps the first frame in each tick of a grid from the first frame's time, so the mean
-    rate is `rate` even when the runtime's rate is not a multiple of it.
-    """
-    if not frames:
-        raise ValueError("no frames to make a stream of: nothing was tracked")
-    times_ns = np.array([f.time_ns for f in frames], dtype=np.int64)
-    keep = np.ones(len(frames), dtype=bool)
-    keep[1:] = np.diff(times_ns) > 0  # a runtime may hand out the same display time twice
-    if rate:
-        ticks = ((times_ns - times_ns[0]) * rate // 1_000_000_000).astype(np.int64)
-        keep[1:] &= np.diff(ticks) > 0
-    kept = [f for f, k in zip(frames, keep) if k]
-    return ThreePointStream((times_ns[keep] - times_ns[0]) * 1e-9,
-                            np.stack([f.positions for f in kept]), np.stack([f.rotations for f in kept]),
-                            np.stack([f.tracked for f in kept]))
-
-
-# --- session state machine ----------------------------------------------------------------------
-
-
-class SessionState(enum.IntEnum):
-    """XrSessionState, by value."""
-
-    UNKNOWN = 0
-    IDLE = 1
-    READY = 2
-    SYNCHRONIZED = 3
-    VISIBLE = 4
-    FOCUSED = 5
-    STOPPING = 6
-    LOSS_PENDING = 7
-    EXITING = 8
-
-
-class SessionCall(enum.Enum):
-    """The OpenXR call a state change asks for."""
-
-    NONE = "none"
-    BEGIN = "xrBeginSession"
-    END = "xrEndSession"
-    REQUEST_EXIT = "xrRequestExitSession"
-
-
-FRAME_LOOP_STATES = (SessionState.READY, SessionState.SYNCHRONIZED, SessionState.VISIBLE, SessionState.FOCUSED)
-
-
-class SessionLifecycle:
-    """What to do as the runtime moves a session through its states (OpenXR §9.3), over plain values.
-
-    Feed it each XrEventDataSessionStateChanged as (state, time) and each instance loss; it answers
-    the call to make and says whether to run the frame loop (READY to FOCUSED while running),
-    locate the head (VISIBLE or FOCUSED: the user sees the application) and the hands (FOCUSED:
-    only then does the runtime give the application input). `stop_reason` is set once the source
-    must stop.
-
-    A `headless` session (XR_MND_headless) shows nothing, so the runtime leaves it READY: it locates
-    head and hands in every running state, the location flags alone saying what is tracked.
-    """
-
-    def __init__(self, headless: bool = False):
-        self.headless = headless
-        self.state = SessionState.IDLE  # a new session starts idle
-        self.running = False  # between xrBeginSession and xrEndSession
-        self.stop_reason: str | None = None
-        self.history: list[tuple[SessionState, int]] = []
-
-    def on_state_changed(self, state: int, time_ns: int) -> SessionCall:
-        self.state = SessionState(state)
-        self.history.append((self.state, int(time_ns)))
-        if self.state == SessionState.READY and not self.running:
-            self.running = True
-            return SessionCall.BEGIN
-        if self.state == SessionState.STOPPING and self.running:
-            self.running = False
-            return SessionCall.END
-        if self.state == SessionState.EXITING:
-            self._stop("the session exited")
-        elif self.state == SessionState.LOSS_PENDING:
-            self._stop("the session is being lost (headset disconnected or runtime stopping)")
-        return SessionCall.NONE
-
-    def on_instance_loss_pending(self, time_ns: int) -> None:
-        self._stop("the OpenXR runtime is going away (instance loss pending)")
-
-    def on_lost(self, what: str) -> None:
-        """The runtime reported the session or instance lost on a call; nothing more can be called."""
-        self.running = False
-        self._stop(f"the {what} was lost")
-
-    def request_stop(self) -> SessionCall:
-        """The application wants to stop: ask the runtime to wind a running session down, else stop now."""
-        if self.running and self.stop_reason is None:
-            return SessionCall.REQUEST_EXIT
-        self._stop("stopped by the application")
-        return SessionCall.NONE
-
-    def _stop(self, reason: str) -> None:
-        if self.stop_reason is None:
-            self.stop_reason = reason
-
-    @property
-    def finished(self) -> bool:
-        return self.stop_reason is not None
-
-    @property
-    def frame_loop(self) -> bool:
-        return self.running and not self.finished and self.state in FRAME_LOOP_STATES
-
-    @property
-    def locates_head(self) -> bool:
-        return self.frame_loop and (self.headless or self.state in (SessionState.VISIBLE, SessionState.FOCUSED))
-
-    @property
-    def locates_hands(self) -> bool:
-        return self.frame_loop and (self.headless or self.state == SessionState.FOCUSED)
-
-
-def tracking_status(lifecycle: SessionLifecycle, tracked=None) -> str | None:
-    """What a headset user needs to hear about the session and the last frame's tracked (3,); None: all is well."""
-    if lifecycle.finished:
-        return f"the OpenXR session stopped: {lifecycle.stop_reason}"
-    if not lifecycle.frame_loop:
-        return "waiting for the OpenXR runtime to start the session (is the headset connected and on?)"
-    if not lifecycle.locates_head:
-        return ("the headset is asleep or not being worn (session not visible): put it on, "
-                "or wake it with its power button")
-    if not lifecycle.locates_hands:
-        return ("the runtime is not giving this application input (session not focused: a system menu or "
-                "another application has it); the hands are held where they were last seen")
-    if tracked is None:
-        return None
-    if not tracked[0]:
-        return "the headset is not tracked: check its tracking (lighting, base stations, guardian)"
-    lost = [side for side, seen in zip(("left", "right"), tracked[1:]) if not seen]
-    if lost:
-        return (f"the {' and '.join(lost)} controller{'s are' if len(lost) == 2 else ' is'} off or not tracked: "
-                "switch on and hold in view; the avatar holds the hand until then")
-    return None
-
-
-# --- runtime boundary ---------------------------------------------------------------------------
 
 
 def import_xr():

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 
 from core.math import quat
-from core.devices.openxr_source import (NO_RUNTIME, ORIENTATION_TRACKED, ORIENTATION_VALID, POSITION_TRACKED, POSITION_VALID,
-                                TRACKED_FLAGS, OpenXRSource, OpenXRUnavailable, SessionCall, SessionLifecycle,
-                                SessionState, devices_tracked, frame_from_poses, frames_to_stream, head_from_eyes,
-                                import_xr, is_tracked, pick_reference_space, posef_array, record, runtime_extensions,
-                                stream_poses, tracking_status)
+from core.devices.openxr_frames import (ORIENTATION_TRACKED, ORIENTATION_VALID, POSITION_TRACKED, POSITION_VALID,
+                                        TRACKED_FLAGS, devices_tracked, frame_from_poses, frames_to_stream,
+                                        head_from_eyes, is_tracked, pick_reference_space, posef_array, stream_poses)
+from core.devices.openxr_lifecycle import SessionCall, SessionLifecycle, SessionState, tracking_status
+from core.devices.openxr_source import (NO_RUNTIME, OpenXRSource, OpenXRUnavailable, import_xr, record,
+                                        runtime_extensions)
 from core.files.stream import read_stream, write_stream
 
 xr = pytest.importorskip("xr", reason="pyopenxr is a development dependency")

@@ -16,7 +16,7 @@ from core.devices.attachments import head_on_floor
 from core.anim.motion import Motion
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
-from core.devices.openxr_source import TRACKED_FLAGS, frame_from_poses
+from core.devices.openxr_frames import TRACKED_FLAGS, frame_from_poses
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
 from core.matching.solver import MotionMatchingSolver

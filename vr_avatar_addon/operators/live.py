@@ -69,7 +69,7 @@ class OpenXRRuntimeSource:
 
     def status(self, tracked):
         """What the user should know (headset asleep, controllers off...), or None."""
-        return core.devices.openxr_source.tracking_status(self.source.lifecycle, tracked)
+        return core.devices.openxr_lifecycle.tracking_status(self.source.lifecycle, tracked)
 
     def close(self):
         self.source.close()

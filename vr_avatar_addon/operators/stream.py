@@ -223,11 +223,11 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
             space = self.openxr.reference_space
         if not (self.frames or self.times):
             self.report({'WARNING'}, "Nothing recorded: the " + ("VR session gave no poses" if self.openxr is None else
-                        "OpenXR runtime located nothing (" + (core.devices.openxr_source.tracking_status(self.openxr.lifecycle)
+                        "OpenXR runtime located nothing (" + (core.devices.openxr_lifecycle.tracking_status(self.openxr.lifecycle)
                                                          or "the session never became visible") + ")"))
             return {'CANCELLED'}
         if self.openxr is not None:
-            stream = core.devices.openxr_source.frames_to_stream(self.frames)
+            stream = core.devices.openxr_frames.frames_to_stream(self.frames)
             comments = [f"recorded from an OpenXR runtime by the VR Avatar add-on, reference space {space}"]
         else:
             stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
