@@ -21,8 +21,6 @@ import numpy as np
 from . import avatar, core
 from .axes import y_up_from_z_up
 
-SCENE_KEY = "vr_avatar_avatar_quality"
-"""The scene's ID property holding the last bake's avatar quality report (JSON: figures, warnings, series)."""
 UNDER_FLOOR_M = 0.02
 """Mesh deeper than this under the floor counts as under it."""
 PLANTED_M = 0.025
@@ -164,3 +162,15 @@ def warnings(figures: dict) -> list[str]:
     if low < HIPS_RATIO[0] or high > HIPS_RATIO[1]:
         found.append(f"the hips go from {low:.2f} to {high:.2f} of their rest height")
     return found
+
+
+def keep(quality, figures: dict, found: list[str]) -> None:
+    """The figures the panel lists (those VRAvatarBakedQuality has; NaN where not measured) and the warnings
+    `found`, in the scene's `quality`."""
+    quality.measured = True
+    for key, value in figures.items():
+        if hasattr(quality, key):
+            setattr(quality, key, math.nan if value is None else value)
+    quality.warnings.clear()
+    for warning in found:
+        quality.warnings.add().text = warning

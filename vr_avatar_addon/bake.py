@@ -7,7 +7,6 @@ animates, so nothing from below leaks into the result; a channel that holds one 
 one key. Then the baked avatar is measured in Blender
 (avatar_quality) and the report written beside the .blend.
 """
-import json
 from pathlib import Path
 
 import bpy
@@ -42,7 +41,6 @@ class Bake:
         animation = obj.animation_data
         self.before = (animation.action, animation.action_slot if animation.action else None) if animation else None
         self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
-        self.quality_before = scene.get(avatar_quality.SCENE_KEY)
         self.previous_fake_user = bool(animation and animation.action and animation.action.use_fake_user)
         self.action, self.previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
         scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
@@ -63,6 +61,7 @@ class Bake:
             self.step()
         scene, obj, cache, action, quality = self.scene, self.obj, self.cache, self.action, self.quality
         kept = f"; '{self.previous.name}' is kept (fake user)" if self.previous else ""
+        avatar_quality.keep(scene.vr_avatar.solve.baked_quality, quality["figures"], quality["warnings"])
         try:
             written = write_report(scene, obj, cache, quality)
         except (OSError, ValueError) as error:
@@ -87,10 +86,6 @@ class Bake:
                 action.use_fake_user = self.previous_fake_user
         elif self.obj.animation_data is not None:
             self.obj.animation_data_clear()
-        if self.quality_before is not None:
-            self.scene[avatar_quality.SCENE_KEY] = self.quality_before
-        elif avatar_quality.SCENE_KEY in self.scene:
-            del self.scene[avatar_quality.SCENE_KEY]
         self.scene.vr_avatar.solve.preview = self.preview
         self.scene.frame_set(self.frame)
 
@@ -156,8 +151,7 @@ def bake_channels(cache, obj) -> list:
 
 def measure_steps(scene, obj, cache):
     """The baked avatar measured in Blender (avatar_quality), a frame at a time: a generator yielding the share
-    measured and returning the figures, warnings and per-frame series, also kept on the scene for the panel; the
-    scene is put back on its frame."""
+    measured and returning the figures and warnings; the scene is put back on its frame."""
     current = scene.frame_current
     step = max(1, -(-cache.frames // MEASURED_FRAMES))
     index = np.arange(0, cache.frames, step)
@@ -166,21 +160,17 @@ def measure_steps(scene, obj, cache):
     if not settings.bone_map or settings.bone_map_armature != obj.name:
         fill_bone_map(settings, obj)
     try:
-        figures, series = yield from avatar_quality.measure_steps(
+        figures, _ = yield from avatar_quality.measure_steps(
             obj, bone_map(settings), cache.head_targets[index], cache.wrist_targets[index], tracked[index],
             scene_fps(scene) / step, cache.frame_start + index)
     finally:
         scene.frame_set(current)
-    quality = {"figures": figures, "warnings": avatar_quality.warnings(figures),
-               "series": {k: core.quality.report.json_values(v) for k, v in series["per_frame"].items()},
-               "time_s": (index / scene_fps(scene)).tolist()}
-    scene[avatar_quality.SCENE_KEY] = json.dumps(quality)
-    return quality
+    return {"figures": figures, "warnings": avatar_quality.warnings(figures)}
 
 
 def write_report(scene, obj, cache, quality: dict) -> str:
     """The quality report's plots and JSON beside the .blend (or in Blender's temporary folder if unsaved), with
-    the baked avatar's own figures and series under "avatar"."""
+    the baked avatar's own figures under "avatar"."""
     folder = Path(bpy.path.abspath("//")) if bpy.data.filepath else Path(bpy.app.tempdir)
     stem = folder / f"{Path(bpy.data.filepath).stem or 'untitled'}.{bpy.path.clean_name(obj.name)}"
     series = {k: np.array(v, dtype=float) for k, v in cache.report["series"].items()}

@@ -1,11 +1,9 @@
 """Panels: the VR Avatar tab in the 3D view's sidebar, one panel per stage of the work."""
-import json
+import math
 
 import bpy
 
 from .avatar import REQUIRED_JOINTS
-from .avatar_quality import SCENE_KEY as AVATAR_QUALITY
-from .scene_solver import CALIBRATION_KEY
 from .operators.stream import VR_AVATAR_OT_record_stream
 
 AVATAR_FIGURES = (("mesh_below_floor_frames", "Mesh under the floor", "% of frames"),
@@ -156,40 +154,42 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
             if solve.cache_stale:
                 layout.label(text="Settings changed: solve again", icon='ERROR')
             layout.prop(solve, "preview")
-            draw_calibration(layout, context.scene.get(CALIBRATION_KEY))
+            draw_calibration(layout, solve.found_calibration)
             layout.operator("vr_avatar.bake_action", icon='ACTION')
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Live Preview"), ('OPENXR', "Live Preview (OpenXR)")):
             row.operator("vr_avatar.preview_live", text=text, icon='VIEW_CAMERA').source = source
-        quality = context.scene.get(AVATAR_QUALITY)
-        if solve.report_path and quality:
-            quality = json.loads(quality)
-            box = layout.box()
-            box.label(text="Baked avatar, measured in Blender", icon='GRAPH')
-            for key, label, unit in AVATAR_FIGURES:
-                value = quality["figures"].get(key)
-                if value is not None:
-                    box.label(text=f"{label}: {value * (100.0 if unit.startswith('%') else 1.0):.1f}{unit}")
-            low, high = quality["figures"]["hips_height_ratio"]
-            box.label(text=f"Hips height: {low:.2f}–{high:.2f} of rest")
-            for warning in quality["warnings"]:
-                box.label(text=warning[0].upper() + warning[1:], icon='ERROR')
-            box.label(text=bpy.path.basename(solve.report_path))
+        if solve.report_path and solve.baked_quality.measured:
+            draw_baked_quality(layout, solve.baked_quality, bpy.path.basename(solve.report_path))
 
 
-def draw_calibration(layout, stored) -> None:
-    """The last solve's device calibration (scene_solver.CALIBRATION_KEY): height, span, each grip's offset and tilt."""
-    if not stored:
-        return
-    found = json.loads(stored)
+def draw_baked_quality(layout, quality, report: str) -> None:
+    """The last bake's avatar figures (VRAvatarBakedQuality), its warnings and the report's file name."""
     box = layout.box()
-    if not found.get("found"):
+    box.label(text="Baked avatar, measured in Blender", icon='GRAPH')
+    for key, label, unit in AVATAR_FIGURES:
+        value = getattr(quality, key)
+        if not math.isnan(value):
+            box.label(text=f"{label}: {value * (100.0 if unit.startswith('%') else 1.0):.1f}{unit}")
+    low, high = quality.hips_height_ratio
+    box.label(text=f"Hips height: {low:.2f}–{high:.2f} of rest")
+    for warning in quality.warnings:
+        box.label(text=warning.text[0].upper() + warning.text[1:], icon='ERROR')
+    box.label(text=report)
+
+
+def draw_calibration(layout, found) -> None:
+    """The last solve's device calibration (VRAvatarCalibration): height, span, each grip's offset and tilt."""
+    if not found.solved:
+        return
+    box = layout.box()
+    if not found.found:
         box.label(text="No calibration gesture found: default grip assumed", icon='INFO')
         return
-    box.label(text=f"Calibrated from the T-pose at {found['pose_s'][0]:.1f}–{found['pose_s'][1]:.1f} s", icon='CHECKMARK')
-    box.label(text=f"Standing HMD height {found['standing_hmd_height_m']:.2f} m, arm span {found['arm_span_m']:.2f} m")
-    for side, offset, tilt in zip(("Left", "Right"), found["grip_offsets_m"], found["grip_tilt_deg"]):
-        where = "not measured" if offset is None else ", ".join(f"{100 * v:.1f}" for v in offset) + " cm"
+    box.label(text=f"Calibrated from the T-pose at {found.pose_s[0]:.1f}–{found.pose_s[1]:.1f} s", icon='CHECKMARK')
+    box.label(text=f"Standing HMD height {found.standing_hmd_height_m:.2f} m, arm span {found.arm_span_m:.2f} m")
+    for side, offset, tilt in zip(("Left", "Right"), (found.left_offset_m, found.right_offset_m), found.grip_tilt_deg):
+        where = "not measured" if math.isnan(offset[0]) else ", ".join(f"{100 * v:.1f}" for v in offset) + " cm"
         box.label(text=f"{side} grip from wrist: {where}; tilted {tilt:.0f}°")
 
 

@@ -4,8 +4,8 @@ Defaults come from core's configuration dataclasses (core/config.py), so the add
 command line start from the same values, taken from the papers.
 """
 import bpy
-from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, IntProperty,
-                       PointerProperty, StringProperty)
+from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProperty, FloatVectorProperty,
+                       IntProperty, PointerProperty, StringProperty)
 
 from . import core
 
@@ -97,6 +97,38 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
         default='openxr', update=_mark_stale)
 
 
+class VRAvatarText(bpy.types.PropertyGroup):
+    """One line of text (a warning)."""
+    text: StringProperty(name="Text")
+
+
+class VRAvatarCalibration(bpy.types.PropertyGroup):
+    """What the last solve's device calibration found (core.devices.calibration.StreamCalibration), for the panel."""
+    solved: BoolProperty(name="Solved", description="The last solve calibrated the devices", default=False)
+    found: BoolProperty(name="Found", description="The calibration gesture was found", default=False)
+    pose_s: FloatVectorProperty(name="Pose", description="Start and end of the T-pose, stream seconds", size=2)
+    standing_hmd_height_m: FloatProperty(name="Standing HMD Height", unit='LENGTH')
+    arm_span_m: FloatProperty(name="Arm Span", description="Wrist to wrist in the T-pose", unit='LENGTH')
+    left_offset_m: FloatVectorProperty(name="Left Grip", description="The left grip's origin from the wrist, in the "
+                                       "grip's frame (NaN: not measured)", size=3)
+    right_offset_m: FloatVectorProperty(name="Right Grip", description="The right grip's origin from the wrist, in "
+                                        "the grip's frame (NaN: not measured)", size=3)
+    grip_tilt_deg: FloatVectorProperty(name="Grip Tilts", description="Each grip's tilt, degrees (left, right)", size=2)
+
+
+class VRAvatarBakedQuality(bpy.types.PropertyGroup):
+    """The last bake's avatar, measured in Blender (avatar_quality.py): the figures the panel lists (NaN: not
+    measured, as the mesh figures of a rig without a mesh) and its warnings."""
+    measured: BoolProperty(name="Measured", default=False)
+    mesh_below_floor_frames: FloatProperty(name="Mesh Under the Floor", description="Share of frames")
+    toe_below_rest_cm: FloatProperty(name="Planted Toes Under Rest", description="Centimetres")
+    foot_slide_cm_s: FloatProperty(name="Foot Sliding", description="Centimetres a second")
+    hand_cm: FloatProperty(name="Hands to Controllers", description="Centimetres")
+    head_cm: FloatProperty(name="Head to Headset", description="Centimetres")
+    hips_height_ratio: FloatVectorProperty(name="Hips Height", description="Lowest and highest, over rest", size=2)
+    warnings: CollectionProperty(type=VRAvatarText)
+
+
 class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     """Solver settings (core MatchingConfig, N3PConfig) and the cached solve."""
     method: EnumProperty(
@@ -172,6 +204,8 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     cache_stale: BoolProperty(name="Stale", description="A setting changed since the cached solve", default=False)
     report_path: StringProperty(name="Report", description="The last bake's quality report (plots)",
                                 subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'})
+    found_calibration: PointerProperty(type=VRAvatarCalibration)
+    baked_quality: PointerProperty(type=VRAvatarBakedQuality)
 
 
 class VRAvatarSettings(bpy.types.PropertyGroup):
@@ -188,8 +222,8 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
     solve: PointerProperty(type=VRAvatarSolveSettings)
 
 
-classes = (VRAvatarBoneMapItem, VRAvatarDatabaseItem, VRAvatarLibrarySettings, VRAvatarStreamSettings,
-           VRAvatarSolveSettings, VRAvatarSettings)
+classes = (VRAvatarBoneMapItem, VRAvatarDatabaseItem, VRAvatarLibrarySettings, VRAvatarStreamSettings, VRAvatarText,
+           VRAvatarCalibration, VRAvatarBakedQuality, VRAvatarSolveSettings, VRAvatarSettings)
 
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)

@@ -1,4 +1,5 @@
 """The solver that the scene's settings describe: its configuration, databases, stream, calibration and target."""
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,8 +19,6 @@ def solver_config(solve) -> "core.config.MatchingConfig":
                    upper_body=core.ik.upper_body_ik.ik_constants(solve.elbow_constants.lower()))
 
 
-CALIBRATION_KEY = "vr_avatar_calibration"
-"""The scene's custom property holding the last solve's device calibration (JSON), shown by the Solve panel."""
 
 
 def device_calibration(settings):
@@ -99,3 +98,15 @@ def database_paths(settings) -> list[str]:
     """Absolute paths of the scene's motion databases; settings: scene.vr_avatar or its library section."""
     library = getattr(settings, "library", settings)
     return [bpy.path.abspath(item.path) for item in library.databases]
+
+
+def keep_calibration(found, calibration) -> None:
+    """The solve's calibration (a StreamCalibration, or None when not asked for) in the scene's `found` group."""
+    found.solved = calibration is not None
+    found.found = bool(calibration is not None and calibration.found)
+    if not found.found:
+        return
+    found.pose_s, found.grip_tilt_deg = calibration.pose_s, calibration.describe()["grip_tilt_deg"]
+    found.standing_hmd_height_m, found.arm_span_m = calibration.standing_hmd_height_m, calibration.arm_span_m
+    found.left_offset_m, found.right_offset_m = (
+        (math.nan,) * 3 if offset is None else tuple(offset) for offset in calibration.grip_offsets_m)

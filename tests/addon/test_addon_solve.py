@@ -314,7 +314,6 @@ def test_the_solve_calibrates_the_devices_from_the_gesture_and_keeps_what_it_fou
     """A stream that starts with the calibration gesture, controllers held off: the solve finds it, the scene keeps
     the estimates for the Solve panel; without the gesture or with *Calibrate Devices* off it says so."""
     scene = bpy.context.scene
-    key = installed.scene_solver.CALIBRATION_KEY
     clip = read_bvh(session["source"]["stream"])[: int(SECONDS * 30)]
     simulated = simulate_stream(clip, SimulationConfig(calibration_pose_s=2.0, attachment_noise_m=0.03,
                                                        attachment_noise_deg=15.0))
@@ -323,18 +322,19 @@ def test_the_solve_calibrates_the_devices_from_the_gesture_and_keeps_what_it_fou
     try:
         assert bpy.ops.vr_avatar.load_stream(filepath=str(csv)) == {'FINISHED'}
         _solve(bpy, session["mixamo"])
-        found = json.loads(scene[key])
-        assert found["found"] and 1.9 < found["pose_s"][1] < 2.7
-        for c in (0, 1):
-            assert np.linalg.norm(np.array(found["grip_offsets_m"][c]) - simulated.offsets[1 + c]) < 0.01
+        found = scene.vr_avatar.solve.found_calibration
+        assert found.solved and found.found and 1.9 < found.pose_s[1] < 2.7
+        for c, offset in enumerate((found.left_offset_m, found.right_offset_m)):
+            assert np.linalg.norm(np.array(offset) - simulated.offsets[1 + c]) < 0.01
         scene.vr_avatar.solve.calibrate_devices = False
         _solve(bpy, session["mixamo"])
-        assert key not in scene
+        assert not scene.vr_avatar.solve.found_calibration.solved
     finally:
         scene.vr_avatar.solve.calibrate_devices = True
         assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
     _solve(bpy, session["mixamo"])
-    assert json.loads(scene[key]) == {"found": False}
+    found = scene.vr_avatar.solve.found_calibration
+    assert found.solved and not found.found
 
 
 @pytest.mark.parametrize("rig", ["mixamo", "rigify", "fbx"])
@@ -367,16 +367,18 @@ def test_bake_leaves_the_existing_action_untouched(bpy, installed, session):
 
 def test_the_bake_measures_the_avatar_in_blender_and_warns_past_the_limits(bpy, installed, session):
     obj, _ = _bake(bpy, session, "fbx")
-    quality = json.loads(bpy.context.scene[installed.avatar_quality.SCENE_KEY])
-    figures = quality["figures"]
+    report = json.loads(Path(bpy.context.scene.vr_avatar.solve.report_path).with_suffix(".json").read_text())
+    figures, kept = report["figures"]["avatar"], bpy.context.scene.vr_avatar.solve.baked_quality
     assert figures["frames"] == _cache(installed, bpy).frames
     assert figures["mesh_lowest_cm"] is None and figures["mesh_below_floor_frames"] == 0.0  # the test rig has no mesh
     assert figures["head_cm"] < 2.0 and figures["toe_below_rest_cm"] < 2.0
     low, high = figures["hips_height_ratio"]
     assert 0.7 < low <= high < 1.2
-    report = json.loads(Path(bpy.context.scene.vr_avatar.solve.report_path).with_suffix(".json").read_text())
-    assert report["figures"]["avatar"] == figures
-    assert len(quality["series"]["head_cm"]) == figures["frames"]
+    assert kept.measured and kept.mesh_below_floor_frames == 0.0
+    for key in ("toe_below_rest_cm", "foot_slide_cm_s", "hand_cm", "head_cm"):
+        assert getattr(kept, key) == pytest.approx(figures[key], rel=1e-6)
+    assert tuple(kept.hips_height_ratio) == pytest.approx((low, high), rel=1e-6)
+    assert [w.text for w in kept.warnings] == report["figures"]["avatar_warnings"]
     warned = installed.avatar_quality.warnings({**figures, "head_cm": 4.5, "hips_height_ratio": [0.5, 1.0]})
     assert warned == installed.avatar_quality.warnings(figures) + [
         "the head is 4.5 cm from the headset on average", "the hips go from 0.50 to 1.00 of their rest height"]

@@ -1,5 +1,4 @@
 """Solve operators: the avatar's bone mapping, solving a stream into the cache, baking it as a new action."""
-import json
 import threading
 import time
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
 from ..handlers import pose_frame
-from ..scene_solver import CALIBRATION_KEY, avatar_target, device_calibration, load_solver, read_stream
+from ..scene_solver import avatar_target, device_calibration, keep_calibration, load_solver, read_stream
 from ..scene_timing import scene_fps
 
 
@@ -72,10 +71,7 @@ class SceneSolve:
                                        solution_figures(solution, retargeted))
         if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
             raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
-        if solution.calibration is not None:
-            scene[CALIBRATION_KEY] = json.dumps(solution.calibration.describe())
-        elif CALIBRATION_KEY in scene:
-            del scene[CALIBRATION_KEY]
+        keep_calibration(scene.vr_avatar.solve.found_calibration, solution.calibration)
         solve_cache.store(scene, cache)
         settings = scene.vr_avatar.solve
         settings.has_cache, settings.cache_stale, settings.preview = True, False, True
