@@ -222,7 +222,7 @@ def addon(folder: str, ticks: str = "90") -> dict:
     assert recorder.modal(bpy.context, SimpleNamespace(type='MOUSEMOVE', value='NOTHING', timer=None)) == {'FINISHED'}
     stream = read_stream(target)
     result.update({"recorded": len(stream), "recorded_tracked": bool(stream.tracked.all()),
-                   "recorded_head": stream.positions[:, 0].tolist(), "record_source_closed": recorder.openxr.session is None,
+                   "recorded_head": stream.positions[:, 0].tolist(), "record_source_closed": recorder.recording.openxr.session is None,
                    "comment": [line for line in target.read_text().splitlines() if line.startswith("#")],
                    "after_record_unchanged": pose() == before and len(bpy.data.objects) == objects})
     add_on.unregister()

@@ -191,7 +191,7 @@ def test_export_and_record_refuse_to_replace_the_loaded_stream(bpy, installed, l
     before = stream_csv.read_bytes()
     with pytest.raises(RuntimeError, match="is also an input"):
         bpy.ops.vr_avatar.export_stream(filepath=str(stream_csv))
-    monkeypatch.setattr(installed.operators.stream, "vr_session_running", lambda _context: True)
+    monkeypatch.setattr(installed.recording, "vr_session_running", lambda _context: True)
     scene.vr_avatar.stream.record_path = str(stream_csv)
     with pytest.raises(RuntimeError, match="is also an input"):
         bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT')
@@ -220,13 +220,13 @@ def test_record_without_a_vr_session_says_how_to_start_one(bpy, installed, empty
 
 def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty_scene, tmp_path, monkeypatch):
     """The recorder up to the headset: a session said to run, poses from a stand-in, events delivered by hand."""
-    operators = installed.operators.stream
+    operators, recording = installed.operators.stream, installed.recording
     head = ([0.1, -0.5, 1.65], Y_UP_TO_Z_UP)
     left, right = ([0.3, -0.2, 1.0], [1.0, 0.0, 0.0, 0.0]), ([0.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0])  # right unseen
     samples = iter([(np.array([head[0], left[0], right[0]]) + np.outer([1, 1, 0], [0.0, 0.01 * k, 0.0]),
                      np.array([head[1], left[1], right[1]])) for k in range(3)])
-    monkeypatch.setattr(operators, "vr_session_running", lambda _context: True)
-    monkeypatch.setattr(operators, "xr_poses", lambda _context, _state: next(samples))
+    monkeypatch.setattr(recording, "vr_session_running", lambda _context: True)
+    monkeypatch.setattr(recording, "xr_poses", lambda _context, _state: next(samples))
     target = tmp_path / "recorded.csv"
     empty_scene.vr_avatar.stream.record_path = str(target)
     assert bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT') == {'RUNNING_MODAL'}
@@ -282,9 +282,9 @@ def test_recording_warns_about_session_settings_that_lose_the_room(bpy, installe
     saved = settings.use_positional_tracking, settings.use_absolute_tracking
     try:
         settings.use_positional_tracking, settings.use_absolute_tracking = True, True
-        assert installed.operators.stream.recording_warnings(settings) == []
+        assert installed.recording.recording_warnings(settings) == []
         settings.use_positional_tracking, settings.use_absolute_tracking = False, False
-        warnings = installed.operators.stream.recording_warnings(settings)
+        warnings = installed.recording.recording_warnings(settings)
         assert [w.split(" is off")[0] for w in warnings] == ["Positional Tracking", "Absolute Tracking"]
     finally:
         settings.use_positional_tracking, settings.use_absolute_tracking = saved
