@@ -185,14 +185,14 @@ def addon(folder: str, ticks: str = "90") -> dict:
     timer = SimpleNamespace(type='TIMER', value='NOTHING', timer=None)
     assert bpy.ops.vr_avatar.preview_live(source='OPENXR') == {'RUNNING_MODAL'}
     preview = add_on.operators.live.VR_AVATAR_OT_preview_live.running()
-    read, seen = preview._source.read, []
+    read, seen = preview.live.source.read, []
 
     def reading(context):
         devices = read(context)
         seen.append(devices)
         return devices
 
-    preview._source.read = reading
+    preview.live.source.read = reading
     gaps, heads, moved = [], [], 0
     for _ in range(ticks):
         assert preview.modal(bpy.context, timer) == {'RUNNING_MODAL'}

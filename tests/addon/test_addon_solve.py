@@ -430,7 +430,7 @@ def test_neural3points_live_stands_the_avatar_upright_under_the_headset(bpy, ins
     scene.vr_avatar.target_armature = obj
     scene.vr_avatar.solve.method = 'N3P'
     try:
-        live = installed.operators.live.LiveAvatar(bpy.context)
+        live = installed.live_preview.LiveAvatar(bpy.context)
         stream = read_stream(session["csv"]).resampled(60.0)
         heads = implied_joint_positions(stream)[:, 0]
         mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
@@ -500,7 +500,7 @@ def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, i
     obj.animation_data.action = None
     scene.vr_avatar.solve.method = method
     try:
-        live = installed.operators.live.LiveAvatar(bpy.context)
+        live = installed.live_preview.LiveAvatar(bpy.context)
     finally:
         scene.vr_avatar.solve.method = 'HYBRID'
     assert type(live.solver).__name__ == {"HYBRID": "HybridSolver", "MM": "MotionMatchingSolver"}[method]

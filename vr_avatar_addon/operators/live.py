@@ -1,129 +1,10 @@
-"""Live preview: a modal timer steps core's solver from a live three-point source and poses the avatar.
-
-Two sources: Blender's own VR session (the avatar is then seen in the headset) and an OpenXR
-runtime through core's pyopenxr source. Without a headset neither can start; the operator says
-which and changes nothing. Stopping puts the armature's pose back as it was before the preview.
-"""
-import time
-
+"""Live Preview operator: a modal timer ticks a live_preview.LivePreview until Esc or the source ends."""
 import bpy
-import numpy as np
 from bpy.props import EnumProperty
 
-from .. import bone_space, core, solve_cache
 from ..armature import target_armature
 from ..errors import VRAvatarError, polled
-from ..handlers import pose_frame
-from ..scene_solver import avatar_target, load_solver
-from ..stream_objects import stream_from_xr_poses, xr_poses
-
-TICK_S = 1.0 / 90.0  # a headset's refresh, roughly
-
-
-class BlenderVRSource:
-    """Device poses from Blender's VR session (VR Scene Inspection add-on)."""
-
-    def __init__(self, context):
-        state = context.window_manager.xr_session_state
-        if state is None or not bpy.types.XrSessionState.is_running(context):
-            raise VRAvatarError("No VR session is running: start one with the VR Scene Inspection add-on "
-                                "(View3D › Sidebar › VR) and a connected headset")
-        self.state = state
-        self.finished = False
-
-    def read(self, context):
-        """(positions (3, 3), rotations (3, 4), tracked (3,)) in core's frame, or None once the session ended."""
-        if not bpy.types.XrSessionState.is_running(context):
-            self.finished = True
-            return None
-        positions, rotations = xr_poses(context, self.state)
-        stream = stream_from_xr_poses([time.perf_counter()], positions[None], rotations[None])
-        return stream.positions[0], stream.rotations[0], stream.tracked[0]
-
-    def status(self, _tracked):
-        return None
-
-    def close(self):
-        pass
-
-
-class OpenXRRuntimeSource:
-    """Device poses from an OpenXR runtime through core's pyopenxr source."""
-
-    def __init__(self, _context):
-        try:
-            self.source = core.devices.openxr_source.OpenXRSource().__enter__()
-        except core.devices.openxr_source.OpenXRUnavailable as error:
-            raise VRAvatarError(str(error)) from None
-
-    @property
-    def finished(self) -> bool:
-        return self.source.finished
-
-    def read(self, _context):
-        """This tick's device poses, or None when the runtime located nothing (not running yet, headset asleep)."""
-        if self.source.finished:
-            return None
-        frame = self.source.poll()
-        return None if frame is None else (frame.positions, frame.rotations, frame.tracked)
-
-    def status(self, tracked):
-        """What the user should know (headset asleep, controllers off...), or None."""
-        return core.devices.openxr_lifecycle.tracking_status(self.source.lifecycle, tracked)
-
-    def close(self):
-        self.source.close()
-
-
-SOURCES = {'BLENDER_VR': BlenderVRSource, 'OPENXR': OpenXRRuntimeSource}
-
-
-class LiveAvatar:
-    """The solver and the retargeting onto one armature, stepped one frame at a time."""
-
-    def __init__(self, context):
-        self.obj, target = avatar_target(context)
-        self.solver = load_solver(context)
-        self.target = target
-        self.size = context.scene.vr_avatar.solve.avatar_size.lower()
-        self.retargeting = None  # made on the first frame the headset is seen: its height sizes the avatar
-        self.stances = None  # where the avatar's stance feet are held, with the retargeting
-        self.order = [self.obj.data.bones.find(name) for name in target.names]
-        bones = self.obj.pose.bones
-        self.saved_pose = [(b.name, b.rotation_mode, tuple(b.rotation_quaternion), tuple(b.location), tuple(b.scale))
-                           for b in bones]
-
-    def retargeting_for(self, head_height_m: float):
-        """The retargeting onto the avatar, fitted (or not, by the Avatar Size setting) to this head height."""
-        if self.retargeting is None:
-            scale = core.rig.target.avatar_scale(self.target, head_height_m, self.size)
-            standing = self.solver.standing_motion()
-            self.retargeting = core.rig.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping,
-                                                                     self.target, standing, scale)
-            self.stances = core.rig.stances.LiveStances.of(standing)
-        return self.retargeting
-
-    def restore(self) -> None:
-        """The armature's pose as it was before the first step."""
-        bones = self.obj.pose.bones
-        for name, mode, rotation, location, scale in self.saved_pose:
-            bone = bones.get(name)
-            if bone is not None:
-                bone.rotation_quaternion, bone.location, bone.scale, bone.rotation_mode = rotation, location, scale, mode
-
-    def step(self, positions, rotations, tracked, dt: float) -> None:
-        usable = core.devices.plausibility.usable_samples(positions, rotations, tracked)
-        positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the targets
-        motion = self.solver.step(positions, rotations, usable, dt)
-        joints = core.devices.attachments.joints_from_devices(positions, rotations, self.solver.offsets)
-        heads = np.where(usable[0], joints[0], np.nan)
-        retargeting = self.retargeting_for(float(joints[0, 1]))
-        global_rotations, global_positions = retargeting.apply(motion, joints[None, 1:], head_targets=heads[None],
-                                                               stances=self.stances)
-        matrices = bone_space.armature_matrices(self.obj, global_rotations, global_positions, retargeting.scale)
-        basis, locations, scales = bone_space.pose_basis(self.obj, matrices, self.order, self.target.parents)
-        pose_frame(self.obj, solve_cache.CachedFrame(self.obj.name, list(self.target.names), basis[0], locations[0],
-                                                     scales[0]))
+from ..live_preview import TICK_S, LivePreview
 
 
 class VR_AVATAR_OT_preview_live(bpy.types.Operator):
@@ -149,20 +30,10 @@ class VR_AVATAR_OT_preview_live(bpy.types.Operator):
 
     def execute(self, context):
         try:
-            self._source = SOURCES[self.source](context)
+            self.live = LivePreview(context, self.source)
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
-        try:
-            self._avatar = LiveAvatar(context)
-        except VRAvatarError as error:
-            self._source.close()
-            self.report({'ERROR'}, str(error))
-            return {'CANCELLED'}
-        self._preview = context.scene.vr_avatar.solve.preview
-        context.scene.vr_avatar.solve.preview = False  # the live pose, not the cache, drives the armature
-        self._last = time.perf_counter()
-        self._status = None
         self._timer = context.window_manager.event_timer_add(TICK_S, window=context.window)
         context.window_manager.modal_handler_add(self)
         type(self)._running = self
@@ -171,30 +42,13 @@ class VR_AVATAR_OT_preview_live(bpy.types.Operator):
     def modal(self, context, event):
         if event.type == 'ESC':
             return self._stop(context, "Live preview stopped")
-        if event.type != 'TIMER':
-            return {'PASS_THROUGH'}
-        devices = self._source.read(context)
-        if self._source.finished:
+        if event.type == 'TIMER' and not self.live.tick(context, self.report):
             return self._stop(context, "The VR session ended: live preview stopped")
-        tracked = None if devices is None else np.asarray(devices[2])
-        status = self._source.status(tracked)
-        if status != self._status and status is not None:
-            self.report({'WARNING'}, status)
-        self._status = status
-        if devices is None:
-            return {'RUNNING_MODAL'}
-        now = time.perf_counter()
-        positions, rotations = (np.asarray(a) for a in devices[:2])
-        if core.devices.plausibility.usable_samples(positions[0], rotations[0], tracked[0]):  # untracked hands are held:
-            self._avatar.step(positions, rotations, tracked, min(now - self._last, 0.1))  # the preview goes on
-        self._last = now
-        return {'RUNNING_MODAL'}
+        return {'RUNNING_MODAL'} if event.type == 'TIMER' else {'PASS_THROUGH'}
 
     def _stop(self, context, message: str):
         context.window_manager.event_timer_remove(self._timer)
-        self._source.close()
-        self._avatar.restore()
-        context.scene.vr_avatar.solve.preview = self._preview
+        self.live.stop(context)
         type(self)._running = None
         self.report({'INFO'}, message)
         return {'FINISHED'}
