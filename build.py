@@ -91,15 +91,15 @@ def demo(args: list[str]) -> int:
         return done.returncode
     summary = json.loads(done.stdout)
     out = str(Path(summary["stream"]).parent)
-    return run_in_environment(["-m", "vr_avatar_addon.demo_scene", "--out", out, "--stream", summary["stream"],
+    return run_in_environment(["-m", "addon_tools.demo_scene", "--out", out, "--stream", summary["stream"],
                                "--db", summary["solved"]["database"], "--avatar", summary["bvh_copy"]]).returncode
 
 
 def test(args: list[str]) -> int:
     """ruff's error checks, then the suite, after building the OpenXR runtime its live tests run against (they
     skip, saying why, without it)."""
-    linted = run_in_environment(["-m", "ruff", "check", "--quiet", "core", "vr_avatar_addon", "tests", "build.py",
-                                 "xr_runtime.py"])
+    linted = run_in_environment(["-m", "ruff", "check", "--quiet", "core", "vr_avatar_addon", "addon_tools", "tests",
+                                 "build.py", "xr_runtime.py"])
     if linted.returncode:
         return linted.returncode
     xr_runtime.build_or_explain()
@@ -127,7 +127,7 @@ def bench(args: list[str]) -> int:
 
 def eval_rigs(args: list[str]) -> int:
     """Import, map, solve and bake onto every rig of ../shared/rigs in the real bpy; figures and contact sheets."""
-    return run_in_environment(["-m", "vr_avatar_addon.eval_rigs", *args]).returncode
+    return run_in_environment(["-m", "addon_tools.eval_rigs", *args]).returncode
 
 
 WHEELS = {"pyopenxr": ("pyopenxr==1.1.6501", ["any"]), "PyOpenGL": ("PyOpenGL==3.1.10", ["any"]),
@@ -228,7 +228,7 @@ def extension(args: list[str]) -> int:
     """dist/vr_avatar-<version>.zip with its wheels (WHEELS); `--no-wheels` leaves them out (61 MB smaller)."""
     from importlib import util
 
-    spec = util.spec_from_file_location("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
+    spec = util.spec_from_file_location("extension_packaging", ROOT / "addon_tools" / "packaging.py")
     packaging = util.module_from_spec(spec)
     spec.loader.exec_module(packaging)
     path = packaging.build_extension(ROOT, ROOT / "dist", [] if "--no-wheels" in args else bundled_wheels())

@@ -173,7 +173,7 @@ def load_by_path(name: str, path: Path):
     return module
 
 
-packaging = load_by_path("extension_packaging", ROOT / "vr_avatar_addon" / "packaging.py")
+packaging = load_by_path("extension_packaging", ROOT / "addon_tools" / "packaging.py")
 
 
 EXTENSION_WHEELS = [Path(p) for p in os.environ.get("VR_AVATAR_EXTENSION_WHEELS", "").split(os.pathsep) if p]

@@ -1,4 +1,4 @@
-"""The rig evaluation (vr_avatar_addon.eval_rigs) in the real bpy on three third-party rigs of ../shared/rigs.
+"""The rig evaluation (addon_tools.eval_rigs) in the real bpy on three third-party rigs of ../shared/rigs.
 
 It runs in a subprocess because it registers the add-on from the checkout, which the installed
 extension of the other Blender tests would clash with. Quaternius's UAL1 mannequin (Rigify deform
@@ -45,7 +45,7 @@ def evaluation(tmp_path_factory):
     (mappings / f"{Path(MANNEQUIN).stem}.mapping.json").write_text(json.dumps(MANNEQUIN_MAPPING))
     out = folder / "out"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    done = subprocess.run([sys.executable, "-m", "vr_avatar_addon.eval_rigs", "--rigs", str(RIGS / MANNEQUIN),
+    done = subprocess.run([sys.executable, "-m", "addon_tools.eval_rigs", "--rigs", str(RIGS / MANNEQUIN),
                            str(RIGS / CHIBI), str(RIGS / FBX), str(RIGS / ROBOT), "--mappings", str(mappings), "--out", str(out), "--seconds",
                            str(SECONDS), "--database-clips", "40", "--json"],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
@@ -110,7 +110,7 @@ def test_a_missing_rig_path_gets_one_line_naming_it(tmp_path):
     pytest.importorskip("bpy", reason="bpy (Blender as a Python module) is not installed")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     missing = tmp_path / "no_such_rig.glb"
-    done = subprocess.run([sys.executable, "-m", "vr_avatar_addon.eval_rigs", "--rigs", str(missing), "--out",
+    done = subprocess.run([sys.executable, "-m", "addon_tools.eval_rigs", "--rigs", str(missing), "--out",
                            str(tmp_path / "out")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip().splitlines() == [f"eval-rigs: not a rig file (.glb, .gltf, .vrm, .fbx) or folder: {missing}"]

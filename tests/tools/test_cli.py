@@ -180,7 +180,7 @@ def test_the_demo_and_the_extension_build_from_a_clone_alone(tmp_path):
     assert "running on the repository's own procedural walks" in done.stderr
     summary = json.loads(done.stdout)
     assert summary["clip"].startswith("dataset-0_") and summary["solved"]["figures"]["hand_cm"] < 0.1
-    scene = subprocess.run([sys.executable, "-m", "vr_avatar_addon.demo_scene", "--out", "out", "--stream",
+    scene = subprocess.run([sys.executable, "-m", "addon_tools.demo_scene", "--out", "out", "--stream",
                             summary["stream"], "--db", summary["solved"]["database"], "--avatar", summary["bvh_copy"]],
                            cwd=clone, env=env, capture_output=True, text=True, timeout=300)
     assert scene.returncode == 0, scene.stderr

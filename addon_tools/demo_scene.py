@@ -1,6 +1,6 @@
 """Demo scene: the add-on's workflow on the core demo's output, saved as a .blend with a rendered image.
 
-    python -m vr_avatar_addon.demo_scene --out out --stream out/CLIP.stream.csv --db out/default.db.npz --avatar BVH
+    python -m addon_tools.demo_scene --out out --stream out/CLIP.stream.csv --db out/default.db.npz --avatar BVH
 
 `python build.py demo` runs it after `python -m core demo`, with bpy as a Python module and the
 add-on registered from this checkout. It drives the add-on's own operators as a user would: add

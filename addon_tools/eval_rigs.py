@@ -55,9 +55,9 @@ from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
 from core.files.stream import read_stream, write_stream
 
-from . import avatar_quality
-from .avatar import skinned_meshes
-from .axes import y_up_from_z_up, z_up_from_y_up
+from vr_avatar_addon import avatar_quality
+from vr_avatar_addon.avatar import skinned_meshes
+from vr_avatar_addon.axes import y_up_from_z_up, z_up_from_y_up
 
 RIG_SUFFIXES = {".glb": "gltf", ".gltf": "gltf", ".vrm": "gltf", ".fbx": "fbx"}
 DEFAULT_RIGS = Path(__file__).resolve().parents[2] / "shared" / "rigs"

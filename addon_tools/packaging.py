@@ -25,7 +25,6 @@ REQUIRED = {
 OPTIONAL = {"tags": list, "permissions": dict, "blender_version_max": str, "website": str, "copyright": list}
 SKIPPED = {"__pycache__", ".gitkeep", ".DS_Store"}
 # Modules of the add-on folder that run outside Blender's add-on system (build and demo tooling).
-NOT_SHIPPED = {"packaging.py", "demo_scene.py", "eval_rigs.py"}
 CORE_NOT_SHIPPED = ("tools", "__main__.py")
 """Core's tools, which Blender never runs: `core/tools/` (the command line, training, evaluation, benchmarks,
 the demo, and the offline experiments only those use) and `python -m core`'s entry point. The zip carries the
@@ -109,8 +108,7 @@ def extension_contents(root: Path) -> dict[str, Path]:
     contents = {"blender_manifest.toml": root / "blender_manifest.toml"}
     addon = root / "vr_avatar_addon"
     for path in _files(addon, "*"):
-        if path.relative_to(addon).as_posix() not in NOT_SHIPPED:
-            contents[path.relative_to(addon).as_posix()] = path
+        contents[path.relative_to(addon).as_posix()] = path
     for path in _files(root / "core", "*.py"):
         if path.relative_to(root / "core").parts[0] not in CORE_NOT_SHIPPED:
             contents["core/" + path.relative_to(root / "core").as_posix()] = path
