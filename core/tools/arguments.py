@@ -1,15 +1,43 @@
 """The command line's shared options, declared once: the data a command reads and which of its files,
-`--mocap`, `--json`; and the progress line an evaluation prints.
+`--mocap`, `--json`; the bounds every option's value keeps; and the progress line an evaluation prints.
 
 Every command module adds its parser with one hook, `add_command(group)`, on its group's subparsers
 (`train`, `eval`, or the top level for `bench` and `demo`).
 """
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 
 from ..files.mocap import activity, find_bvh_files, split_by_file
+
+POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale", "seconds", "rate", "window", "shift",
+                    "minutes",
+                    "epochs", "rollout", "windows_per_epoch", "batches_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
+"""Options whose value must be a positive number (when given)."""
+NON_NEGATIVE_OPTIONS = ("two_handed", "clip_seconds", "look_around", "limit", "solved", "calibration_pose")
+UPPER_LIMITS = {"fps": 1000.0, "rate": 1000.0, "calibration_pose": 60.0, "body_scale": 10.0, "seconds": 86400.0}
+"""Options with a largest sensible value: rates in Hz (devices run at 30-144), seconds, a body's scale."""
+
+
+def option_problem(args) -> str | None:
+    """What is wrong with the parsed options' values (non-positive, NaN, a reversed range), or None."""
+    for names, test, wanted in ((POSITIVE_OPTIONS, lambda v: v > 0, "a positive number"),
+                                (NON_NEGATIVE_OPTIONS, lambda v: v >= 0, "zero or a positive number")):
+        for name in names:
+            value = getattr(args, name, None)
+            if value is not None and not (test(value) and math.isfinite(value)):
+                return f"--{name.replace('_', '-')} must be {wanted}, not {value}"
+    for name, limit in UPPER_LIMITS.items():
+        value = getattr(args, name, None)
+        if value is not None and value > limit:
+            return f"--{name.replace('_', '-')} must be at most {limit:g}, not {value:g}"
+    low_high = getattr(args, "height_range", None)
+    if low_high is not None and not 0 <= low_high[0] <= low_high[1]:
+        return (f"--height-range {low_high[0]:g} {low_high[1]:g}: give LO then HI, 0 <= LO <= HI "
+                "(HMD height ratios, e.g. 0 0.9)")
+    return None
 
 
 def add_data_arguments(parser, use: str | None = None, split: bool = True) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..rig.retarget import on_bvh_skeleton, retarget_solution
 from ..solve import load_solver, solve
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from . import bench, demo
+from .arguments import option_problem
 from .eval import calibration as eval_calibration, characters as eval_characters, ik as eval_ik, matching as eval_matching, methods as eval_full, \
     orientation as eval_orientation, stitch as eval_stitch
 from .train import n3p as train_n3p, orientation as train_orientation, stitch as train_stitch, \
@@ -39,34 +39,6 @@ MAPPING_HELP = ("humanoid joint mapping overriding name and structure matching: 
                 "joint name}, a .vrm file's own map, or a built-in preset (" + ", ".join(builtin_presets()) + ")")
 USER_ERRORS = (OSError, ValueError)
 """Bad input, missing data, unusable options: every core.errors type is one of these, printed as one line."""
-POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale", "seconds", "rate", "window", "shift",
-                    "minutes",
-                    "epochs", "rollout", "windows_per_epoch", "batches_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
-"""Options whose value must be a positive number (when given)."""
-NON_NEGATIVE_OPTIONS = ("two_handed", "clip_seconds", "look_around", "limit", "solved", "calibration_pose")
-UPPER_LIMITS = {"fps": 1000.0, "rate": 1000.0, "calibration_pose": 60.0, "body_scale": 10.0, "seconds": 86400.0}
-"""Options with a largest sensible value: rates in Hz (devices run at 30-144), seconds, a body's scale."""
-
-
-def option_problem(args) -> str | None:
-    """What is wrong with the parsed options' values (non-positive, NaN, a reversed range), or None."""
-    for names, test, wanted in ((POSITIVE_OPTIONS, lambda v: v > 0, "a positive number"),
-                                (NON_NEGATIVE_OPTIONS, lambda v: v >= 0, "zero or a positive number")):
-        for name in names:
-            value = getattr(args, name, None)
-            if value is not None and not (test(value) and math.isfinite(value)):
-                return f"--{name.replace('_', '-')} must be {wanted}, not {value}"
-    for name, limit in UPPER_LIMITS.items():
-        value = getattr(args, name, None)
-        if value is not None and value > limit:
-            return f"--{name.replace('_', '-')} must be at most {limit:g}, not {value:g}"
-    low_high = getattr(args, "height_range", None)
-    if low_high is not None and not 0 <= low_high[0] <= low_high[1]:
-        return (f"--height-range {low_high[0]:g} {low_high[1]:g}: give LO then HI, 0 <= LO <= HI "
-                "(HMD height ratios, e.g. 0 0.9)")
-    return None
-
-
 def _warn(warnings) -> None:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -324,9 +296,22 @@ def stitch_clips(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The parser of `python -m core`: one subparser per command group, each command's run function its default."""
     parser = argparse.ArgumentParser(prog="python -m core", description="VR Avatar: three-point full-body animation.")
     groups = parser.add_subparsers(dest="group", required=True, metavar="GROUP")
+    _add_bvh_commands(groups)
+    _add_stream_commands(groups)
+    _add_db_commands(groups)
+    _add_solve_command(groups)
+    _add_stitch_command(groups)
+    _add_train_commands(groups)
+    _add_eval_commands(groups)
+    bench.add_command(groups)
+    demo.add_command(groups)
+    return parser
 
+
+def _add_bvh_commands(groups) -> None:
     bvh = groups.add_parser("bvh", help="BVH motion capture files").add_subparsers(dest="command", required=True)
     info = bvh.add_parser("info", help=bvh_info.__doc__, description=bvh_info.__doc__)
     info.add_argument("files", nargs="+", help="BVH files or folders")
@@ -335,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(run=bvh_info)
 
+
+def _add_stream_commands(groups) -> None:
     stream = groups.add_parser("stream", help="three-point streams (CSV v1)").add_subparsers(dest="command", required=True)
     simulate = stream.add_parser("simulate", help=stream_simulate.__doc__, description=stream_simulate.__doc__)
     simulate.add_argument("bvh", help="source clip")
@@ -379,6 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(run=stream_info)
 
+
+def _add_db_commands(groups) -> None:
     db = groups.add_parser("db", help="motion-matching databases").add_subparsers(dest="command", required=True)
     build = db.add_parser("build", help=db_build.__doc__, description=db_build.__doc__)
     build.add_argument("mocap", nargs="+", help="BVH files or folders")
@@ -396,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--json", action="store_true", help="print one JSON object")
     build.set_defaults(run=db_build)
 
+
+def _add_solve_command(groups) -> None:
     solve_parser = groups.add_parser("solve", help=solve_stream.__doc__, description=solve_stream.__doc__)
     solve_parser.add_argument("stream", help="three-point stream, CSV v1")
     solve_parser.add_argument("--db", nargs="+", help="pose database(s) for --method mm and --legs matched; several for "
@@ -436,6 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve_parser.add_argument("--mapping", help="with --avatar: " + MAPPING_HELP)
     solve_parser.set_defaults(run=solve_stream)
 
+
+def _add_stitch_command(groups) -> None:
     stitch_parser = groups.add_parser("stitch", help=stitch_clips.__doc__, description=stitch_clips.__doc__)
     stitch_parser.add_argument("clips", nargs="+", help="BVH clips in order (one skeleton)")
     stitch_parser.add_argument("-o", "--output", required=True, help="BVH to write (60 fps)")
@@ -453,11 +446,16 @@ def build_parser() -> argparse.ArgumentParser:
     stitch_parser.add_argument("--json", action="store_true", help="print one JSON object")
     stitch_parser.set_defaults(run=stitch_clips)
 
+
+def _add_train_commands(groups) -> None:
     train = groups.add_parser("train", help="train the project's networks and fit the arm IK's constants").add_subparsers(dest="command", required=True)
     train_orientation.add_command(train)
     train_stitch.add_command(train)
     train_n3p.add_command(train)
     fit_upper_body_ik.add_command(train)
+
+
+def _add_eval_commands(groups) -> None:
     evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
     eval_orientation.add_command(evaluate)
     eval_ik.add_command(evaluate)
@@ -466,10 +464,6 @@ def build_parser() -> argparse.ArgumentParser:
     eval_full.add_command(evaluate)
     eval_calibration.add_command(evaluate)
     eval_characters.add_command(evaluate)
-
-    bench.add_command(groups)
-    demo.add_command(groups)
-    return parser
 
 
 WRITTEN_TOGETHER = (stream_simulate, db_build, solve_stream, stitch_clips)
