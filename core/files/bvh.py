@@ -195,107 +195,138 @@ def _parse_header(path: Path, text: bytes):
         raise BVHError(path, None, "no MOTION section")
     header = text[:motion_at.start()].decode("utf-8", errors="replace").splitlines()
     motion_line = len(header) + 1
-    names, parents, offsets, channels, end_sites = [], [], [], [], []
-    stack: list[int | None] = []  # joint index, or None for an End Site block
-    pending = None  # ("joint", name, parent) or ("end", parent) awaiting "{"
-    first_seen = {}  # joint name -> line
-    seen_hierarchy = False
-    for number, raw in enumerate(header, start=1):
-        words = raw.split()
-        if not words:
-            continue
-        keyword = words[0]
-        if not seen_hierarchy:
-            if keyword != "HIERARCHY":
-                raise BVHError(path, number, f"expected HIERARCHY, found {keyword!r}")
-            seen_hierarchy = True
-            continue
-        if keyword in ("ROOT", "JOINT"):
-            if (keyword == "ROOT") != (not names and not stack):
-                raise BVHError(path, number, f"{keyword} here is out of place" if names else "the hierarchy must start with ROOT")
-            if stack and stack[-1] is None:
-                raise BVHError(path, number, "a JOINT cannot be inside an End Site")
-            if len(words) < 2:
-                raise BVHError(path, number, f"{keyword} without a name")
-            pending = ("joint", " ".join(words[1:]), stack[-1] if stack else -1, number)
-            if pending[1] in first_seen:
-                raise BVHError(path, number, f"joint name {pending[1]!r} repeats (first at line {first_seen[pending[1]]}): "
-                                             "joint names must be unique")
-            first_seen[pending[1]] = number
-        elif keyword == "End":
-            if not stack or stack[-1] is None:
-                raise BVHError(path, number, "End Site outside a joint")
-            pending = ("end", stack[-1], number)
-        elif keyword == "{":
-            if pending is None:
-                raise BVHError(path, number, "'{' without a ROOT, JOINT or End Site before it")
-            if pending[0] == "joint":
-                names.append(pending[1])
-                parents.append(pending[2])
-                offsets.append(None)
-                channels.append(None)
-                stack.append(len(names) - 1)
-            else:
-                end_sites.append([pending[1], None, number])
-                stack.append(None)
-            pending = None
-        elif keyword == "}":
-            if not stack:
-                raise BVHError(path, number, "unbalanced '}': no block is open")
-            closing = stack.pop()
-            if closing is None:
-                if end_sites[-1][1] is None:
-                    raise BVHError(path, number, "End Site without OFFSET")
-            else:
-                if offsets[closing] is None:
-                    raise BVHError(path, number, f"joint {names[closing]!r} has no OFFSET")
-                if channels[closing] is None:
-                    raise BVHError(path, number, f"joint {names[closing]!r} has no CHANNELS")
-        elif keyword == "OFFSET":
-            if not stack:
-                raise BVHError(path, number, "OFFSET outside a block")
-            try:
-                offset = [float(v) for v in words[1:]]
-            except ValueError:
-                raise BVHError(path, number, f"OFFSET values are not numbers: {' '.join(words[1:])}") from None
-            if len(offset) != 3 or not all(math.isfinite(v) for v in offset):
-                raise BVHError(path, number, "OFFSET needs three finite numbers")
-            if stack[-1] is None:
-                end_sites[-1][1] = tuple(offset)
-            else:
-                offsets[stack[-1]] = offset
-        elif keyword == "CHANNELS":
-            if not stack or stack[-1] is None:
-                raise BVHError(path, number, "CHANNELS outside a joint")
-            try:
-                count = int(words[1])
-            except (IndexError, ValueError):
-                raise BVHError(path, number, "CHANNELS needs a count") from None
-            names_here = words[2:]
-            if len(names_here) != count:
-                raise BVHError(path, number, f"CHANNELS says {count} but lists {len(names_here)}")
-            unknown = [c for c in names_here if c not in CHANNEL_NAMES]
-            if unknown:
-                raise BVHError(path, number, f"unknown channel {unknown[0]!r}")
-            repeated = [c for k, c in enumerate(names_here) if c in names_here[:k]]
-            if repeated:
-                raise BVHError(path, number, f"channel {repeated[0]!r} is listed twice")
-            channels[stack[-1]] = tuple(names_here)
-        elif keyword == "Site":
-            continue
-        else:
-            raise BVHError(path, number, f"unexpected {keyword!r} in HIERARCHY")
-        if keyword == "End" and (len(words) < 2 or words[1] != "Site"):
-            raise BVHError(path, number, "expected 'End Site'")
-    if stack:
-        raise BVHError(path, motion_line, f"unbalanced braces: {len(stack)} block(s) still open at MOTION")
-    if pending is not None:
-        raise BVHError(path, pending[-1], "block opened without '{'")
-    if not names:
-        raise BVHError(path, motion_line, "no ROOT joint before MOTION")
+    hierarchy = _HierarchyReader(path)
+    hierarchy.read(header, motion_line)
+    frames, frame_time, body_start = _motion_timing(path, text, motion_at.end(), motion_line)
+    skeleton = Skeleton(tuple(hierarchy.names), np.array(hierarchy.parents), np.array(hierarchy.offsets),
+                        tuple((j, o) for j, o, _ in hierarchy.end_sites))
+    return skeleton, hierarchy.channels, motion_line + 3, frames, frame_time, body_start
 
-    # "Frames:" and "Frame Time:" are the two lines after MOTION.
-    after = text[motion_at.end():].split(b"\n", 3)
+
+class _HierarchyReader:
+    """The HIERARCHY section, line by line: joint names, parents, offsets and channels, and End Sites."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.names, self.parents, self.offsets, self.channels, self.end_sites = [], [], [], [], []
+        self.stack: list[int | None] = []  # joint index, or None for an End Site block
+        self.pending = None  # ("joint", name, parent, line) or ("end", parent, line) awaiting "{"
+        self.first_seen = {}  # joint name -> line
+
+    def read(self, header: list[str], motion_line: int) -> None:
+        """Read the header's lines (the file's first lines up to MOTION, at line `motion_line`)."""
+        path = self.path
+        handlers = {"ROOT": self._joint, "JOINT": self._joint, "End": self._end_site, "{": self._open,
+                    "}": self._close, "OFFSET": self._offset, "CHANNELS": self._channels}
+        seen_hierarchy = False
+        for number, raw in enumerate(header, start=1):
+            words = raw.split()
+            if not words:
+                continue
+            keyword = words[0]
+            if not seen_hierarchy:
+                if keyword != "HIERARCHY":
+                    raise BVHError(path, number, f"expected HIERARCHY, found {keyword!r}")
+                seen_hierarchy = True
+                continue
+            if keyword in handlers:
+                handlers[keyword](words, number)
+            elif keyword != "Site":
+                raise BVHError(path, number, f"unexpected {keyword!r} in HIERARCHY")
+        if self.stack:
+            raise BVHError(path, motion_line, f"unbalanced braces: {len(self.stack)} block(s) still open at MOTION")
+        if self.pending is not None:
+            raise BVHError(path, self.pending[-1], "block opened without '{'")
+        if not self.names:
+            raise BVHError(path, motion_line, "no ROOT joint before MOTION")
+
+    def _joint(self, words: list[str], number: int) -> None:
+        path, keyword, names, stack = self.path, words[0], self.names, self.stack
+        if (keyword == "ROOT") != (not names and not stack):
+            raise BVHError(path, number, f"{keyword} here is out of place" if names else "the hierarchy must start with ROOT")
+        if stack and stack[-1] is None:
+            raise BVHError(path, number, "a JOINT cannot be inside an End Site")
+        if len(words) < 2:
+            raise BVHError(path, number, f"{keyword} without a name")
+        self.pending = ("joint", " ".join(words[1:]), stack[-1] if stack else -1, number)
+        if self.pending[1] in self.first_seen:
+            raise BVHError(path, number, f"joint name {self.pending[1]!r} repeats (first at line "
+                                         f"{self.first_seen[self.pending[1]]}): joint names must be unique")
+        self.first_seen[self.pending[1]] = number
+
+    def _end_site(self, words: list[str], number: int) -> None:
+        if not self.stack or self.stack[-1] is None:
+            raise BVHError(self.path, number, "End Site outside a joint")
+        self.pending = ("end", self.stack[-1], number)
+        if len(words) < 2 or words[1] != "Site":
+            raise BVHError(self.path, number, "expected 'End Site'")
+
+    def _open(self, words: list[str], number: int) -> None:
+        pending = self.pending
+        if pending is None:
+            raise BVHError(self.path, number, "'{' without a ROOT, JOINT or End Site before it")
+        if pending[0] == "joint":
+            self.names.append(pending[1])
+            self.parents.append(pending[2])
+            self.offsets.append(None)
+            self.channels.append(None)
+            self.stack.append(len(self.names) - 1)
+        else:
+            self.end_sites.append([pending[1], None, number])
+            self.stack.append(None)
+        self.pending = None
+
+    def _close(self, words: list[str], number: int) -> None:
+        if not self.stack:
+            raise BVHError(self.path, number, "unbalanced '}': no block is open")
+        closing = self.stack.pop()
+        if closing is None:
+            if self.end_sites[-1][1] is None:
+                raise BVHError(self.path, number, "End Site without OFFSET")
+        else:
+            if self.offsets[closing] is None:
+                raise BVHError(self.path, number, f"joint {self.names[closing]!r} has no OFFSET")
+            if self.channels[closing] is None:
+                raise BVHError(self.path, number, f"joint {self.names[closing]!r} has no CHANNELS")
+
+    def _offset(self, words: list[str], number: int) -> None:
+        if not self.stack:
+            raise BVHError(self.path, number, "OFFSET outside a block")
+        try:
+            offset = [float(v) for v in words[1:]]
+        except ValueError:
+            raise BVHError(self.path, number, f"OFFSET values are not numbers: {' '.join(words[1:])}") from None
+        if len(offset) != 3 or not all(math.isfinite(v) for v in offset):
+            raise BVHError(self.path, number, "OFFSET needs three finite numbers")
+        if self.stack[-1] is None:
+            self.end_sites[-1][1] = tuple(offset)
+        else:
+            self.offsets[self.stack[-1]] = offset
+
+    def _channels(self, words: list[str], number: int) -> None:
+        path = self.path
+        if not self.stack or self.stack[-1] is None:
+            raise BVHError(path, number, "CHANNELS outside a joint")
+        try:
+            count = int(words[1])
+        except (IndexError, ValueError):
+            raise BVHError(path, number, "CHANNELS needs a count") from None
+        names_here = words[2:]
+        if len(names_here) != count:
+            raise BVHError(path, number, f"CHANNELS says {count} but lists {len(names_here)}")
+        unknown = [c for c in names_here if c not in CHANNEL_NAMES]
+        if unknown:
+            raise BVHError(path, number, f"unknown channel {unknown[0]!r}")
+        repeated = [c for k, c in enumerate(names_here) if c in names_here[:k]]
+        if repeated:
+            raise BVHError(path, number, f"channel {repeated[0]!r} is listed twice")
+        self.channels[self.stack[-1]] = tuple(names_here)
+
+
+def _motion_timing(path: Path, text: bytes, motion_end: int, motion_line: int) -> tuple[int, float, int]:
+    """The frame count and frame time on the two lines after MOTION (at line `motion_line`, ending at byte
+    `motion_end`), and the byte offset of the motion's first frame."""
+    after = text[motion_end:].split(b"\n", 3)
     frames = _header_number(path, after, 1, motion_line + 1, "Frames", int)
     frame_time = _header_number(path, after, 2, motion_line + 2, "Frame Time", float)
     if frames < 1:
@@ -306,10 +337,7 @@ def _parse_header(path: Path, text: bytes):
     if not low <= frame_time <= high:
         raise BVHError(path, motion_line + 2, f"Frame Time {frame_time:g} s is not a plausible frame time "
                                               f"({low:g} to {high:g} s, {1 / high:g} to {1 / low:g} fps)")
-    body_start = motion_at.end() + sum(len(part) + 1 for part in after[:3])
-    skeleton = Skeleton(tuple(names), np.array(parents), np.array(offsets),
-                        tuple((j, o) for j, o, _ in end_sites))
-    return skeleton, channels, motion_line + 3, frames, frame_time, body_start
+    return frames, frame_time, motion_end + sum(len(part) + 1 for part in after[:3])
 
 
 def _header_number(path: Path, parts: list[bytes], index: int, number: int, key: str, kind):
