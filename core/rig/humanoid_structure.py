@@ -223,18 +223,7 @@ def read_structure(skeleton, positions: np.ndarray, ends: np.ndarray, roles: dic
         return Structure({}, _why_no_hips(rig), ())
     leg_joints = [_leg(rig, hips, leg) for leg in legs]
     if forward is None:
-        both = {f"{s}_{k}": v for s, placed in zip("lr", leg_joints) for k, v in placed.items()}
-        forward = facing(positions, ends, both)
-    if forward is None:
-        thighs = [placed.get("thigh", leg) for placed, leg in zip(leg_joints, legs)]
-        said = [name_sides[t] for t in thighs]
-        if sorted(said) == ["l", "r"]:
-            named_left, named_right = thighs if said[0] == "l" else thighs[::-1]
-            forward = np.cross(positions[named_left] - positions[named_right], UP)
-            notes.append("the feet show no facing: left and right taken from the names")
-        else:
-            forward = np.array([0.0, 0.0, 1.0])
-            notes.append("the feet show no facing and the names no sides: the figure is taken to face +Z")
+        forward = _leg_facing(positions, ends, legs, leg_joints, name_sides, notes)
     joints = {"hips": hips}
     left = left_axis(forward)
     across = [(positions[placed.get("thigh", leg)] - positions[hips]) @ left
@@ -246,17 +235,61 @@ def read_structure(skeleton, positions: np.ndarray, ends: np.ndarray, roles: dic
     lateral = (positions - positions[hips]) @ left
     reach_left = rig.subtree_extreme(lateral, np.maximum)
     reach_right = rig.subtree_extreme(lateral, np.minimum)
-    up = [c for c in rig.children[hips] if rig.high[c] - positions[hips, 1] > LEG_DROP * rig.height]
-    path_all = [hips]
+    path_all = _upward_path(rig, hips)
+    arm_roots = _arm_roots(rig, path_all, reach_left, reach_right)
+    if len(arm_roots) < 2:
+        return Structure(joints, "no two chains branch off the spine to either side (arms)", tuple(notes))
+    branch_index = min(path_all.index(b) for b, _ in arm_roots.values())
+    branch = path_all[branch_index]
+    joints.update(_spine_joints(rig, path_all, branch_index))
+    for side, (_, root) in arm_roots.items():
+        sign = 1.0 if side == "l" else -1.0
+        reach = reach_left if side == "l" else reach_right
+        arm = rig.body_bones(rig.follow(root, sign * reach), start_at=branch)
+        joints.update({f"{side}_{name}": bone for name, bone in _arm(rig, arm).items()})
+    named_hips = [b for b in range(len(rig.names)) if rig.has_role(b, "hips") and rig.eligible[b]]
+    if named_hips and hips not in named_hips:
+        notes.append(f"the hips are {rig.names[hips]!r}, where both legs start, not "
+                     f"{rig.names[named_hips[0]]!r} as its name says")
+    return Structure(joints, "", tuple(notes))
+
+
+def _leg_facing(positions: np.ndarray, ends: np.ndarray, legs, leg_joints, name_sides, notes: list[str]) -> np.ndarray:
+    """The figure's forward from its feet; else from the sides the thighs' names say; else +Z (noted in `notes`)."""
+    both = {f"{s}_{k}": v for s, placed in zip("lr", leg_joints) for k, v in placed.items()}
+    forward = facing(positions, ends, both)
+    if forward is None:
+        thighs = [placed.get("thigh", leg) for placed, leg in zip(leg_joints, legs)]
+        said = [name_sides[t] for t in thighs]
+        if sorted(said) == ["l", "r"]:
+            named_left, named_right = thighs if said[0] == "l" else thighs[::-1]
+            forward = np.cross(positions[named_left] - positions[named_right], UP)
+            notes.append("the feet show no facing: left and right taken from the names")
+        else:
+            forward = np.array([0.0, 0.0, 1.0])
+            notes.append("the feet show no facing and the names no sides: the figure is taken to face +Z")
+    return forward
+
+
+def _upward_path(rig: _Rig, hips: int) -> list[int]:
+    """The hips, then up the chain rising highest above them, always into the child reaching highest."""
+    up = [c for c in rig.children[hips] if rig.high[c] - rig.positions[hips, 1] > LEG_DROP * rig.height]
+    path = [hips]
     joint = max(up, key=lambda c: rig.high[c])
     while True:
-        path_all.append(joint)
+        path.append(joint)
         options = [c for c in rig.children[joint] if np.isfinite(rig.high[c])]
         if not options:
             break
         joint = max(options, key=lambda c: rig.high[c])
-    on_path = set(path_all)
-    branches = [(b, c) for b in path_all[1:] for c in rig.children[b] if c not in on_path]
+    return path
+
+
+def _arm_roots(rig: _Rig, path: list[int], reach_left: np.ndarray, reach_right: np.ndarray) -> dict:
+    """Side ('l', 'r') -> (bone on `path`, its child off it) of the branch reaching farthest to that side, when
+    it reaches beyond 15% of the figure's height."""
+    on_path = set(path)
+    branches = [(b, c) for b in path[1:] for c in rig.children[b] if c not in on_path]
     arm_roots = {}
     for side, reach, sign in (("l", reach_left, 1.0), ("r", reach_right, -1.0)):
         scored = [(sign * reach[c], b, c) for b, c in branches if np.isfinite(reach[c])]
@@ -264,13 +297,16 @@ def read_structure(skeleton, positions: np.ndarray, ends: np.ndarray, roles: dic
             best = max(scored)
             if best[0] > 0.15 * rig.height:
                 arm_roots[side] = best[1:]
-    spine_path = rig.body_bones(path_all[1:])
-    if len(arm_roots) < 2:
-        return Structure(joints, "no two chains branch off the spine to either side (arms)", tuple(notes))
-    branch_index = min(path_all.index(b) for b, _ in arm_roots.values())
-    branch = path_all[branch_index]
-    below = [b for b in spine_path if path_all.index(b) <= branch_index]
-    above = [b for b in spine_path if path_all.index(b) > branch_index]
+    return arm_roots
+
+
+def _spine_joints(rig: _Rig, path: list[int], branch_index: int) -> dict[str, int]:
+    """Spine, chest, neck and head on the upward `path` from the hips, the arms branching off at `branch_index`."""
+    positions, hips, branch = rig.positions, path[0], path[branch_index]
+    spine_path = rig.body_bones(path[1:])
+    below = [b for b in spine_path if path.index(b) <= branch_index]
+    above = [b for b in spine_path if path.index(b) > branch_index]
+    joints = {}
     spine = next((b for b in below if positions[b, 1] > positions[hips, 1]), None)
     if spine is not None:
         joints["spine"] = spine
@@ -287,16 +323,7 @@ def read_structure(skeleton, positions: np.ndarray, ends: np.ndarray, roles: dic
         head = above[0] if above else None
     if head is not None:
         joints["head"] = head
-    for side, (_, root) in arm_roots.items():
-        sign = 1.0 if side == "l" else -1.0
-        reach = reach_left if side == "l" else reach_right
-        arm = rig.body_bones(rig.follow(root, sign * reach), start_at=branch)
-        joints.update({f"{side}_{name}": bone for name, bone in _arm(rig, arm).items()})
-    named_hips = [b for b in range(len(rig.names)) if rig.has_role(b, "hips") and rig.eligible[b]]
-    if named_hips and hips not in named_hips:
-        notes.append(f"the hips are {rig.names[hips]!r}, where both legs start, not "
-                     f"{rig.names[named_hips[0]]!r} as its name says")
-    return Structure(joints, "", tuple(notes))
+    return joints
 
 
 def _hips(rig: _Rig):
