@@ -405,17 +405,10 @@ def run(args) -> int:
             raise FileNotFoundError(f"{checkpoint_path}: no checkpoint to resume from")
         resume = load_checkpoint(checkpoint_path)
     training_files, validation_files = split_by_file(files)
-
-    def progress(done, total):
-        if done == total or done % 100 == 0:
-            print(f"  simulated {done}/{total} files", file=sys.stderr)
-
     print(f"train orientation: window model, {len(training_files)} training and {len(validation_files)} "
           f"validation files", file=sys.stderr)
     started = time.perf_counter()
-    augmentation = None if args.no_augment else Augmentation(copies=args.copies)
-    clips = prepare_window_clips(training_files, args.look_around, args.seed, augmentation, progress=progress)
-    validation = prepare_window_clips(validation_files, args.look_around, 10_000 + args.seed, progress=progress)
+    augmentation, clips, validation = _simulated_clips(args, training_files, validation_files)
     preparing_s = time.perf_counter() - started
     training_started = time.perf_counter()
 
@@ -456,7 +449,38 @@ def run(args) -> int:
         save_checkpoint({})
         model = merged(done)
     errors = np.concatenate([angle_errors_deg(model, c) for c in validation])
-    model.info = {
+    training_s = (resume or {}).get("seconds", 0.0) + time.perf_counter() - started
+    model.info = _model_record(args, model, (training_files, validation_files), augmentation, clips, curve, finished,
+                               len(done), errors, (training_s, preparing_s))
+    model.save(output)
+    write_text(output.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
+    state = "" if finished else \
+        f" (stopped after member {len(done) + 1}'s epoch {curve[-1]['epoch']}; --resume to go on)"
+    print(f"wrote {output}: validation {errors.mean():.2f} ± {errors.std():.2f} deg{state}", file=sys.stderr)
+    return 0
+
+
+def _simulated_clips(args, training_files, validation_files):
+    """The augmentation (None with --no-augment), the training clips and the validation clips, simulated."""
+    def progress(done, total):
+        if done == total or done % 100 == 0:
+            print(f"  simulated {done}/{total} files", file=sys.stderr)
+
+    augmentation = None if args.no_augment else Augmentation(copies=args.copies)
+    clips = prepare_window_clips(training_files, args.look_around, args.seed, augmentation, progress=progress)
+    validation = prepare_window_clips(validation_files, args.look_around, 10_000 + args.seed, progress=progress)
+    return augmentation, clips, validation
+
+
+def _model_record(args, model, files, augmentation, clips, curve: list, finished: bool, members_done: int,
+                  errors: np.ndarray, seconds: tuple[float, float]) -> dict:
+    """The model's record (its `info`, written beside it as JSON): how it was trained, how it validates; `files`
+    are the training and validation files, `seconds` the training time in all and this run's preparing time."""
+    import torch
+
+    training_files, validation_files = files
+    training_s, preparing_s = seconds
+    return {
         "architecture": f"window MLP: {len(args.taps)} taps over {args.taps[-1] / 60:g} s of 12 device vectors each, "
                         f"ReLU hidden layers; {args.members} member(s) summed"
                         f"{'' if args.single_pass else ', each reading the window as it is and mirrored'}",
@@ -466,21 +490,15 @@ def run(args) -> int:
         "augmentation": None if augmentation is None else {k: v for k, v in augmentation.__dict__.items()},
         "training_frames": int(sum(len(c.vectors) for c in clips)), "look_around_deg": args.look_around,
         "fps": 60, "epochs": args.epochs, "epochs_done": curve[-1]["epoch"], "finished": finished,
-        "members": args.members, "members_done": len(done),
+        "members": args.members, "members_done": members_done,
         "samples_per_epoch": args.samples_per_epoch, "batch_size": BATCH_SIZE, "learning_rate": LEARNING_RATE,
         "schedule": "cosine to 1/30", "optimiser": "AdamW", "weight_decay": WEIGHT_DECAY,
         "loss": "chord between unit output and truth (cos, sin)", "seed": args.seed,
         "emphasised_activities": EMPHASISED, "input_noise": INPUT_NOISE,
         "validation_mean_deg": float(errors.mean()), "validation_std_deg": float(errors.std()),
-        "training_seconds": round((resume or {}).get("seconds", 0.0) + time.perf_counter() - started, 1),
+        "training_seconds": round(training_s, 1),
         "preparing_seconds_this_run": round(preparing_s, 1), "torch": torch.__version__, "curve": curve,
     }
-    model.save(output)
-    write_text(output.with_suffix(".json"), json.dumps(model.info, indent=2) + "\n")
-    state = "" if finished else \
-        f" (stopped after member {len(done) + 1}'s epoch {curve[-1]['epoch']}; --resume to go on)"
-    print(f"wrote {output}: validation {errors.mean():.2f} ± {errors.std():.2f} deg{state}", file=sys.stderr)
-    return 0
 
 
 def add_arguments(parser) -> None:
