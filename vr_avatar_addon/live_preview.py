@@ -13,7 +13,7 @@ from . import bone_space, core, solve_cache
 from .errors import VRAvatarError
 from .handlers import pose_frame
 from .recording import NO_VR_SESSION, vr_session_running
-from .scene_solver import avatar_target, load_solver
+from .scene_solver import avatar_target, solver_for_scene
 from .stream_objects import stream_from_xr_poses, xr_poses
 
 TICK_S = 1.0 / 90.0
@@ -81,7 +81,7 @@ class LiveAvatar:
 
     def __init__(self, context):
         self.obj, target = avatar_target(context)
-        self.solver = load_solver(context)
+        self.solver = solver_for_scene(context)
         self.target = target
         self.size = context.scene.vr_avatar.solve.avatar_size.lower()
         self.retargeting = None  # made on the first frame the headset is seen: its height sizes the avatar

@@ -77,7 +77,7 @@ def solve_config(settings) -> "core.config.SolveConfig":
         standing_hmd_height_m=solve.user_height if explicit else None, arm_span_m=solve.arm_span if explicit else None)
 
 
-def load_solver(context):
+def solver_for_scene(context):
     """A core solver with the panel's method, settings and calibration (over the scene's databases where the method
     plays database poses)."""
     settings = context.scene.vr_avatar

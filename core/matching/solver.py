@@ -72,7 +72,7 @@ class MatchingDatabase:
 
 
 @dataclass
-class AvatarRig:
+class DeviceRig:
     """How the avatar (the database skeleton) carries the devices: the upper-body IK's calibration."""
 
     calibration: UpperBodyCalibration
@@ -80,7 +80,7 @@ class AvatarRig:
     frame_in_chest: np.ndarray
 
     @classmethod
-    def from_database(cls, poses: PoseDatabase, devices: DeviceOffsets, seconds: float = 0.5) -> "AvatarRig":
+    def from_database(cls, poses: PoseDatabase, devices: DeviceOffsets, seconds: float = 0.5) -> "DeviceRig":
         """Measured on the first clip's first `seconds` (taken as standing) with devices simulated on it."""
         clip = poses.clip_motion(0)
         simulated = simulate_stream(clip, SimulationConfig(fps=poses.fps, devices=devices))
@@ -174,7 +174,7 @@ class MotionMatchingSolver:
         self.skeleton = first.skeleton
         self.mapping = first.mapping
         self.fps = first.fps
-        self.rig = AvatarRig.from_database(first, devices, config.calibration_s)
+        self.rig = DeviceRig.from_database(first, devices, config.calibration_s)
         self.offsets = device_offsets(devices)
         self.model = orientation_model
         self.held = HeldDevices(self.fps, config.head_centre_from_hmd, config.teleport_distance_m)
@@ -208,7 +208,7 @@ class MotionMatchingSolver:
 
     # -- calibration ------------------------------------------------------------------------------------------
 
-    def standing_height(self, hmd_height: float, sample: bool = True) -> float:
+    def measured_standing_height(self, hmd_height: float, sample: bool = True) -> float:
         """The calibrated standing HMD height: given, or the mean over the first `calibration_s` seconds
         (`sample` False: this frame's HMD sample was rejected and is not measured)."""
         state = self.state
@@ -246,7 +246,7 @@ class MotionMatchingSolver:
         positions, rotations, dt, target, teleported = held.positions, held.rotations, held.dt, held.target, \
             held.teleported
         hmd_position = positions[0]
-        standing = self.standing_height(hmd_position[1], not held.rejected[0])
+        standing = self.measured_standing_height(hmd_position[1], not held.rejected[0])
         state.elapsed_s += dt
 
         body_yaw = self.facing.step(positions, rotations, dt, teleported)

@@ -266,7 +266,7 @@ def test_the_body_orientation_setting_picks_the_window_model_the_papers_network_
             for item in ('NETWORK', 'MMVR', 'HMD'):
                 settings.solve.orientation = item
                 assert settings.solve.cache_stale
-                solver = installed.scene_solver.load_solver(bpy.context)
+                solver = installed.scene_solver.solver_for_scene(bpy.context)
                 models[method, item] = type(solver.facing.model).__name__ if solver.facing.model else None
     finally:
         settings.solve.orientation = 'NETWORK'
@@ -409,7 +409,7 @@ def test_the_default_and_neural3points_solve_and_bake_without_a_database(bpy, in
         for needs in ('MM', 'MATCHED'):
             settings.solve.method, settings.solve.matched_legs = ('MM', False) if needs == 'MM' else ('HYBRID', True)
             with pytest.raises(installed.errors.VRAvatarError, match=r"^[^\n]*motion database[^\n]*Motion Library\)$"):
-                installed.scene_solver.load_solver(bpy.context)
+                installed.scene_solver.solver_for_scene(bpy.context)
         settings.solve.method, settings.solve.matched_legs = method, False
         obj, action = _bake(bpy, session, "rigify")
         cache = _cache(installed, bpy)

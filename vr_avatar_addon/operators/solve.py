@@ -12,7 +12,7 @@ from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
 from ..handlers import pose_frame
-from ..scene_solver import avatar_target, device_calibration, keep_calibration, load_solver, read_stream
+from ..scene_solver import avatar_target, device_calibration, keep_calibration, read_stream, solver_for_scene
 from ..scene_timing import scene_fps
 
 
@@ -40,7 +40,7 @@ class SceneSolve:
         """Everything the solve reads from the scene; VRAvatarError for what stops it."""
         scene, settings = context.scene, context.scene.vr_avatar
         obj, target = avatar_target(context)
-        return cls(obj.name, target, load_solver(context), read_stream(settings), device_calibration(settings),
+        return cls(obj.name, target, solver_for_scene(context), read_stream(settings), device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
                    bpy.path.abspath(settings.stream.stream_path))
 
