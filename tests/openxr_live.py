@@ -110,7 +110,7 @@ def live(graphics: str, seconds: float, lose_hands: str = "", pin_core: bool = F
     from core.hybrid.solver import HybridSolver
     from core.n3p.model import N3PModel
     from core.n3p.solver import N3PSolver
-    from core.orientation.window import load_orientation_model
+    from core.orientation.window_model import load_orientation_model
     from core.matching.pose_database import build_database
     from core.matching.solver import MotionMatchingSolver
 

@@ -38,7 +38,7 @@ from ..math import quat
 from ..math.spring import angle_spring_toward, spring_toward
 from ..orientation.facing import BodyFacing, load_facing_model
 from ..orientation.mmvr import OrientationModel
-from ..orientation.window import WindowOrientationModel
+from ..orientation.window_model import WindowOrientationModel
 from ..solution import Solution, require_finite, standing_height, waits_for_hmd
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .pose_database import DatabaseError, PoseDatabase

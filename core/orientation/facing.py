@@ -10,7 +10,7 @@ import numpy as np
 from ..devices.attachments import hmd_forward
 from ..math import quat
 from .mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, facing_yaw
-from .window import WindowOrientationModel, load_orientation_model
+from .window_model import WindowOrientationModel, load_orientation_model
 
 
 class BodyFacing:

@@ -24,7 +24,7 @@ from ..solve import solve
 from ..n3p.model import N3PModel
 from ..n3p.solver import N3PSolver
 from ..orientation.mmvr import MMVR_MODEL
-from ..orientation.window import load_orientation_model
+from ..orientation.window_model import load_orientation_model
 from .arguments import add_json_argument, add_mocap_argument
 
 IK_FRAMES = 100_000

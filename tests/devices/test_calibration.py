@@ -14,7 +14,7 @@ from core.config import CalibrationConfig, SimulationConfig
 from core.devices.attachments import implied_joint_positions, joints_from_devices
 from core.rig.humanoid import find_mapping
 from core.matching.pose_database import build_database
-from core.orientation.window import load_orientation_model
+from core.orientation.window_model import load_orientation_model
 from core.devices.simulate import simulate_stream
 from core.matching.solver import MotionMatchingSolver
 from core.solve import solve

@@ -12,7 +12,7 @@ from core.hybrid.solver import HybridSolver
 from core.quality.metrics import score_motion
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
-from core.orientation.window import load_orientation_model
+from core.orientation.window_model import load_orientation_model
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
 from core.matching.solver import MotionMatchingSolver

@@ -24,7 +24,7 @@ from core.math.angle import wrap_angle
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
 from core.orientation.mmvr import facing_yaw
-from core.orientation.window import load_orientation_model
+from core.orientation.window_model import load_orientation_model
 from core.quality.metrics import score_motion, within_reach
 from conftest import DATASET_2, FIXTURE_WALK_1, FIXTURE_WALK_2, core
 

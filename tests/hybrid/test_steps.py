@@ -14,7 +14,7 @@ from core.matching.solver import MotionMatchingSolver
 from core.solve import solve
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
-from core.orientation.window import load_orientation_model
+from core.orientation.window_model import load_orientation_model
 from core.quality.metrics import score_motion
 from conftest import DATASET_1, DATASET_2, FIXTURE_WALK_1, WALK_1
 

@@ -15,7 +15,7 @@ from core.ik.foot_lock import FootLock, Legs
 from core.rig.humanoid import find_mapping
 from core.anim.inertialize import Inertializer
 from core.anim.motion import Motion
-from core.orientation.window import load_orientation_model
+from core.orientation.window_model import load_orientation_model
 from core.matching.pose_database import DatabaseError, PoseDatabase, build_database
 from core.devices.simulate import simulate_stream
 from core.matching.solver import MotionMatchingSolver

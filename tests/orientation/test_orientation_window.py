@@ -13,7 +13,7 @@ from core.files.mocap import is_validation
 from core.devices.attachments import hmd_forward
 from core.orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
     hmd_frame_of_forward
-from core.orientation.window import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_frames, \
+from core.orientation.window_model import TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, hmd_frames, \
     load_orientation_model, mirror_index, window_inputs
 from core.devices.simulate import simulate_stream
 from core.tools.train.orientation_window import Augmentation, StackedFrames, augmented_devices, build_network, \

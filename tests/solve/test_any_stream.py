@@ -18,7 +18,7 @@ from core.matching.solver import MotionMatchingSolver
 from core.math import quat
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
-from core.orientation.window import load_orientation_model
+from core.orientation.window_model import load_orientation_model
 from core.solve import DatabaseNeeded, load_solver, solve
 from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
 

@@ -15,7 +15,7 @@ from core.matching.pose_database import build_database
 from core.matching.solver import MotionMatchingSolver
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
-from core.orientation.window import load_orientation_model
+from core.orientation.window_model import load_orientation_model
 from core.quality.metrics import score_motion
 from core.solve import solve
 from conftest import FIXTURE_WALK_1, SHARED, shared_exists

@@ -23,7 +23,7 @@ from ...files.mocap import activity
 from ...matching.pose_database import PoseDatabase
 from ...matching.solver import MatchingDatabase, MotionMatchingSolver
 from ...solve import solve
-from ...orientation.window import load_orientation_model
+from ...orientation.window_model import load_orientation_model
 from ...quality.metrics import score_motion, within_reach
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 

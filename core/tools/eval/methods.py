@@ -41,7 +41,7 @@ from ...matching.pose_database import PoseDatabase, build_database
 from ...matching.solver import MatchingDatabase, MotionMatchingSolver
 from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
-from ...orientation.window import load_orientation_model
+from ...orientation.window_model import load_orientation_model
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 from .matching import LOOK_AROUND_DEG, METRICS, score_solvers
 

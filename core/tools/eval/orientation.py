@@ -18,7 +18,7 @@ from ...assets import asset
 from ...files.atomic import check_outputs, save_figure
 from ...files.mocap import activity
 from ...orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL
-from ...orientation.window import load_orientation_model
+from ...orientation.window_model import load_orientation_model
 from ...quality.metrics import angle_deg
 from ..arguments import add_data_arguments, add_json_argument, evaluation_files
 from ..train.orientation_window import TRAINING_LOOK_AROUND_DEG, angle_errors_deg, prepare_window_clips

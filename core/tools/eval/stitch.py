@@ -184,7 +184,7 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
     from ...matching.pose_database import build_database
     from ...matching.solver import MatchingDatabase, MotionMatchingSolver
     from ...solve import solve
-    from ...orientation.window import load_orientation_model
+    from ...orientation.window_model import load_orientation_model
     from ...quality.metrics import score_motion
     from .matching import LOOK_AROUND_DEG
 

@@ -24,7 +24,7 @@ from ...devices.simulate import simulate_stream
 from ...files.bvh import read_bvh
 from ...files.mocap import activity
 from ...math import quat
-from ...orientation.window import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
+from ...orientation.window_model import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
     hmd_frames, mirror_index, window_inputs
 
 BATCH_SIZE = 256
