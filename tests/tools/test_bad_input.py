@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import FIXTURE_WALK_1
+from conftest import FIXTURE_WALK_1, TRUNCATED_BVH
 
 from core.files.bvh import read_bvh, write_bvh
 from core.tools.cli import main
@@ -429,27 +429,8 @@ def test_a_stream_the_solve_cannot_follow_is_named_in_its_one_line(good, tmp_pat
     refused(capsys, tmp_path, ["solve", csv, "-o", tmp_path / "out.bvh"], csv, words)
 
 
-CHAIN_BVH = """HIERARCHY
-ROOT A
-{
-  OFFSET 0 0 0
-  CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation
-  JOINT B
-  {
-    OFFSET 0 10 0
-    CHANNELS 3 Zrotation Xrotation Yrotation
-    End Site
-    {
-      OFFSET 0 10 0
-    }
-  }
-}
-MOTION
-Frames: 2
-Frame Time: 0.033333
-0 90 0 0 0 0 0 0 0
-0 90 0 0 0 0 0 0 0
-"""
+CHAIN_BVH = TRUNCATED_BVH.replace("Frames: 3", "Frames: 1")
+"""Two joints, one frame: a readable BVH that no mapping makes a humanoid."""
 
 
 @pytest.mark.parametrize("command", ["simulate", "build", "avatar", "stitch"])
