@@ -7,12 +7,13 @@ animates, so nothing from below leaks into the result; a channel that holds one 
 one key. Then the baked avatar is measured in Blender
 (avatar_quality) and the report written beside the .blend.
 """
+from dataclasses import replace
 from pathlib import Path
 
 import bpy
 import numpy as np
 
-from . import avatar_quality, core, keyframes, solve_cache
+from . import avatar_quality, core, keyframes, root_motion, solve_cache
 from .bone_map import bone_map, fill_bone_map
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
@@ -29,20 +30,29 @@ class Bake:
     measured a frame at a time (`step`), the report written at the end (`finish`); `cancel` takes back what
     `start` made and changed."""
 
-    def __init__(self, context):
-        """The checks before anything is made (VRAvatarError), then the new action on the armature."""
+    def __init__(self, context, name: str | None = None):
+        """The checks before anything is made (VRAvatarError), then the new action (`name`, else "<armature> VR
+        Avatar") on the armature, keyed as the scene's bake settings say."""
         scene = self.scene = context.scene
         obj = self.obj = bake_target(context)
-        cache = self.cache = solve_cache.load(scene)
+        settings = self.settings = scene.vr_avatar.bake
+        cache = self.cache = baked_range(solve_cache.load(scene), scene, settings.frame_range)
         if set(cache.bones) != set(obj.data.bones.keys()):
             raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: "
                                 "solve again")
-        channels = bake_channels(cache, obj)
+        if not scene.vr_avatar.bone_map or scene.vr_avatar.bone_map_armature != obj.name:
+            fill_bone_map(scene.vr_avatar, obj)
+        self.channels = bake_channels(cache, obj, settings.root_motion, bone_map(scene.vr_avatar),
+                                      settings.only_mapped)
+        root_motion.prepare(obj, settings.root_motion)
         animation = obj.animation_data
         self.before = (animation.action, animation.action_slot if animation.action else None) if animation else None
         self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
         self.previous_fake_user = bool(animation and animation.action and animation.action.use_fake_user)
-        self.action, self.previous = keyframes.new_action(f"{obj.name} VR Avatar", obj, channels, cache.frame_start)
+        self.name = name or f"{obj.name} VR Avatar"
+        measured = (bake_channels(cache, obj, 'HIPS', bone_map(scene.vr_avatar), settings.only_mapped)
+                    if settings.root_motion == 'IN_PLACE' else self.channels)  # measured where the body travels
+        self.action, self.previous = keyframes.new_action(self.name, obj, measured, cache.frame_start)
         scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
         self.measuring = measure_steps(scene, obj, cache)
         self.quality = None
@@ -59,6 +69,12 @@ class Bake:
         """The report beside the .blend and the messages (`report` is the operator's)."""
         while self.quality is None:
             self.step()
+        if self.settings.root_motion == 'IN_PLACE':  # the measured action gives way to the one kept in place
+            measured = self.action
+            self.action = keyframes.new_action(self.name, self.obj, self.channels, self.cache.frame_start)[0]
+            bpy.data.actions.remove(measured)
+        if self.settings.push_to_nla:
+            self.push_to_nla()
         scene, obj, cache, action, quality = self.scene, self.obj, self.cache, self.action, self.quality
         kept = f"; '{self.previous.name}' is kept (fake user)" if self.previous else ""
         avatar_quality.keep(scene.vr_avatar.solve.baked_quality, quality["figures"], quality["warnings"])
@@ -73,11 +89,20 @@ class Bake:
         for warning in quality["warnings"]:
             report({'WARNING'}, f"On '{obj.name}', {warning}")
 
-    def cancel(self) -> None:
-        """Take the bake back: the new action removed, the armature's action, its fake user, the preview and the
-        scene's frame as they were."""
-        self.measuring.close()
-        bpy.data.actions.remove(self.action)
+    def push_to_nla(self) -> None:
+        """The new action as a strip of its own NLA track, named after it; the armature's active action as it
+        was before the bake."""
+        animation = self.obj.animation_data
+        slot = animation.action_slot
+        track = animation.nla_tracks.new()
+        track.name = self.action.name
+        strip = track.strips.new(self.action.name, int(self.cache.frame_start), self.action)
+        if hasattr(strip, "action_slot"):
+            strip.action_slot = slot
+        self.restore_active_action()
+
+    def restore_active_action(self) -> None:
+        """The armature's action (and slot, and fake user) as before the bake."""
         if self.before is not None:
             action, slot = self.before
             self.obj.animation_data.action = action
@@ -85,6 +110,15 @@ class Bake:
                 self.obj.animation_data.action_slot = slot
                 action.use_fake_user = self.previous_fake_user
         elif self.obj.animation_data is not None:
+            self.obj.animation_data.action = None
+
+    def cancel(self) -> None:
+        """Take the bake back: the new action removed, the armature's action, its fake user, the preview and the
+        scene's frame as they were."""
+        self.measuring.close()
+        bpy.data.actions.remove(self.action)
+        self.restore_active_action()
+        if self.before is None and self.obj.animation_data is not None and not self.obj.animation_data.nla_tracks:
             self.obj.animation_data_clear()
         self.scene.vr_avatar.solve.preview = self.preview
         self.scene.frame_set(self.frame)
@@ -128,25 +162,50 @@ def channels_below(obj) -> set[str]:
     return found
 
 
-def bake_channels(cache, obj) -> list:
-    """Action channels of a cached solve on `obj` (module docstring): (data path, values (F, N), group)."""
+def baked_range(cache, scene, frame_range: str):
+    """The cached solve over the frames a bake keys: all of it ('SOLVE'), or where it meets the scene's frame
+    range ('SCENE'; VRAvatarError where they do not meet)."""
+    if frame_range == 'SOLVE':
+        return cache
+    first = max(scene.frame_start - cache.frame_start, 0)
+    last = min(scene.frame_end - cache.frame_start + 1, cache.frames)
+    if last <= first:
+        raise VRAvatarError(f"The scene's frame range {scene.frame_start}-{scene.frame_end} holds no frame of the "
+                            f"solve ({cache.frame_start}-{cache.frame_start + cache.frames - 1})")
+    kept = slice(first, last)
+    return replace(cache, frame_start=cache.frame_start + first, basis=cache.basis[kept],
+                   locations=cache.locations[kept], scales=cache.scales[kept], positions=cache.positions[kept],
+                   wrist_targets=cache.wrist_targets[kept], head_targets=cache.head_targets[kept])
+
+
+def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, only_mapped: bool = False) -> list:
+    """Action channels of a cached solve on `obj` (module docstring), the travel where root motion `mode` puts it
+    (`mapping`: joint -> bone, for the hips; `only_mapped`: the mapped bones' channels alone, and the root bone's
+    where it carries the travel): (data path, values (F, N), group)."""
+    hips = (mapping or {}).get("hips")
+    basis, locations, scales, extra = root_motion.with_root_motion(obj, cache, mode, hips)
+    kept = set(mapping.values()) if only_mapped and mapping else set(cache.bones)
+    if mode == 'ROOT_BONE':
+        kept.add(root_motion.top_of_chain(obj, hips))
     below = channels_below(obj)
     channels = []
     for j, name in enumerate(cache.bones):
+        if name not in kept:
+            continue
         path = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
         pose_bone, bone = obj.pose.bones[name], obj.data.bones[name]
-        rotation, values = rotation_values(cache.basis[:, j], pose_bone.rotation_mode)
+        rotation, values = rotation_values(basis[:, j], pose_bone.rotation_mode)
         channels.append((f"{path}.{rotation}", values, name))
         length = max(bone.length, 1e-6)
-        for prop, values, rest, scale in (("location", cache.locations[:, j], 0.0, length),
-                                          ("scale", cache.scales[:, j], 1.0, 1.0)):
+        for prop, values, rest, scale in (("location", locations[:, j], 0.0, length),
+                                          ("scale", scales[:, j], 1.0, 1.0)):
             moved = np.abs(values - rest).max(axis=0) > REST_TOLERANCE * scale
             leaking = np.array([f"{path}.{prop}[{i}]" in below for i in range(3)])
             if moved.any() or leaking.any():
                 values = np.where(moved, values, rest)
                 steady = np.ptp(values, axis=0).max() <= REST_TOLERANCE * scale  # one key holds it (Fit to User)
                 channels.append((f"{path}.{prop}", values[:1] if steady else values, name))
-    return channels
+    return channels + extra
 
 
 def measure_steps(scene, obj, cache):

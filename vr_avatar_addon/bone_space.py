@@ -104,6 +104,11 @@ def pose_from_basis(obj, rotations, root_location) -> None:
     root.location = tuple(float(v) for v in root_location)
 
 
+def rest_matrices(obj) -> np.ndarray:
+    """(J, 4, 4) each bone's rest matrix in armature space, obj.data.bones order."""
+    return _matrices(obj.data.bones, "matrix_local")
+
+
 def rest_tails(obj) -> np.ndarray:
     """(J, 3) bone tails in the world at rest, core's frame, obj.data.bones order."""
     tails = np.empty(len(obj.data.bones) * 3, dtype=np.float32)

@@ -155,6 +155,9 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
                 layout.label(text="Settings changed: solve again", icon='ERROR')
             layout.prop(solve, "preview")
             draw_calibration(layout, solve.found_calibration)
+            bake = context.scene.vr_avatar.bake
+            for name in ("root_motion", "frame_range", "only_mapped", "push_to_nla"):
+                layout.prop(bake, name)
             layout.operator("vr_avatar.bake_action", icon='ACTION')
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Live Preview"), ('OPENXR', "Live Preview (OpenXR)")):

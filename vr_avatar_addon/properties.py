@@ -8,6 +8,7 @@ from bpy.props import (BoolProperty, CollectionProperty, EnumProperty, FloatProp
                        IntProperty, PointerProperty, StringProperty)
 
 from . import core
+from .root_motion import ROOT_MOTION_MODES
 
 SOLVER = core.config.MatchingConfig()
 
@@ -208,6 +209,22 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     baked_quality: PointerProperty(type=VRAvatarBakedQuality)
 
 
+class VRAvatarBakeSettings(bpy.types.PropertyGroup):
+    """How Bake Action keys the solve: where the travel goes, which frames and bones, the action or an NLA strip."""
+    root_motion: EnumProperty(name="Root Motion", description="Where the avatar's travel over the floor and its "
+                              "turn go; the avatar's world motion is the same in every mode",
+                              items=ROOT_MOTION_MODES, default='HIPS')
+    push_to_nla: BoolProperty(name="Push to NLA", description="Put the new action on an NLA track of its own, named "
+                              "after it, and leave the armature's active action as it was", default=False)
+    frame_range: EnumProperty(name="Frames", description="Which frames of the solve are keyed",
+                              items=[('SOLVE', "Whole Solve", "Every frame of the solve"),
+                                     ('SCENE', "Scene Range", "The solve's frames within the scene's frame range")],
+                              default='SOLVE')
+    only_mapped: BoolProperty(name="Mapped Bones Only", description="Key the bones of the mapping alone (and the "
+                              "root bone where it carries the travel); other bones keep their own animation",
+                              default=False)
+
+
 class VRAvatarSettings(bpy.types.PropertyGroup):
     target_armature: PointerProperty(
         name="Target Armature", description="Armature that the avatar's motion drives", type=bpy.types.Object,
@@ -220,10 +237,11 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
     library: PointerProperty(type=VRAvatarLibrarySettings)
     stream: PointerProperty(type=VRAvatarStreamSettings)
     solve: PointerProperty(type=VRAvatarSolveSettings)
+    bake: PointerProperty(type=VRAvatarBakeSettings)
 
 
 classes = (VRAvatarBoneMapItem, VRAvatarDatabaseItem, VRAvatarLibrarySettings, VRAvatarStreamSettings, VRAvatarText,
-           VRAvatarCalibration, VRAvatarBakedQuality, VRAvatarSolveSettings, VRAvatarSettings)
+           VRAvatarCalibration, VRAvatarBakedQuality, VRAvatarSolveSettings, VRAvatarBakeSettings, VRAvatarSettings)
 
 
 _register_classes, _unregister_classes = bpy.utils.register_classes_factory(classes)

@@ -717,3 +717,109 @@ def test_a_stream_of_steamvr_device_poses_solves_as_its_openxr_one_with_its_cont
     finally:
         settings.stream.grip = 'openxr'
         assert bpy.ops.vr_avatar.load_stream(filepath=bpy.path.abspath(openxr_path)) == {'FINISHED'}
+
+
+# --- bake options: root motion, frames, bones, NLA ------------------------------------------------------------
+
+
+def _bake_with(bpy, session, rig, **options):
+    """Bake `rig` with the scene's bake settings set to `options` (put back after)."""
+    settings = bpy.context.scene.vr_avatar.bake
+    saved = {name: getattr(settings, name) for name in options}
+    for name, value in options.items():
+        setattr(settings, name, value)
+    try:
+        return _bake(bpy, session, rig)
+    finally:
+        for name, value in saved.items():
+            setattr(settings, name, value)
+
+
+def _travel_matrix(obj, installed) -> np.ndarray:
+    """In Place's travel T as the object's custom property holds it at this frame (x, y, heading)."""
+    x, y, heading = obj[installed.root_motion.TRAVEL_PROPERTY]
+    c, s = np.cos(heading), np.sin(heading)
+    return np.array([[c, -s, 0.0, x], [s, c, 0.0, y], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+
+
+def test_every_root_motion_mode_gives_the_same_world_motion(bpy, installed, session):
+    """Rigify's avatar has a root bone above the hips: the travel on the hips, the root bone, the object or kept
+    out (In Place, T in a custom property): every bone but the root ends at the same place in the world to 0.1 mm."""
+    scene, obj = bpy.context.scene, bpy.data.objects[session["rigify"]]
+    placement = obj.matrix_world.copy()
+    frames = [scene.frame_start + k for k in (0, 23, 61, 97)]
+    names = [bone.name for bone in obj.data.bones]
+    found = {}
+    try:
+        for mode in ("HIPS", "ROOT_BONE", "OBJECT", "IN_PLACE"):
+            obj.matrix_world = placement
+            _, action = _bake_with(bpy, session, "rigify", root_motion=mode)
+            hips = {item.joint: item.bone for item in scene.vr_avatar.bone_map}["hips"]
+            heads = []
+            for frame in frames:
+                scene.frame_set(frame)
+                bpy.context.view_layer.update()
+                local = np.array([list(obj.pose.bones[n].head) + [1.0] for n in names])
+                carried = _travel_matrix(obj, installed) if mode == "IN_PLACE" else np.eye(4)
+                heads.append((local @ carried.T @ np.array(obj.matrix_world).T)[:, :3])
+                if mode == "IN_PLACE":  # the body over its rest place
+                    rest = np.array(obj.data.bones[hips].head_local)
+                    assert np.hypot(*(np.array(obj.pose.bones[hips].head) - rest)[:2]) < 0.01
+            found[mode] = np.array(heads)
+            fcurves = {c.data_path for c in installed.keyframes.action_fcurves(action)}
+            assert ("location" in fcurves) == (mode == "OBJECT")
+            assert (f'["{installed.root_motion.TRAVEL_PROPERTY}"]' in fcurves) == (mode == "IN_PLACE")
+    finally:
+        obj.animation_data.action = None
+        obj.matrix_world = placement
+    travelled = np.ptp(found["HIPS"][:, names.index(hips), :2], axis=0).max()
+    assert travelled > 0.3  # the walk goes somewhere
+    body = [j for j, name in enumerate(names) if name != "root"]  # the root bone carries the travel in ROOT_BONE
+    for mode in ("ROOT_BONE", "OBJECT", "IN_PLACE"):
+        np.testing.assert_allclose(found[mode][:, body], found["HIPS"][:, body], atol=1e-4, err_msg=mode)
+
+
+def test_root_bone_motion_needs_a_bone_above_the_hips(bpy, session):
+    with pytest.raises(RuntimeError, match="has no bone above its hips 'mixamorig:Hips': choose Hips, Object or In "
+                                           "Place"):
+        _bake_with(bpy, session, "mixamo", root_motion='ROOT_BONE')
+
+
+def test_a_bake_pushed_to_the_nla_keeps_the_users_strips_and_active_action(bpy, installed, session):
+    obj = bpy.data.objects[session["mixamo"]]
+    own = bpy.data.actions[session["own_action"]]
+    animation = obj.animation_data_create()
+    track = animation.nla_tracks.new()
+    track.name = "User's track"
+    strip = track.strips.new("User's strip", 1, own)
+    animation.action = own
+    try:
+        _, action = _bake_with(bpy, session, "mixamo", push_to_nla=True)
+        assert animation.action == own
+        names = [t.name for t in animation.nla_tracks]
+        assert names == ["User's track", action.name]
+        assert [s.name for s in animation.nla_tracks[0].strips] == ["User's strip"] and strip.action == own
+        (pushed,) = animation.nla_tracks[1].strips
+        assert pushed.action == action and pushed.frame_start == bpy.context.scene.frame_start
+    finally:
+        for track in list(animation.nla_tracks):
+            animation.nla_tracks.remove(track)
+
+
+def test_a_bake_keys_the_scene_range_or_the_mapped_bones_alone_when_asked(bpy, installed, session):
+    scene = bpy.context.scene
+    _solve(bpy, session["mixamo"])
+    start, end = scene.frame_start, scene.frame_end
+    scene.frame_start, scene.frame_end = start + 10, start + 40
+    scene.vr_avatar.bake.frame_range, scene.vr_avatar.bake.only_mapped = 'SCENE', True
+    before = set(bpy.data.actions)
+    try:
+        assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    finally:
+        scene.frame_start, scene.frame_end = start, end
+        scene.vr_avatar.bake.frame_range, scene.vr_avatar.bake.only_mapped = 'SOLVE', False
+    (action,) = set(bpy.data.actions) - before
+    assert tuple(action.frame_range) == (start + 10, start + 40)
+    keyed = {c.data_path.split('"')[1] for c in installed.keyframes.action_fcurves(action)}
+    mapped = {item.bone for item in scene.vr_avatar.bone_map}
+    assert keyed == mapped and "mixamorig:Spine1" not in keyed

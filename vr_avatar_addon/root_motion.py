@@ -1,0 +1,111 @@
+"""Root motion: where a bake puts the avatar's travel over the floor and its turn about the vertical.
+
+The solve moves the hips (`HIPS`, the default). The other modes take the travel T (the hips' horizontal
+place and heading, each frame, against their rest) off the hips and give it to a root bone above them
+(`ROOT_BONE`), to the armature object (`OBJECT`), or to no transform at all (`IN_PLACE`: the body kept over
+its rest place, T keyed in the object's custom property TRAVEL_PROPERTY as x, y and heading, in armature
+space, for a game engine to read). In every mode the bones end where the solve put them in the world:
+world = object · T · armature space for `OBJECT` (and for `IN_PLACE` once T is applied), the root bone
+carrying T for `ROOT_BONE`.
+"""
+import numpy as np
+
+from . import core
+from .bone_space import pose_basis, rest_matrices
+from .errors import VRAvatarError
+from .rotation_modes import rotation_values
+
+quat = core.math.quat
+
+ROOT_MOTION_MODES = (('HIPS', "Hips", "The hips carry the travel (the solve as it is)"),
+                     ('ROOT_BONE', "Root Bone", "The bone at the top of the hips' chain carries the travel"),
+                     ('OBJECT', "Object", "The armature object carries the travel; its bones stay over it"),
+                     ('IN_PLACE', "In Place", "The body stays over its rest place; the travel is keyed in the "
+                      "object's custom property vr_avatar_root_motion (x, y, heading) for a game engine"))
+TRAVEL_PROPERTY = "vr_avatar_root_motion"
+
+
+def armature_space(obj, cache) -> tuple[np.ndarray, list, np.ndarray]:
+    """(pose matrices (F, J, 4, 4) in armature space, bone indices into obj.data.bones, parents in the cache's
+    order) of the cached solve: pose_j = pose_p · rest_p⁻¹ · rest_j · basis_j."""
+    order = [obj.data.bones.find(name) for name in cache.bones]
+    index = {name: j for j, name in enumerate(cache.bones)}
+    parents = np.array([index.get(obj.data.bones[name].parent.name, -1) if obj.data.bones[name].parent else -1
+                        for name in cache.bones])
+    rest = rest_matrices(obj)[order]
+    basis = np.zeros(cache.basis.shape[:2] + (4, 4))
+    basis[..., :3, :3] = quat.to_matrix(cache.basis) * cache.scales[..., None, :]
+    basis[..., :3, 3] = cache.locations
+    basis[..., 3, 3] = 1.0
+    matrices = np.empty_like(basis)
+    for j, parent in enumerate(parents):
+        local = rest[j] @ basis[:, j]
+        matrices[:, j] = local if parent < 0 else matrices[:, parent] @ np.linalg.inv(rest[parent]) @ local
+    return matrices, order, parents
+
+
+def travel(hips: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """(F, 4, 4) T: the hips' pose matrices (F, 4, 4) against their rest matrix (4, 4) as a move over the floor
+    and a turn about the vertical through the rest hips (armature space, +Z up)."""
+    def unit_axes(m):
+        return m[..., :3, :3] / np.linalg.norm(m[..., :3, :3], axis=-2, keepdims=True)
+    turn = quat.from_matrix(unit_axes(hips) @ unit_axes(rest).T)
+    heading = 2.0 * np.arctan2(turn[:, 3], turn[:, 0])
+    cos, sin = np.cos(heading), np.sin(heading)
+    moves = np.tile(np.eye(4), (len(hips), 1, 1))
+    moves[:, 0, 0], moves[:, 0, 1], moves[:, 1, 0], moves[:, 1, 1] = cos, -sin, sin, cos
+    centre = rest[:2, 3]
+    moves[:, :2, 3] = hips[:, :2, 3] - np.einsum("fij,j->fi", moves[:, :2, :2], centre)
+    return moves
+
+
+def top_of_chain(obj, bone_name: str) -> str:
+    """The parentless bone above `bone_name`; VRAvatarError where the bone itself has no parent."""
+    bone = obj.data.bones[bone_name]
+    if bone.parent is None:
+        raise VRAvatarError(f"Armature '{obj.name}' has no bone above its hips '{bone_name}': choose Hips, Object "
+                            "or In Place root motion")
+    while bone.parent is not None:
+        bone = bone.parent
+    return bone.name
+
+
+def with_root_motion(obj, cache, mode: str, hips: str) -> tuple:
+    """(basis, locations, scales) of the cache's bones and the extra channels (data path, values, group) that
+    give the cached world motion with the travel where `mode` puts it (the hips bone named `hips`)."""
+    if mode == 'HIPS':
+        return cache.basis, cache.locations, cache.scales, []
+    if mode == 'OBJECT' and obj.parent is not None:
+        raise VRAvatarError(f"Armature '{obj.name}' has a parent: Object root motion keys the object's own "
+                            "transform; choose another mode or clear the parent")
+    matrices, order, parents = armature_space(obj, cache)
+    h = cache.bones.index(hips)
+    moves = travel(matrices[:, h], rest_matrices(obj)[order[h]])
+    extra = []
+    if mode == 'ROOT_BONE':
+        root = cache.bones.index(top_of_chain(obj, hips))
+        matrices[:, root] = moves @ matrices[:, root]  # the other bones stay where the solve put them
+    else:
+        matrices = np.linalg.inv(moves)[:, None] @ matrices
+        if mode == 'OBJECT':
+            extra = object_channels(obj, moves)
+        else:
+            heading = np.arctan2(moves[:, 1, 0], moves[:, 0, 0])
+            extra = [(f'["{TRAVEL_PROPERTY}"]', np.column_stack([moves[:, 0, 3], moves[:, 1, 3], heading]),
+                      "Root Motion")]
+    basis, locations, scales = pose_basis(obj, matrices, order, parents)
+    return basis, locations, scales, extra
+
+
+def object_channels(obj, moves: np.ndarray) -> list:
+    """The object's location and rotation channels (in its rotation mode) that put it at its world matrix · T."""
+    world = np.array(obj.matrix_world, dtype=float) @ moves
+    axes = world[:, :3, :3] / np.linalg.norm(world[:, :3, :3], axis=-2, keepdims=True)
+    rotation, values = rotation_values(quat.unroll(quat.from_matrix(axes)), obj.rotation_mode)
+    return [("location", world[:, :3, 3], "Object Transforms"), (rotation, values, "Object Transforms")]
+
+
+def prepare(obj, mode: str) -> None:
+    """What the mode's channels need on the object before they can be keyed: IN_PLACE's custom property."""
+    if mode == 'IN_PLACE' and TRAVEL_PROPERTY not in obj:
+        obj[TRAVEL_PROPERTY] = [0.0, 0.0, 0.0]
