@@ -159,6 +159,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
             for name in ("root_motion", "frame_range", "only_mapped", "push_to_nla"):
                 layout.prop(bake, name)
             layout.operator("vr_avatar.bake_action", icon='ACTION')
+        layout.operator("vr_avatar.bake_batch", icon='DOCUMENTS')
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Live Preview"), ('OPENXR', "Live Preview (OpenXR)")):
             row.operator("vr_avatar.preview_live", text=text, icon='VIEW_CAMERA').source = source

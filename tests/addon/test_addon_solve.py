@@ -823,3 +823,31 @@ def test_a_bake_keys_the_scene_range_or_the_mapped_bones_alone_when_asked(bpy, i
     keyed = {c.data_path.split('"')[1] for c in installed.keyframes.action_fcurves(action)}
     mapped = {item.bone for item in scene.vr_avatar.bone_map}
     assert keyed == mapped and "mixamorig:Spine1" not in keyed
+
+
+def test_a_batch_of_three_streams_makes_three_named_actions(bpy, installed, session, tmp_path):
+    """Three streams (one damaged) onto the Mixamo avatar in one call: two named actions, the damaged one named in
+    its one line, the scene's stream and target as they were."""
+    scene = bpy.context.scene
+    clip = read_bvh(session["source"]["stream"])
+    streams = []
+    for k, start in enumerate((0.0, 1.0)):
+        path = tmp_path / f"take_{k + 1}.csv"
+        part = clip[int(start * clip.fps): int((start + 2.0) * clip.fps)]
+        write_stream(path, simulate_stream(part).stream)
+        streams.append(path)
+    damaged = tmp_path / "take_3.csv"
+    damaged.write_text("t,head_px\n0,1\n")
+    streams.append(damaged)
+    scene.vr_avatar.target_armature = bpy.data.objects[session["rigify"]]
+    loaded = scene.vr_avatar.stream.stream_path
+    for obj in bpy.context.selected_objects:
+        obj.select_set(False)
+    bpy.data.objects[session["mixamo"]].select_set(True)
+    before = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match="take_3.csv onto 'MixamoAvatar': Cannot load stream take_3.csv"):
+        bpy.ops.vr_avatar.bake_batch(directory=str(tmp_path), files=[{"name": p.name} for p in streams])
+    made = sorted(a.name for a in set(bpy.data.actions) - before if a.name.endswith("MixamoAvatar"))
+    assert made == ["take_1 - MixamoAvatar", "take_2 - MixamoAvatar"]
+    assert scene.vr_avatar.target_armature.name == session["rigify"]
+    assert scene.vr_avatar.stream.stream_path == loaded

@@ -2,12 +2,14 @@
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty
+from bpy.props import BoolProperty, CollectionProperty, StringProperty
+from bpy_extras.io_utils import ImportHelper
 
-from .. import bake, bone_space, core, solve_cache
+from .. import bake, batch, bone_space, core, solve_cache
 from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
@@ -271,7 +273,25 @@ class VR_AVATAR_OT_bake_action(BesideBlender, bpy.types.Operator):
         return {'RUNNING_MODAL'}
 
 
-classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action)
+class VR_AVATAR_OT_bake_batch(bpy.types.Operator, ImportHelper):
+    """Solve and bake each chosen stream onto each selected armature (or the Target Armature), one action a pair"""
+    bl_idname = "vr_avatar.bake_batch"
+    bl_label = "Batch Bake"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    filter_glob: StringProperty(default="*.csv", options={'HIDDEN'})
+    files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={'HIDDEN', 'SKIP_SAVE'})
+    directory: StringProperty(subtype='DIR_PATH', options={'HIDDEN', 'SKIP_SAVE'})
+
+    def execute(self, context):
+        folder = Path(self.directory or Path(self.filepath).parent)
+        streams = [folder / item.name for item in self.files if item.name] or [Path(self.filepath)]
+        armatures = [obj for obj in context.selected_objects if obj.type == 'ARMATURE']
+        target = context.scene.vr_avatar.target_armature
+        return batch.bake_batch(context, self.report, streams, armatures or ([target] if target else []))
+
+
+classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action, VR_AVATAR_OT_bake_batch)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -1,0 +1,62 @@
+"""Batch bakes: several streams onto one avatar, or one stream onto several, in one operation with one progress
+bar. Each pair is loaded, mapped (where the armature has no mapping yet), solved and baked as the panel would,
+its action named "<stream> - <armature>"; a pair that fails is one error line and the others go on. The scene's
+stream and target armature are put back at the end."""
+from pathlib import Path
+
+import bpy
+
+from . import bake
+from .errors import VRAvatarError
+
+
+def action_name(stream: Path, armature) -> str:
+    """The baked action's name for one pair: the stream file's stem and the armature's name (Blender keeps 63
+    characters)."""
+    return f"{stream.stem} - {armature.name}"[:63]
+
+
+def bake_pair(context, report, stream: Path, armature) -> str:
+    """Load `stream`, solve it onto `armature` and bake; the new action's name. RuntimeError or VRAvatarError
+    with the operator's message where a step fails."""
+    settings = context.scene.vr_avatar
+    bpy.ops.vr_avatar.load_stream(filepath=str(stream))
+    settings.target_armature = armature
+    if settings.bone_map_armature != armature.name or not settings.bone_map:
+        bpy.ops.vr_avatar.map_bones()
+    bpy.ops.vr_avatar.solve_stream()
+    baked = bake.Bake(context, action_name(stream, armature))
+    baked.finish(report)
+    return baked.action.name
+
+
+def bake_batch(context, report, streams: list[Path], armatures: list) -> set:
+    """Every stream onto every armature (module docstring)."""
+    if not streams or not armatures:
+        report({'ERROR'}, "Choose one or more stream files and select one or more armatures (or set the Target "
+                          "Armature)")
+        return {'CANCELLED'}
+    settings = context.scene.vr_avatar
+    loaded, target = settings.stream.stream_path, settings.target_armature
+    window_manager = context.window_manager
+    pairs = [(stream, armature) for stream in streams for armature in armatures]
+    made, failed = [], []
+    window_manager.progress_begin(0, len(pairs))
+    try:
+        for done, (stream, armature) in enumerate(pairs, 1):
+            try:
+                made.append(bake_pair(context, report, stream, armature))
+            except (RuntimeError, VRAvatarError) as error:
+                message = str(error).removeprefix("Error: ").strip()
+                report({'ERROR'}, f"{stream.name} onto '{armature.name}': {message}")
+                failed.append(f"{stream.name} onto '{armature.name}'")
+            window_manager.progress_update(done)
+    finally:
+        window_manager.progress_end()
+        settings.target_armature = target
+        if loaded:
+            bpy.ops.vr_avatar.load_stream(filepath=bpy.path.abspath(loaded))
+    report({'INFO'} if not failed else {'WARNING'},
+           f"Batch: baked {len(made)} of {len(pairs)} ({', '.join(made) or 'none'})"
+           + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return {'FINISHED'} if made else {'CANCELLED'}
