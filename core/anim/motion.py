@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..math import quat
-from ..rig.humanoid import mirror_pairs
+from .sides import mirror_pairs
 from .skeleton import Skeleton
 
 
@@ -165,7 +165,7 @@ class Motion:
     def mirrored(self) -> "Motion":
         """Left and right swapped: the clip reflected through the world's YZ plane (x -> -x).
 
-        Joints pair by name (humanoid.mirror_pairs). Rigs orient their left and right joints
+        Joints pair by name (sides.mirror_pairs). Rigs orient their left and right joints
         differently, so each joint j gets its own local reflection L_j (see joint_reflections):
         the partner's global rotation is M G_j L_j with M the world reflection, hence its local
         rotation is L_parent R_j L_j and its local translation L_parent t_j. Since -L is a proper

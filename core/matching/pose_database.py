@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..anim.character import character_frames
+from ..anim.character import VIRTUAL_ROOT, rooted_motion
 from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..config import DatabaseConfig, describe
@@ -28,7 +28,6 @@ from ..math import quat
 from ..anim.contacts import foot_contacts
 from ..rig.humanoid import HumanoidMapping, find_mapping
 
-VIRTUAL_ROOT = "root"
 FILE_VERSION = 1
 FPS_RANGE = (1.0, 1000.0)
 """Rates a database may be stored at."""
@@ -146,34 +145,10 @@ def _layout_problem(skeleton: Skeleton, poses: int, starts, stops, clip_names, f
     return None
 
 
-def database_skeleton(skeleton: Skeleton, hips: int) -> tuple[Skeleton, np.ndarray]:
-    """The virtual root followed by the hips and everything below them; and the source joint of each."""
-    kept = [j for j in range(len(skeleton)) if skeleton.is_ancestor(hips, j)]
-    new_index = {old: i + 1 for i, old in enumerate(kept)}
-    parents = np.array([-1, 0] + [new_index[int(skeleton.parents[j])] for j in kept[1:]])
-    offsets = np.concatenate([np.zeros((1, 3)), skeleton.offsets[kept]])
-    end_sites = tuple((new_index[j], o) for j, o in skeleton.end_sites if j in new_index)
-    return Skeleton((VIRTUAL_ROOT,) + tuple(skeleton.names[j] for j in kept), parents, offsets, end_sites), np.array(kept)
-
-
-def rooted_motion(motion: Motion, override: dict[str, str] | None = None) -> Motion:
-    """The clip on its database skeleton: joint 0 the virtual root in world space, the hips relative to it."""
-    mapping = find_mapping(motion.skeleton, override)
-    hips = mapping["hips"]
-    global_rotations, global_positions = motion.global_transforms()
-    root_position, root_rotation = character_frames(global_positions, mapping)
-    skeleton, source = database_skeleton(motion.skeleton, hips)
-
-    rotations = np.concatenate([root_rotation[:, None], motion.rotations[:, source]], axis=1)
-    positions = np.concatenate([root_position[:, None], motion.positions[:, source]], axis=1)
-    rotations[:, 1] = quat.inverse_multiply(root_rotation, global_rotations[:, hips])
-    positions[:, 1] = quat.inverse_rotate(root_rotation, global_positions[:, hips] - root_position)
-    return Motion(skeleton, rotations, positions, motion.fps, motion.name)
-
-
 def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] | None = None):
     """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate."""
-    rooted = rooted_motion(motion.resampled(config.fps), override)
+    resampled = motion.resampled(config.fps)
+    rooted = rooted_motion(resampled, find_mapping(resampled.skeleton, override))
     mapping = find_mapping(rooted.skeleton, override)
     toes = rooted.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
     velocities, angular_velocities = local_velocities(rooted.rotations, rooted.positions, config.fps)

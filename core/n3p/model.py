@@ -23,7 +23,7 @@ import numpy as np
 from ..anim.skeleton import Skeleton
 from ..assets import asset, read_model, write_model
 from ..errors import ModelFileError
-from ..math import heading
+from ..anim import heading
 from ..nn.gru import gru_step
 from .state import CONTACTS, HEADING_CHANGE, LO_SIZE, SIGNAL_SIZE, UP_SIZE, Z_IN_LO, Z_SIZE, OutputSkeleton, \
     signals_into, signals_out_of

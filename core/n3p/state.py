@@ -30,7 +30,8 @@ from ..anim.skeleton import Skeleton
 from ..config import DatabaseConfig, DeviceOffsets
 from ..devices.attachments import device_offsets, joints_from_devices
 from ..anim.contacts import foot_contacts
-from ..math import heading, quat
+from ..anim import heading
+from ..math import quat
 from ..rig.humanoid import CANONICAL_JOINTS, LOWER_BODY, UPPER_BODY, find_mapping
 
 FPS = 30.0

@@ -24,7 +24,8 @@ import numpy as np
 
 from ..anim.motion import Motion
 from ..files.bvh import read_bvh
-from ..matching.pose_database import rooted_motion
+from ..anim.character import rooted_motion
+from ..rig.humanoid import find_mapping
 from ..math import quat
 from .pose import PoseLayout, align_roots, on_floor, pose_vectors, root_yaw
 
@@ -55,7 +56,8 @@ class LocomotionClip:
 
 def load_clip(path, layout: PoseLayout | None = None) -> LocomotionClip:
     """A BVH clip resampled to 60 fps, rooted, its floor moved to y = 0."""
-    rooted = rooted_motion(read_bvh(path).resampled(FPS))
+    clip = read_bvh(path).resampled(FPS)
+    rooted = rooted_motion(clip, find_mapping(clip.skeleton))
     layout = layout or PoseLayout.of(rooted.skeleton)
     rooted, levels = on_floor(rooted, layout)
     return LocomotionClip(rooted.name, rooted, pose_vectors(rooted, layout, levels), levels,

@@ -1,6 +1,6 @@
 """RMR pose vectors (Kim et al. §4): one frame of locomotion as x_t = {r_t, p_t, q_t, v_t, c_t}, and back.
 
-A clip is first put on its database skeleton (pose_database.rooted_motion): joint 0 is the root,
+A clip is first put on its database skeleton (anim.character.rooted_motion): joint 0 is the root,
 the hips projected on the floor facing the hips' forward direction, as §4 defines it. Then per frame
 - r_t (3): the root's displacement from frame t-1 in the root frame of t-1, ordered (r_x, r_theta, r_z)
   as in the paper (metres, radians); the first frame repeats the second's;

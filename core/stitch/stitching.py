@@ -28,7 +28,7 @@ from ..config import StitchConfig
 from ..errors import InputError
 from ..ik.foot_lock import FootLock
 from ..ik.two_bone import two_bone_ik
-from ..matching.pose_database import database_skeleton, rooted_motion
+from ..anim.character import database_skeleton, rooted_motion
 from ..math import quat
 from ..math.least_squares_path import least_squares_path
 from ..rig.humanoid import find_mapping
@@ -62,7 +62,7 @@ def align_clips(motions: list[Motion]) -> AlignedClips:
         raise StitchError("nothing to stitch")
     parts, first = [], None
     for motion in motions:
-        rooted = rooted_motion(motion.resampled(FPS))
+        rooted = rooted_motion(motion.resampled(FPS), find_mapping(motion.skeleton))
         if first is None:
             first = rooted
             layout = PoseLayout.of(rooted.skeleton)

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from core.math import quat
-from core.rig.humanoid import find_mapping, mirror_pairs
+from core.anim.sides import mirror_pairs
+from core.rig.humanoid import find_mapping
 from core.anim.motion import WORLD_MIRROR, Motion, forward_kinematics, local_from_global
 from core.anim.skeleton import Skeleton
 

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from core.math import heading, quat
+from core.anim import heading
+from core.math import quat
 from core.tools.cli import main
 from core.config import N3PConfig, SimulationConfig
 from core.files.bvh import read_bvh

@@ -8,7 +8,8 @@ import pytest
 from conftest import RIGS, shared_exists
 
 from core.math import quat
-from core.rig.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping, split_side
+from core.anim.sides import split_side
+from core.rig.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping
 from core.files.bvh import read_bvh
 from core.rig.humanoid_structure import is_control
 from core.rig.target import TargetSkeleton, rig_skeleton

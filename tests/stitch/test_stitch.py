@@ -14,7 +14,7 @@ from core.config import StitchConfig
 from core.anim.inertialize import blend_seam, quintic_offsets
 from core.quality.metrics import foot_slide_m, npss
 from core.anim.motion import Motion
-from core.matching.pose_database import rooted_motion
+from core.anim.character import rooted_motion
 from core.stitch.stitching import WindowRefiner, align_clips, inertialized, on_skeleton, refine, stitch
 from core.stitch.data import (ReferenceDatabase, generate_pairs, load_clip, reference_databases, segment_features,
                               segment_splits)
@@ -264,7 +264,7 @@ def load_vectors(rooted):
 
 
 def test_on_skeleton_keeps_every_joint_where_the_stitched_motion_has_it(fixture_walk2):
-    rooted = rooted_motion(fixture_walk2.resampled(60.0))
+    rooted = rooted_motion(fixture_walk2.resampled(60.0), find_mapping(fixture_walk2.skeleton))
     full = on_skeleton(rooted, fixture_walk2.skeleton)
     names = rooted.skeleton.names[1:]
     ours = rooted.global_positions()[:, 1:]

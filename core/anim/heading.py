@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..anim.character import body_yaw
-from .angle import wrap_angle
-from . import quat
+from .character import body_yaw
+from ..math.angle import wrap_angle
+from ..math import quat
 
 
 def from_root(global_positions: np.ndarray, mapping) -> np.ndarray:
