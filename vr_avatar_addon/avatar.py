@@ -111,7 +111,7 @@ def standing_pose(obj, names, rest_rotations):
         return None
     mapping = core.rig.humanoid.find_mapping(motion.skeleton)
     rotations, positions = motion.global_transforms()
-    frame = int(core.rig.target.standing_frames(positions, mapping, 1)[0])
+    frame = int(core.retarget.target.standing_frames(positions, mapping, 1)[0])
     order = [motion.skeleton.index(name) for name in names]
     return core.math.quat.multiply(rotations[frame, order], rest_rotations), positions[frame, order]
 
@@ -121,7 +121,7 @@ def automatic_mapping(obj, override: dict[str, str] | None = None):
     and, where names fail, by the hierarchy and rest geometry; `override` entries win."""
     names, parents, positions, _, tails = _skeleton_arrays(obj)
     try:
-        mapping = core.rig.humanoid.find_mapping(core.rig.target.rig_skeleton(names, parents, positions), override,
+        mapping = core.rig.humanoid.find_mapping(core.retarget.target.rig_skeleton(names, parents, positions), override,
                                              required=(), tails=tails)
     except core.rig.humanoid.HumanoidMappingError as error:
         return {joint: (override or {}).get(joint, "") for joint in CANONICAL_JOINTS}, (), str(error)
@@ -153,7 +153,7 @@ def target_skeleton(obj, bone_map: dict[str, str]):
         skin = None if skin is None else (skin[0], posed_points(skin, positions, rotations, standing))
         floor = None if skin is None else float(skin[1][:, 1].min())
     try:
-        return core.rig.target.TargetSkeleton.build(names, parents, positions, rotations, bone_map, tails,
+        return core.retarget.target.TargetSkeleton.build(names, parents, positions, rotations, bone_map, tails,
                                                   floor, standing, skin)
     except core.rig.humanoid.HumanoidMappingError as error:
         raise MappingError(f"armature '{obj.name}': {error}") from None

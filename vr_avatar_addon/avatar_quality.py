@@ -6,7 +6,7 @@ meshes' lowest point at rest, or its lowest foot joint), scaled by the pose scal
 follow SPEC §5's baked-avatar metrics:
 - `mesh_below_floor_frames`: share of frames whose lowest skinned vertex is more than 2 cm under the floor;
 - `toe_below_rest_cm`: the deepest a toe goes under its rest height while planted (no more than 2.5 cm
-  above it); the toe is the toe bone's head, or where the foot bone ends (core.rig.target.LEAF_REACH);
+  above it); the toe is the toe bone's head, or where the foot bone ends (core.retarget.target.LEAF_REACH);
 - `foot_slide_cm_s`: SPEC §5 foot skating of the two toes, each one's floor its rest height;
 - `hand_cm`: hand bone's head (or the forearm's end) to the controller-implied wrist;
 - `head_cm`: head bone's head to the headset-implied head joint (the eyes to the headset, when the eyes
@@ -73,10 +73,10 @@ def point(bone_map: dict[str, str], armature, joint: str, fallback: str):
     if bone and bone in armature.pose.bones:
         return bone, 0.0
     side, part = fallback.split("_", 1)
-    (start, stop), share = core.rig.target.LEAF_REACH[part]
+    (start, stop), share = core.retarget.target.LEAF_REACH[part]
     bones = armature.data.bones
     reference = (bones[bone_map[f"{side}_{stop}"]].head_local - bones[bone_map[f"{side}_{start}"]].head_local).length
-    return bone_map[fallback], core.rig.target.leaf_reach(bones[bone_map[fallback]].length, reference, share)
+    return bone_map[fallback], core.retarget.target.leaf_reach(bones[bone_map[fallback]].length, reference, share)
 
 
 def along(bone, share: float) -> np.ndarray:

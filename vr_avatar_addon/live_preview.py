@@ -94,11 +94,11 @@ class LiveAvatar:
     def retargeting_for(self, head_height_m: float):
         """The retargeting onto the avatar, fitted (or not, by the Avatar Size setting) to this head height."""
         if self.retargeting is None:
-            scale = core.rig.target.avatar_scale(self.target, head_height_m, self.size)
+            scale = core.retarget.target.avatar_scale(self.target, head_height_m, self.size)
             standing = self.solver.standing_motion()
-            self.retargeting = core.rig.retarget.Retargeting.between(self.solver.skeleton, self.solver.mapping,
+            self.retargeting = core.retarget.retargeting.Retargeting.between(self.solver.skeleton, self.solver.mapping,
                                                                      self.target, standing, scale)
-            self.stances = core.rig.stances.LiveStances.of(standing)
+            self.stances = core.retarget.stances.LiveStances.of(standing)
         return self.retargeting
 
     def restore(self) -> None:

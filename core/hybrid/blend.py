@@ -15,8 +15,8 @@ import numpy as np
 
 from ..math import quat
 from ..math.angle import wrap_angle
-from ..rig.retarget import Retargeting
-from ..rig.target import bvh_target
+from ..retarget.retargeting import Retargeting
+from ..retarget.target import bvh_target
 
 LEG_JOINTS = ("thigh", "shin", "foot", "toes")
 """The canonical joints of each leg that motion matching poses."""
@@ -77,7 +77,7 @@ class LegTransfer:
     """Motion matching's leg joints (world rotations) as the predictor's skeleton's.
 
     Where both skeletons' legs have the same rest geometry a joint's world rotation is taken as it is. Else (a
-    database built from other motion capture) through retargeting's per-joint alignment (rig/retarget.py:
+    database built from other motion capture) through retargeting's per-joint alignment (retarget/retargeting.py:
     both skeletons' anatomical frames in their standing poses)."""
 
     def __init__(self, own: list[int], matched: list[int], offsets: np.ndarray | None = None):

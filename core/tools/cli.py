@@ -24,8 +24,8 @@ from ..matching.pose_database import build_database
 from ..quality.report import write_solution_report
 from ..rig.humanoid import HumanoidMappingError, find_mapping
 from ..rig.mapping_preset import builtin_presets, mapping_override
-from ..rig.target import SIZE_MODES, bvh_target
-from ..rig.retarget import on_bvh_skeleton, retarget_solution
+from ..retarget.target import SIZE_MODES, bvh_target
+from ..retarget.retargeting import on_bvh_skeleton, retarget_solution
 from ..solve import load_solver, solve
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from . import bench, demo

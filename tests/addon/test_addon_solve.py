@@ -19,7 +19,7 @@ from core.files.bvh import read_bvh
 from core.config import SimulationConfig
 from core.devices.attachments import implied_joint_positions
 from core.rig.humanoid import find_mapping
-from core.rig.target import standing_frames
+from core.retarget.target import standing_frames
 from core.devices.simulate import simulate_stream
 from core.files.stream import read_stream, write_stream
 

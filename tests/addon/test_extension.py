@@ -39,7 +39,7 @@ def test_zip_ships_the_runtime_only_and_every_module_it_ships_imports_from_the_z
     tools = [n for n in names if n.startswith(("core/tools/", "core/__main__.py"))]
     assert not tools and not [n for n in names if n.endswith(".png")]
     assert not [n for n in names if Path(n).stem.startswith(("train", "eval", "bench", "cli", "demo"))]
-    assert "core/rig/retarget.py" in names and "core/orientation/window_model.py" in names and "assets/orientation.npz" in names
+    assert "core/retarget/retargeting.py" in names and "core/orientation/window_model.py" in names and "assets/orientation.npz" in names
     assert "assets/upper_body_ik_fitted.json" in names and "assets/orientation.json" not in names
     zipfile.ZipFile(extension_zip).extractall(tmp_path / "unpacked")
     modules = sorted(n[:-3].replace("/", ".").removesuffix(".__init__") for n in names

@@ -329,8 +329,8 @@ def test_live_retargeting_reads_a_standing_reference_the_predictor_makes(validat
     """Live, retargeting has no solve to read its standing reference from: the predictor stands still under a
     level headset and hanging controllers. Without it, the Bandai rest pose (every bone along X) turned bones
     by 85 degrees on average."""
-    from core.rig.retarget import Retargeting
-    from core.rig.target import UPRIGHT_REFERENCE_DEG, bvh_target, uprightness
+    from core.retarget.retargeting import Retargeting
+    from core.retarget.target import UPRIGHT_REFERENCE_DEG, bvh_target, uprightness
     solver = N3PSolver(N3PModel.load())
     standing = solver.standing_motion()
     _, positions = standing.global_transforms()

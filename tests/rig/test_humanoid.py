@@ -12,7 +12,7 @@ from core.anim.sides import split_side
 from core.rig.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping
 from core.files.bvh import read_bvh
 from core.rig.humanoid_structure import is_control
-from core.rig.target import TargetSkeleton, rig_skeleton
+from core.retarget.target import TargetSkeleton, rig_skeleton
 from core.anim.skeleton import Skeleton
 
 

@@ -1,4 +1,4 @@
-"""Retargeting onto rigs with other rest poses, bone axes, facings and proportions (core.rig.retarget).
+"""Retargeting onto rigs with other rest poses, bone axes, facings and proportions (core.retarget.retargeting).
 
 Test rigs stand upright at rest, as a character's rest pose does: they are the clip's own skeleton
 posed in one of its standing frames (both feet planted), arms raised into a T- or A-pose. The
@@ -12,14 +12,14 @@ import pytest
 
 from core.math import quat
 
-from core.rig import retarget
-from core.rig.stances import HEEL_RISE_LIMIT_DEG, LiveStances
+from core.retarget import retargeting as retarget
+from core.retarget.stances import HEEL_RISE_LIMIT_DEG, LiveStances
 from core.rig.humanoid import find_mapping
 from core.files.bvh import read_bvh
-from core.rig.target import CANONICAL_CHILDREN, TargetSkeleton, bone_directions, uprightness
-from core.rig.retarget import Retargeting, twist_angle
+from core.retarget.target import CANONICAL_CHILDREN, TargetSkeleton, bone_directions, uprightness
+from core.retarget.retargeting import Retargeting, twist_angle
 from core.anim.contacts import contact_weights
-from core.rig.stances import held_over_stances
+from core.retarget.stances import held_over_stances
 from core.math.vector import unit
 from core.solve import load_solver
 from core.tools.eval.characters import clip_figures
@@ -314,7 +314,7 @@ def test_unmapped_bones_keep_their_rest_relation_and_a_rig_without_legs_is_refus
 
 
 def test_fit_scales_the_avatar_to_the_persons_head_height(fixture_walk1):
-    from core.rig.target import avatar_scale
+    from core.retarget.target import avatar_scale
     rig = _rig(fixture_walk1[:60], scale=1.3)
     assert avatar_scale(rig, 1.5, "fit") == pytest.approx(1.5 / rig.head_height())
     assert avatar_scale(rig, 1.5, "keep") == 1.0
@@ -358,7 +358,7 @@ def test_the_head_faces_where_the_source_looks_although_it_looks_around(walk1):
     turned 25 degrees in exactly those frames and the other way, a little, elsewhere (zero on average)."""
     from core.anim.character import body_yaw
     from core.devices.simulate import with_head_yaw
-    from core.rig.target import standing_frames
+    from core.retarget.target import standing_frames
     clip = walk1[:240]
     mapping = find_mapping(clip.skeleton)
     yaw = np.full(len(clip), 0.0)

@@ -51,7 +51,7 @@ class SceneSolve:
         try:
             self.solution = core.solve.solve(self.stream, self.solver, self.calibration)
             self.phase = "retargeting"
-            self.retargeted = core.rig.retarget.retarget_solution(self.solution, self.target, self.fps,
+            self.retargeted = core.retarget.retargeting.retarget_solution(self.solution, self.target, self.fps,
                                                                   self.stride_scaled, self.avatar_size)
             self.phase = "done"
         except ValueError as error:

@@ -23,8 +23,8 @@ from ...files.bvh import read_bvh
 from ...anim.contacts import floor_height
 from ...quality.metrics import foot_skate_cm_s, score_motion
 from ...rig.humanoid import find_mapping
-from ...rig.target import bvh_target
-from ...rig.retarget import on_bvh_skeleton, retarget_solution
+from ...retarget.target import bvh_target
+from ...retarget.retargeting import on_bvh_skeleton, retarget_solution
 from ...solve import load_solver, solve
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 

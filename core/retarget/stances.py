@@ -12,7 +12,7 @@ from ..anim.contacts import contact_segments, contact_weight, floor_height
 from ..anim.motion import Motion
 from ..math import quat
 from ..math.vector import length
-from .humanoid import HumanoidMapping, find_mapping
+from ..rig.humanoid import HumanoidMapping, find_mapping
 from .target import TargetSkeleton, leaf_end
 
 

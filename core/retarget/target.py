@@ -23,8 +23,8 @@ from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..math import quat
 from ..math.vector import length, unit, unit_across
-from .humanoid import HumanoidMapping, find_mapping
-from .humanoid_structure import tails_along_bones
+from ..rig.humanoid import HumanoidMapping, find_mapping
+from ..rig.humanoid_structure import tails_along_bones
 
 # Each joint's bone points at the first of these that the skeleton has; joints without one take
 # the alignment of the joint named in ALIGNED_LIKE (a rig's own bone tail serves where given).

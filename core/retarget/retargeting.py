@@ -4,7 +4,7 @@ The target is described by its bones at rest in world space (core's frame): head
 bone's own orientation (its axes, whatever the rig's rolls), optionally its tails, plus the
 humanoid mapping of SPEC §6 (optional joints such as toes, chest, shoulders or hands may be absent).
 
-With A_s the source bone's anatomical frame in its own axes (rig/target.py) and
+With A_s the source bone's anatomical frame in its own axes (retarget/target.py) and
 B_t the target bone's axes in its anatomical frame, a frame's target orientation is
 
     G_t[j] = G_s[c] · A_s[c] · B_t[j]
@@ -37,7 +37,7 @@ from ..devices.attachments import implied_joint_positions
 from ..ik.two_bone import two_bone_ik
 from ..math import quat
 from ..math.vector import dot, length, unit, unit_across
-from .humanoid import HumanoidMapping, find_mapping
+from ..rig.humanoid import HumanoidMapping, find_mapping
 from .stances import HEEL_RISE_LIMIT_DEG, TOE_RISE_LIMIT_DEG, LiveStances, TargetLeg, held_over_stances, leg_length, \
     leg_on_target, yaw_turn
 from .target import UPRIGHT_LIMIT_DEG, TargetSkeleton, anatomical_frames, avatar_scale, bone_directions, \
