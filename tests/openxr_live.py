@@ -211,8 +211,9 @@ def addon(folder: str, ticks: str = "90") -> dict:
               "objects_unchanged": len(bpy.data.objects) == objects,
               "preview_stopped": add_on.operators.live.VR_AVATAR_OT_preview_live.running() is None}
 
-    target = Path(folder) / "recorded.csv"
-    scene.vr_avatar.stream.record_path = str(target)
+    scene.vr_avatar.stream.record_path = str(Path(folder) / "recorded.csv")
+    scene.vr_avatar.stream.countdown_s = 0.0
+    target = Path(folder) / "recorded_001.csv"
     assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
     recorder = add_on.operators.stream.VR_AVATAR_OT_record_stream._recording
     for _ in range(ticks):

@@ -16,22 +16,22 @@ def action_name(stream: Path, armature) -> str:
     return f"{stream.stem} - {armature.name}"[:63]
 
 
-def bake_pair(context, report, stream: Path, armature) -> str:
-    """Load `stream`, solve it onto `armature` and bake; the new action's name. RuntimeError or VRAvatarError
-    with the operator's message where a step fails."""
+def bake_pair(context, report, stream: Path, armature, name: str) -> str:
+    """Load `stream`, solve it onto `armature` and bake as action `name`; the new action's name. RuntimeError or
+    VRAvatarError with the operator's message where a step fails."""
     settings = context.scene.vr_avatar
     bpy.ops.vr_avatar.load_stream(filepath=str(stream))
     settings.target_armature = armature
     if settings.bone_map_armature != armature.name or not settings.bone_map:
         bpy.ops.vr_avatar.map_bones()
     bpy.ops.vr_avatar.solve_stream()
-    baked = bake.Bake(context, action_name(stream, armature))
+    baked = bake.Bake(context, name)
     baked.finish(report)
     return baked.action.name
 
 
-def bake_batch(context, report, streams: list[Path], armatures: list) -> set:
-    """Every stream onto every armature (module docstring)."""
+def bake_batch(context, report, streams: list[Path], armatures: list, name=action_name) -> set:
+    """Every stream onto every armature (module docstring), each action named `name(stream, armature)`."""
     if not streams or not armatures:
         report({'ERROR'}, "Choose one or more stream files and select one or more armatures (or set the Target "
                           "Armature)")
@@ -45,7 +45,7 @@ def bake_batch(context, report, streams: list[Path], armatures: list) -> set:
     try:
         for done, (stream, armature) in enumerate(pairs, 1):
             try:
-                made.append(bake_pair(context, report, stream, armature))
+                made.append(bake_pair(context, report, stream, armature, name(stream, armature)))
             except (RuntimeError, VRAvatarError) as error:
                 message = str(error).removeprefix("Error: ").strip()
                 report({'ERROR'}, f"{stream.name} onto '{armature.name}': {message}")
@@ -60,3 +60,19 @@ def bake_batch(context, report, streams: list[Path], armatures: list) -> set:
            f"Batch: baked {len(made)} of {len(pairs)} ({', '.join(made) or 'none'})"
            + (f"; failed: {', '.join(failed)}" if failed else ""))
     return {'FINISHED'} if made else {'CANCELLED'}
+
+
+def bake_takes(context, report) -> set:
+    """Every take of the scene's list onto the Target Armature, each pushed to an NLA track of its own named after
+    the take (the armature's active action kept)."""
+    settings = context.scene.vr_avatar
+    if settings.target_armature is None:
+        report({'ERROR'}, "Pick the Target Armature the takes are baked onto")
+        return {'CANCELLED'}
+    streams = [Path(bpy.path.abspath(take.path)) for take in settings.stream.takes]
+    pushed = settings.bake.push_to_nla
+    settings.bake.push_to_nla = True
+    try:
+        return bake_batch(context, report, streams, [settings.target_armature], lambda stream, _: stream.stem[:63])
+    finally:
+        settings.bake.push_to_nla = pushed

@@ -81,6 +81,16 @@ class VRAVATAR_UL_databases(bpy.types.UIList):
         row.label(text=f"height {item.height_min:.2f} to {high}")
 
 
+class VRAVATAR_UL_takes(bpy.types.UIList):
+    """Recorded takes: name, length, and whether the calibration gesture starts them."""
+
+    def draw_item(self, _context, layout, _data, item, _icon, _active_data, _active_propname, _index):
+        row = layout.row(align=True)
+        row.label(text=item.name, icon='REC')
+        row.label(text=f"{item.duration_s:.1f} s")
+        row.label(text=f"{item.height_m:.2f} m" if item.height_m else "", icon='CHECKMARK' if item.calibrated else 'BLANK1')
+
+
 class VIEW3D_PT_vr_avatar_library(VRAvatarPanel, bpy.types.Panel):
     """Motion library: import motion capture and build the motion databases."""
     bl_label = "Motion Library"
@@ -119,11 +129,17 @@ class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
             column.prop(stream, name)
         layout.separator()
         layout.prop(stream, "record_path")
+        layout.prop(stream, "countdown_s")
         recording = VR_AVATAR_OT_record_stream.is_recording()
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Record VR Session"), ('OPENXR', "Record OpenXR")):
             row.operator("vr_avatar.record_stream", text="Stop Recording" if recording else text,
                          icon='PAUSE' if recording else 'REC', depress=recording).source = source
+        layout.template_list("VRAVATAR_UL_takes", "", stream, "takes", stream, "takes_index", rows=3)
+        row = layout.row(align=True)
+        row.operator("vr_avatar.load_take", icon='IMPORT')
+        row.operator("vr_avatar.remove_take", icon='REMOVE')
+        row.operator("vr_avatar.bake_takes", icon='NLA')
 
 
 class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
@@ -197,7 +213,7 @@ def draw_calibration(layout, found) -> None:
         box.label(text=f"{side} grip from wrist: {where}; tilted {tilt:.0f}°")
 
 
-classes = (VRAVATAR_UL_bone_map, VRAVATAR_UL_databases, VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
+classes = (VRAVATAR_UL_bone_map, VRAVATAR_UL_databases, VRAVATAR_UL_takes, VIEW3D_PT_vr_avatar, VIEW3D_PT_vr_avatar_library, VIEW3D_PT_vr_avatar_stream, VIEW3D_PT_vr_avatar_solve)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -77,6 +77,18 @@ class VRAvatarLibrarySettings(bpy.types.PropertyGroup):
         default=True)
 
 
+class VRAvatarTake(bpy.types.PropertyGroup):
+    """One recorded take: its stream file, its length, and what the calibration gesture at its start told."""
+    name: StringProperty(name="Take", description="The take's name: its stream file's name")
+    path: StringProperty(name="File", description="The take's stream CSV", subtype='FILE_PATH',
+                         options={'PATH_SUPPORTS_BLEND_RELATIVE'})
+    samples: IntProperty(name="Samples", min=0)
+    duration_s: FloatProperty(name="Length", description="Seconds from its first sample to its last", min=0.0)
+    calibrated: BoolProperty(name="Calibrated", description="The take starts with the calibration gesture")
+    height_m: FloatProperty(name="Standing HMD Height", description="From the calibration gesture, else the first "
+                            "seconds", unit='LENGTH')
+
+
 class VRAvatarStreamSettings(bpy.types.PropertyGroup):
     """Three-point stream: the loaded CSV and its empties, and recording."""
     stream_path: StringProperty(name="Stream", description="Three-point stream CSV (SPEC §3)", subtype='FILE_PATH',
@@ -86,9 +98,15 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
                           type=bpy.types.Object)
     right: PointerProperty(name="Right", description="Empty that carries the right controller's grip",
                            type=bpy.types.Object)
-    record_path: StringProperty(name="Record To", description="CSV file a VR session is recorded to",
+    record_path: StringProperty(name="Record To", description="Where takes are recorded: each take is its own "
+                                "CSV beside it, numbered (vr_stream_001.csv, vr_stream_002.csv, ...)",
                                 subtype='FILE_PATH', options={'PATH_SUPPORTS_BLEND_RELATIVE'},
                                 default="//vr_stream.csv")
+    countdown_s: FloatProperty(name="Countdown", description="Seconds between Record and the first sample: time to "
+                               "put the headset on and take the calibration pose", default=3.0, min=0.0, max=30.0,
+                               unit='TIME_ABSOLUTE')
+    takes: CollectionProperty(type=VRAvatarTake, name="Takes")
+    takes_index: IntProperty(name="Active Take", default=0)
     grip: EnumProperty(
         name="Controller Poses", description="The pose the stream's controllers report (core/devices/grips.py)",
         items=[('openxr', "OpenXR Grip", "OpenXR's grip pose: OpenXR runtimes and this add-on's recordings"),
@@ -240,7 +258,8 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
     bake: PointerProperty(type=VRAvatarBakeSettings)
 
 
-classes = (VRAvatarBoneMapItem, VRAvatarDatabaseItem, VRAvatarLibrarySettings, VRAvatarStreamSettings, VRAvatarText,
+classes = (VRAvatarBoneMapItem, VRAvatarDatabaseItem, VRAvatarLibrarySettings, VRAvatarTake, VRAvatarStreamSettings,
+           VRAvatarText,
            VRAvatarCalibration, VRAvatarBakedQuality, VRAvatarSolveSettings, VRAvatarBakeSettings, VRAvatarSettings)
 
 

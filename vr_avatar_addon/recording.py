@@ -34,13 +34,21 @@ def recording_warnings(session_settings) -> list[str]:
     return warnings
 
 
+def take_path(record_to: Path) -> Path:
+    """The next take's file: Record To's name numbered, the first number not taken in its folder."""
+    number = 1
+    while (path := record_to.with_name(f"{record_to.stem}_{number:03d}{record_to.suffix or '.csv'}")).exists():
+        number += 1
+    return path
+
+
 def record_target(context) -> Path:
-    """The Record To file; VRAvatarError where it cannot be written or would replace one of the scene's inputs
-    (refused before recording, not after)."""
+    """The next take's file (`take_path` of Record To); VRAvatarError where it cannot be written or would replace
+    one of the scene's inputs (refused before recording, not after)."""
     record_path = context.scene.vr_avatar.stream.record_path
     if not record_path or (record_path.startswith("//") and not bpy.data.is_saved):
         raise VRAvatarError("Save the .blend file first, or set an absolute Record To path")
-    path = Path(bpy.path.abspath(record_path))
+    path = take_path(Path(bpy.path.abspath(record_path)))
     if not path.parent.is_dir():
         raise VRAvatarError(f"Record To folder {path.parent} does not exist")
     try:
@@ -70,16 +78,23 @@ class Recording:
             for warning in recording_warnings(context.window_manager.xr_session_settings):
                 report({'WARNING'}, warning)
         self.times, self.positions, self.rotations = [], [], []
-        self.start = time.perf_counter()
-        report({'INFO'}, f"Recording {'the VR session' if self.openxr is None else 'from the OpenXR runtime'}: "
-               "press Esc or Record again to stop")
+        self.countdown_s = context.scene.vr_avatar.stream.countdown_s
+        self.start = time.perf_counter() + self.countdown_s
+        self.takes = context.scene.vr_avatar.stream.takes
+        where = 'the VR session' if self.openxr is None else 'from the OpenXR runtime'
+        report({'INFO'}, f"Recording {where} to {self.path.name}" + (f" in {self.countdown_s:g} s" if self.countdown_s
+                                                                     else "") + ": press Esc or Record again to stop")
 
     def ended(self, context) -> bool:
         """Whether the source has gone (the VR session stopped, the OpenXR session ended)."""
         return self.openxr.finished if self.openxr is not None else not vr_session_running(context)
 
     def sample(self, context) -> None:
-        """The devices' poses now (OpenXR: the frame the runtime has, if any)."""
+        """The devices' poses now (OpenXR: the frame the runtime has, if any); nothing during the countdown."""
+        if time.perf_counter() < self.start:
+            if self.openxr is not None:
+                self.openxr.poll()  # the session goes on; its frames are not kept
+            return
         if self.openxr is not None:
             frame = self.openxr.poll()
             if frame is not None:
@@ -111,5 +126,23 @@ class Recording:
             comments = ["recorded from Blender's VR session by the VR Avatar add-on"]
         if not write_stream_or_report(report, self.path, stream, comments):
             return {'CANCELLED'}
-        report({'INFO'}, f"Recorded {len(stream)} samples ({stream.duration:.1f} s) to {self.path}")
+        take = listed_take(self.takes, self.path, stream)
+        report({'INFO'}, f"Recorded take '{take.name}': {len(stream)} samples ({stream.duration:.1f} s) to "
+               f"{self.path}" + ("; calibration gesture found" if take.calibrated else ""))
         return {'FINISHED'}
+
+
+def listed_take(takes, path: Path, stream):
+    """The take at `path` added to the scene's take list with its length and calibration (and made active)."""
+    take = takes.add()
+    take.name, take.path = path.stem, bpy.path.relpath(str(path)) if bpy.data.is_saved else str(path)
+    take.samples, take.duration_s = len(stream), float(stream.duration)
+    calibration = core.devices.calibration.calibrate_stream(stream)
+    take.calibrated = calibration.found
+    try:
+        take.height_m = calibration.standing_hmd_height_m if calibration.found else core.solution.standing_height(
+            stream, core.config.CalibrationConfig().search_s)
+    except ValueError:  # the headset never tracked: no height to show
+        take.height_m = 0.0
+    takes.id_data.vr_avatar.stream.takes_index = len(takes) - 1
+    return take

@@ -851,3 +851,27 @@ def test_a_batch_of_three_streams_makes_three_named_actions(bpy, installed, sess
     assert made == ["take_1 - MixamoAvatar", "take_2 - MixamoAvatar"]
     assert scene.vr_avatar.target_armature.name == session["rigify"]
     assert scene.vr_avatar.stream.stream_path == loaded
+
+
+def test_bake_takes_puts_each_take_on_an_nla_track_named_after_it(bpy, installed, session, tmp_path):
+    scene = bpy.context.scene
+    clip = read_bvh(session["source"]["stream"])
+    takes = scene.vr_avatar.stream.takes
+    takes.clear()
+    for k in (1, 2):
+        path = tmp_path / f"session_00{k}.csv"
+        stream = simulate_stream(clip[int((k - 1) * clip.fps): int((k + 1) * clip.fps)]).stream
+        write_stream(path, stream)
+        installed.recording.listed_take(takes, path, stream)
+    obj = bpy.data.objects[session["mixamo"]]
+    scene.vr_avatar.target_armature = obj
+    active = obj.animation_data.action if obj.animation_data else None
+    try:
+        assert bpy.ops.vr_avatar.bake_takes() == {'FINISHED'}
+        tracks = {t.name: [s.action.name for s in t.strips] for t in obj.animation_data.nla_tracks}
+        assert tracks == {"session_001": ["session_001"], "session_002": ["session_002"]}
+        assert obj.animation_data.action == active and not scene.vr_avatar.bake.push_to_nla
+    finally:
+        for track in list(obj.animation_data.nla_tracks):
+            obj.animation_data.nla_tracks.remove(track)
+        takes.clear()

@@ -186,17 +186,17 @@ def test_bad_stream_reports_the_line_and_creates_nothing(bpy, empty_scene, strea
     assert empty_scene.vr_avatar.stream.head is None and empty_scene.vr_avatar.stream.stream_path == ""
 
 
-def test_export_and_record_refuse_to_replace_the_loaded_stream(bpy, installed, loaded, stream_csv, monkeypatch):
+def test_export_refuses_to_replace_the_loaded_stream_and_takes_never_replace_a_file(bpy, installed, loaded, stream_csv, monkeypatch):
     scene, _ = loaded
     before = stream_csv.read_bytes()
     with pytest.raises(RuntimeError, match="is also an input"):
         bpy.ops.vr_avatar.export_stream(filepath=str(stream_csv))
-    monkeypatch.setattr(installed.recording, "vr_session_running", lambda _context: True)
-    scene.vr_avatar.stream.record_path = str(stream_csv)
-    with pytest.raises(RuntimeError, match="is also an input"):
-        bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT')
-    assert not installed.operators.stream.VR_AVATAR_OT_record_stream.is_recording()
     assert stream_csv.read_bytes() == before
+    # A take never replaces a file: Record To names the takes, each numbered past the files already there.
+    taken = stream_csv.with_name(f"{stream_csv.stem}_001.csv")
+    taken.write_bytes(before)
+    assert installed.recording.take_path(stream_csv) == stream_csv.with_name(f"{stream_csv.stem}_002.csv")
+    taken.unlink()
 
 
 def test_export_without_a_stream_says_to_load_one(bpy, empty_scene, tmp_path):
@@ -227,8 +227,9 @@ def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty
                      np.array([head[1], left[1], right[1]])) for k in range(3)])
     monkeypatch.setattr(recording, "vr_session_running", lambda _context: True)
     monkeypatch.setattr(recording, "xr_poses", lambda _context, _state: next(samples))
-    target = tmp_path / "recorded.csv"
-    empty_scene.vr_avatar.stream.record_path = str(target)
+    empty_scene.vr_avatar.stream.record_path = str(tmp_path / "recorded.csv")
+    empty_scene.vr_avatar.stream.countdown_s = 0.0
+    target = tmp_path / "recorded_001.csv"
     assert bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT') == {'RUNNING_MODAL'}
     recorder = operators.VR_AVATAR_OT_record_stream._recording
     for _ in range(3):
@@ -246,6 +247,50 @@ def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty
                                atol=1e-6)
     assert_same_rotations(stream.rotations[:, 0], np.tile([1.0, 0.0, 0.0, 0.0], (3, 1)))
     np.testing.assert_allclose(stream.positions[0, 1], [0.3, 1.0, 0.2], atol=1e-6)
+
+
+def _record_take(bpy, recorder_class, poses: int, countdown_ticks: int = 0):
+    """One take through the operator: `countdown_ticks` timer events first, then `poses` sampled ones."""
+    assert bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT') == {'RUNNING_MODAL'}
+    recorder = recorder_class._recording
+    for _ in range(countdown_ticks):
+        recorder.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer))
+    if countdown_ticks:
+        recorder.recording.start = time.perf_counter()  # the countdown over
+    for _ in range(poses):
+        time.sleep(0.002)
+        recorder.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer))
+    assert bpy.ops.vr_avatar.record_stream() == {'FINISHED'}
+    assert recorder.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS', timer=None)) == {'FINISHED'}
+
+
+def test_takes_are_files_of_their_own_listed_and_kept_in_the_blend(bpy, installed, empty_scene, tmp_path,
+                                                                  monkeypatch):
+    """Two takes: the countdown's ticks sample nothing; each take its own numbered file, listed with its length;
+    the list survives saving and reopening the .blend; Load Take loads one."""
+    recording = installed.recording
+    step = iter(range(1000))
+    monkeypatch.setattr(recording, "vr_session_running", lambda _context: True)
+    monkeypatch.setattr(recording, "xr_poses", lambda _context, _state: (
+        np.array([[0.0, -0.01 * next(step), 1.6], [0.3, -0.2, 1.0], [-0.3, -0.2, 1.0]]), np.tile(Y_UP_TO_Z_UP, (3, 1))))
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "takes.blend"))
+    stream = bpy.context.scene.vr_avatar.stream
+    stream.record_path, stream.countdown_s = "//take.csv", 30.0
+    _record_take(bpy, installed.operators.stream.VR_AVATAR_OT_record_stream, 4, countdown_ticks=5)
+    _record_take(bpy, installed.operators.stream.VR_AVATAR_OT_record_stream, 6, countdown_ticks=2)
+    assert [len(read_stream(tmp_path / f"take_00{k}.csv")) for k in (1, 2)] == [4, 6]
+    assert [(t.name, t.samples) for t in stream.takes] == [("take_001", 4), ("take_002", 6)]
+    assert stream.takes_index == 1 and stream.takes[0].duration_s > 0.0 and not stream.takes[0].calibrated
+    bpy.ops.wm.save_mainfile()
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "takes.blend"))
+    stream = bpy.context.scene.vr_avatar.stream
+    assert [(t.name, t.path, t.samples) for t in stream.takes] == [("take_001", "//take_001.csv", 4),
+                                                                  ("take_002", "//take_002.csv", 6)]
+    stream.takes_index = 0
+    assert bpy.ops.vr_avatar.load_take() == {'FINISHED'}
+    assert bpy.path.abspath(stream.stream_path) == str(tmp_path / "take_001.csv")
+    assert bpy.ops.vr_avatar.remove_take() == {'FINISHED'}
+    assert [t.name for t in stream.takes] == ["take_002"] and (tmp_path / "take_001.csv").exists()
 
 
 def test_vr_session_poses_convert_to_stream_rows(installed):

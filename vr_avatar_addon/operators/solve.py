@@ -291,7 +291,25 @@ class VR_AVATAR_OT_bake_batch(bpy.types.Operator, ImportHelper):
         return batch.bake_batch(context, self.report, streams, armatures or ([target] if target else []))
 
 
-classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action, VR_AVATAR_OT_bake_batch)
+class VR_AVATAR_OT_bake_takes(bpy.types.Operator):
+    """Solve and bake every take onto the Target Armature, each on an NLA track of its own named after the take"""
+    bl_idname = "vr_avatar.bake_takes"
+    bl_label = "Bake Takes"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        if not context.scene.vr_avatar.stream.takes:
+            cls.poll_message_set("No take: record one first")
+            return False
+        return True
+
+    def execute(self, context):
+        return batch.bake_takes(context, self.report)
+
+
+classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action, VR_AVATAR_OT_bake_batch,
+           VR_AVATAR_OT_bake_takes)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)

@@ -5,7 +5,7 @@ from bpy.props import EnumProperty, StringProperty
 from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import recording
-from ..errors import VRAvatarError
+from ..errors import VRAvatarError, polled
 from ..stream_files import export_stream, load_stream
 
 
@@ -96,7 +96,47 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
         return self.recording.write(self.report)
 
 
-classes = (VR_AVATAR_OT_load_stream, VR_AVATAR_OT_export_stream, VR_AVATAR_OT_record_stream)
+def active_take(context):
+    """The take list's active take; VRAvatarError where the list is empty."""
+    stream = context.scene.vr_avatar.stream
+    if not 0 <= stream.takes_index < len(stream.takes):
+        raise VRAvatarError("No take: record one first (Record VR Session or Record OpenXR)")
+    return stream.takes[stream.takes_index]
+
+
+class VR_AVATAR_OT_load_take(bpy.types.Operator):
+    """Load the active take's stream as the scene's stream"""
+    bl_idname = "vr_avatar.load_take"
+    bl_label = "Load Take"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, active_take, context)
+
+    def execute(self, context):
+        return load_stream(context, self.report, bpy.path.abspath(active_take(context).path))
+
+
+class VR_AVATAR_OT_remove_take(bpy.types.Operator):
+    """Remove the active take from the list (its file stays on disk)"""
+    bl_idname = "vr_avatar.remove_take"
+    bl_label = "Remove Take"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, active_take, context)
+
+    def execute(self, context):
+        stream = context.scene.vr_avatar.stream
+        stream.takes.remove(stream.takes_index)
+        stream.takes_index = min(stream.takes_index, len(stream.takes) - 1)
+        return {'FINISHED'}
+
+
+classes = (VR_AVATAR_OT_load_stream, VR_AVATAR_OT_export_stream, VR_AVATAR_OT_record_stream, VR_AVATAR_OT_load_take,
+           VR_AVATAR_OT_remove_take)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)
