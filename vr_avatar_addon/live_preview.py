@@ -77,29 +77,17 @@ SOURCES = {'BLENDER_VR': BlenderVRSource, 'OPENXR': OpenXRRuntimeSource}
 
 
 class LiveAvatar:
-    """The solver and the retargeting onto one armature, stepped one frame at a time."""
+    """One armature posed live by core's LiveRetargeting of the scene's solver; `restore` puts its pose back."""
 
     def __init__(self, context):
-        self.obj, target = avatar_target(context)
+        self.obj, self.target = avatar_target(context)
         self.solver = solver_for_scene(context)
-        self.target = target
-        self.size = context.scene.vr_avatar.solve.avatar_size.lower()
-        self.retargeting = None  # made on the first frame the headset is seen: its height sizes the avatar
-        self.stances = None  # where the avatar's stance feet are held, with the retargeting
-        self.order = [self.obj.data.bones.find(name) for name in target.names]
+        self.live = core.retarget.live.LiveRetargeting(self.solver, self.target,
+                                                       context.scene.vr_avatar.solve.avatar_size.lower())
+        self.order = [self.obj.data.bones.find(name) for name in self.target.names]
         bones = self.obj.pose.bones
         self.saved_pose = [(b.name, b.rotation_mode, tuple(b.rotation_quaternion), tuple(b.location), tuple(b.scale))
                            for b in bones]
-
-    def retargeting_for(self, head_height_m: float):
-        """The retargeting onto the avatar, fitted (or not, by the Avatar Size setting) to this head height."""
-        if self.retargeting is None:
-            scale = core.retarget.target.avatar_scale(self.target, head_height_m, self.size)
-            standing = self.solver.standing_motion()
-            self.retargeting = core.retarget.retargeting.Retargeting.between(self.solver.skeleton, self.solver.mapping,
-                                                                     self.target, standing, scale)
-            self.stances = core.retarget.stances.LiveStances.of(standing)
-        return self.retargeting
 
     def restore(self) -> None:
         """The armature's pose as it was before the first step."""
@@ -110,15 +98,9 @@ class LiveAvatar:
                 bone.rotation_quaternion, bone.location, bone.scale, bone.rotation_mode = rotation, location, scale, mode
 
     def step(self, positions, rotations, tracked, dt: float) -> None:
-        usable = core.devices.plausibility.usable_samples(positions, rotations, tracked)
-        positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the targets
-        motion = self.solver.step(positions, rotations, usable, dt)
-        joints = core.devices.attachments.joints_from_devices(positions, rotations, self.solver.offsets)
-        heads = np.where(usable[0], joints[0], np.nan)
-        retargeting = self.retargeting_for(float(joints[0, 1]))
-        global_rotations, global_positions = retargeting.apply(motion, joints[None, 1:], head_targets=heads[None],
-                                                               stances=self.stances)
-        matrices = bone_space.armature_matrices(self.obj, global_rotations, global_positions, retargeting.scale)
+        global_rotations, global_positions = self.live.step(positions, rotations, tracked, dt)
+        matrices = bone_space.armature_matrices(self.obj, global_rotations, global_positions,
+                                                self.live.retargeting.scale)
         basis, locations, scales = bone_space.pose_basis(self.obj, matrices, self.order, self.target.parents)
         pose_frame(self.obj, solve_cache.CachedFrame(self.obj.name, list(self.target.names), basis[0], locations[0],
                                                      scales[0]))

@@ -517,7 +517,7 @@ def test_live_stepping_poses_the_avatar_with_its_hands_on_the_controllers(bpy, i
         toe_heights.append(_world_heads(bpy, obj, toes)[:, 1])
     assert np.median(gaps) < 0.01
     # The stance feet are planted live too: no toe goes under its standing height (without: 0.8 and 5.8 cm).
-    standing = [leg.toe_height for leg in live.retargeting.legs]
+    standing = [leg.toe_height for leg in live.live.retargeting.legs]
     assert (np.min(toe_heights, axis=0) > np.array(standing) - 1e-3).all()
     hips = _world_heads(bpy, obj, [mapping["hips"]])[0]
     assert np.hypot(*(hips - stream.positions[119, 0])[[0, 2]]) < 0.4  # under the headset, within α and a bit

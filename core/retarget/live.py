@@ -1,0 +1,45 @@
+"""Live retargeting: a solver stepped one frame at a time onto a target skeleton, as the live preview drives it.
+
+The retargeting is made on the first frame whose headset height is known (it sizes the avatar, `avatar_scale`),
+with the stances its feet are held by; each step solves the frame and carries it onto the target, its head on
+the headset-implied head and its wrists on the controller-implied wrists.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..devices.attachments import joints_from_devices
+from ..devices.plausibility import usable_samples
+from .retargeting import Retargeting
+from .stances import LiveStances
+from .target import TargetSkeleton, avatar_scale
+
+
+class LiveRetargeting:
+    """`solver` (a Solver) stepped onto `target`, sized by `size` ('fit' or 'keep')."""
+
+    def __init__(self, solver, target: TargetSkeleton, size: str):
+        self.solver, self.target, self.size = solver, target, size
+        self.retargeting: Retargeting | None = None
+        self.stances: LiveStances | None = None
+
+    def retargeting_for(self, head_height_m: float) -> Retargeting:
+        """The retargeting onto the target, fitted (or not, by `size`) to this head height, made once."""
+        if self.retargeting is None:
+            scale = avatar_scale(self.target, head_height_m, self.size)
+            standing = self.solver.standing_motion()
+            self.retargeting = Retargeting.between(self.solver.skeleton, self.solver.mapping, self.target, standing,
+                                                   scale)
+            self.stances = LiveStances.of(standing)
+        return self.retargeting
+
+    def step(self, positions, rotations, tracked, dt: float) -> tuple[np.ndarray, np.ndarray]:
+        """(global rotations (1, J, 4), global positions (1, J, 3)) of the target this frame, core's frame; the
+        devices' unusable samples count as untracked. The headset must be usable on the first step."""
+        usable = usable_samples(positions, rotations, tracked)
+        positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the targets
+        motion = self.solver.step(positions, rotations, usable, dt)
+        joints = joints_from_devices(positions, rotations, self.solver.offsets)
+        heads = np.where(usable[0], joints[0], np.nan)
+        retargeting = self.retargeting_for(float(joints[0, 1]))
+        return retargeting.apply(motion, joints[None, 1:], head_targets=heads[None], stances=self.stances)
