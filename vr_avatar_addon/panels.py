@@ -171,6 +171,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
                 layout.label(text="Settings changed: solve again", icon='ERROR')
             layout.prop(solve, "preview")
             draw_calibration(layout, solve.found_calibration)
+            layout.operator("vr_avatar.clean_solve", icon='MOD_SMOOTH')
             bake = context.scene.vr_avatar.bake
             for name in ("root_motion", "frame_range", "only_mapped", "push_to_nla"):
                 layout.prop(bake, name)

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, CollectionProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from .. import bake, batch, bone_space, core, solve_cache
+from .. import bake, batch, bone_space, cleanup, core, solve_cache
 from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
@@ -291,6 +291,33 @@ class VR_AVATAR_OT_bake_batch(bpy.types.Operator, ImportHelper):
         return batch.bake_batch(context, self.report, streams, armatures or ([target] if target else []))
 
 
+class VR_AVATAR_OT_clean_solve(bpy.types.Operator):
+    """Smooth the cached solve (one-euro filter per bone group) keeping planted feet where they stood; scrub to
+    preview, undo to take it back, Bake Action to key it"""
+    bl_idname = "vr_avatar.clean_solve"
+    bl_label = "Smooth Solve"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    body_cutoff_hz: FloatProperty(name="Body", description="Minimum cutoff of the hips, spine and head (lower: "
+                                  "smoother)", default=1.5, min=0.05, max=30.0, unit='NONE')
+    arms_cutoff_hz: FloatProperty(name="Arms", description="Minimum cutoff of the shoulders, arms and hands",
+                                  default=2.5, min=0.05, max=30.0)
+    legs_cutoff_hz: FloatProperty(name="Legs", description="Minimum cutoff of the legs and feet", default=2.5,
+                                  min=0.05, max=30.0)
+    beta: FloatProperty(name="Speed Coefficient", description="How much faster motion raises the cutoff (one-euro "
+                        "beta): higher keeps fast moves sharper", default=0.5, min=0.0, max=100.0)
+    keep_planted: BoolProperty(name="Keep Planted Feet", description="Re-solve each leg where its foot is planted so "
+                               "the foot stands where it stood", default=True)
+
+    @classmethod
+    def poll(cls, context):
+        return polled(cls, bake.bake_target, context)
+
+    def execute(self, context):
+        cutoffs = {"body": self.body_cutoff_hz, "arms": self.arms_cutoff_hz, "legs": self.legs_cutoff_hz}
+        return cleanup.clean_solve(context, self.report, cutoffs, self.beta, self.keep_planted)
+
+
 class VR_AVATAR_OT_bake_takes(bpy.types.Operator):
     """Solve and bake every take onto the Target Armature, each on an NLA track of its own named after the take"""
     bl_idname = "vr_avatar.bake_takes"
@@ -309,7 +336,7 @@ class VR_AVATAR_OT_bake_takes(bpy.types.Operator):
 
 
 classes = (VR_AVATAR_OT_map_bones, VR_AVATAR_OT_solve_stream, VR_AVATAR_OT_bake_action, VR_AVATAR_OT_bake_batch,
-           VR_AVATAR_OT_bake_takes)
+           VR_AVATAR_OT_bake_takes, VR_AVATAR_OT_clean_solve)
 
 
 register, unregister = bpy.utils.register_classes_factory(classes)
