@@ -84,15 +84,20 @@ def run_in_environment(args: list[str], capture: bool = False, env: dict | None 
 
 
 def demo(args: list[str]) -> int:
-    """The core demo (stream, database, solved BVH, report), then the Blender scene made from its output."""
+    """The core demo (stream, database, solved BVH, report), then the Blender scene made from its output and the
+    add-on's panels as they show it."""
     done = run_in_environment(["-m", "core", "demo", *args], capture=True)
     print(done.stdout, end="")
     if done.returncode:
         return done.returncode
     summary = json.loads(done.stdout)
-    out = str(Path(summary["stream"]).parent)
-    return run_in_environment(["-m", "addon_tools.demo_scene", "--out", out, "--stream", summary["stream"],
-                               "--db", summary["solved"]["database"], "--avatar", summary["bvh_copy"]]).returncode
+    out = Path(summary["stream"]).parent
+    scene = run_in_environment(["-m", "addon_tools.demo_scene", "--out", str(out), "--stream", summary["stream"],
+                                "--db", summary["solved"]["database"], "--avatar", summary["bvh_copy"]])
+    if scene.returncode:
+        return scene.returncode
+    return run_in_environment(["-m", "addon_tools.panel_listing", "--blend", str(out / "demo.blend"), "--png",
+                               str(out / "panels.png"), "--md", str(out / "panels.md")]).returncode
 
 
 def test(args: list[str]) -> int:

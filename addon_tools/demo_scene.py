@@ -16,6 +16,8 @@ from pathlib import Path
 import bpy
 import numpy as np
 
+from core.matching.pose_database import PoseDatabase
+
 RADIUS_M = {"hips": 0.11, "spine": 0.11, "chest": 0.13, "neck": 0.045, "head": 0.085, "shoulder": 0.045,
             "upper_arm": 0.045, "forearm": 0.038, "hand": 0.032, "thigh": 0.07, "shin": 0.052, "foot": 0.042,
             "toes": 0.035}
@@ -123,6 +125,7 @@ def run(out: Path, stream: Path, database: Path, avatar_bvh: Path) -> dict:
     settings = bpy.context.scene.vr_avatar
     entry = settings.library.databases.add()
     entry.path = bpy.path.relpath(str(database.resolve()))
+    entry.poses = len(PoseDatabase.load(database))
     bpy.ops.vr_avatar.load_stream(filepath=str(stream.resolve()))
     before = set(bpy.data.objects)
     bpy.ops.vr_avatar.import_bvh(filepath=str(avatar_bvh))

@@ -907,3 +907,24 @@ def test_smoothing_lowers_jitter_without_moving_planted_feet(bpy, installed, ses
         np.testing.assert_allclose(_world_heads(bpy, obj, after.bones), after.positions[40], atol=2e-3)
     finally:
         assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
+
+
+def test_every_panel_draws_the_scene_as_it_stands(bpy, installed, session):
+    """The four sidebar panels drawn headless (addon_tools/panel_listing) on a solved, baked scene with a take:
+    what the README's panel image shows, on every Blender the manifest claims."""
+    from addon_tools.panel_listing import panel_listing
+
+    scene = bpy.context.scene
+    _bake(bpy, session, "mixamo")
+    stream = read_stream(session["csv"])
+    installed.recording.listed_take(scene.vr_avatar.stream.takes, session["csv"], stream)
+    try:
+        listing = panel_listing(bpy.context, installed.panels)
+    finally:
+        scene.vr_avatar.stream.takes.clear()
+    assert list(listing) == ["Avatar", "Motion Library", "Stream", "Solve and Bake"]
+    assert "Target Armature: MixamoAvatar" in listing["Avatar"]
+    assert any(line.startswith("▸ walk_active") for line in listing["Stream"])
+    solve = listing["Solve and Bake"]
+    assert "Root Motion: Hips" in solve and "[Smooth Solve]" in solve and "[Batch Bake]" in solve
+    assert "Baked avatar, measured in Blender" in "\n".join(solve)
