@@ -81,15 +81,39 @@ def _rotation(matrices):
     return quat.from_matrix(axes / scale[..., None, :]), scale
 
 
-def replanted(before: np.ndarray, after: np.ndarray, legs, planted: np.ndarray, parents) -> np.ndarray:
+FOOT_LOCKS = (('AUTO', "Auto", "Where the solve's toe is planted (near its floor and still), the foot stands where "
+                "and as it stood"),
+              ('ALWAYS', "Always", "Wherever the solve's toe is near its floor, moving or not, the foot stands where "
+               "and as it stood"),
+              ('GROUNDING', "Grounding", "The feet never lower than the solve put them (nothing sinks), free to "
+               "slide"),
+              ('NEVER', "Never", "The smoothed legs as they are"))
+"""Smooth Solve's foot lock modes, after DeepMotion's (Auto, Always, Never, Grounding)."""
+
+
+def lock_weights(mode: str, toes: np.ndarray, fps: float) -> np.ndarray:
+    """(F,) how locked one foot is, from its toe's positions (F, 3) in the solve: AUTO by height and speed
+    (core/anim/contacts.py), ALWAYS by height alone."""
+    if mode == 'AUTO':
+        return core.anim.contacts.contact_weights(toes, fps)
+    height = toes[:, 1] - core.anim.contacts.floor_height(toes[:, 1])
+    return core.anim.contacts.contact_weight(height, 0.0)
+
+
+def replanted(before: np.ndarray, after: np.ndarray, legs, planted: np.ndarray, parents,
+              grounding: bool = False) -> np.ndarray:
     """Armature-space matrices `after` with each leg (thigh, shin, foot indices) re-solved where it is planted
-    (weights (F, 2)): the foot back at its place and turn in `before`, the bones below it carried along."""
+    (weights (F, 2)): the foot back at its place and turn in `before`, the bones below it carried along. With
+    `grounding`, each ankle is only raised back to its height in `before` where it went lower."""
     result = after.copy()
     moved = np.zeros(after.shape[1], dtype=bool)
     for side, (thigh, shin, foot) in enumerate(legs):
         weight = planted[:, side]
         hip, knee, ankle = (after[:, j, :3, 3] for j in (thigh, shin, foot))
         goal = ankle + weight[:, None] * (before[:, foot, :3, 3] - ankle)
+        if grounding:
+            goal = ankle.copy()
+            goal[:, 2] = np.maximum(ankle[:, 2], before[:, foot, 2, 3])
         (thigh_rotation, thigh_scale), (shin_rotation, shin_scale) = _rotation(after[:, thigh]), _rotation(after[:, shin])
         new_thigh, new_shin = core.ik.two_bone.two_bone_ik(hip, knee, ankle, goal, thigh_rotation, shin_rotation)
         new_knee = hip + quat.rotate(quat.multiply_inverse(new_thigh, thigh_rotation), knee - hip)
@@ -109,30 +133,33 @@ def replanted(before: np.ndarray, after: np.ndarray, legs, planted: np.ndarray, 
 
 
 def cleaned(obj, cache, mapping: dict[str, str], fps: float, cutoffs: dict[str, float], beta: float,
-            keep_planted: bool = True):
-    """The cache smoothed (module docstring); `cutoffs` the minimum cutoff (Hz) per group of GROUPS. Where a
-    planted leg could not reach its foot from the smoothed hips, the hips ease back to the solve's travel."""
+            foot_lock: str = 'AUTO'):
+    """The cache smoothed (module docstring); `cutoffs` the minimum cutoff (Hz) per group of GROUPS, `foot_lock`
+    one of FOOT_LOCKS. Where a locked leg could not reach its foot from the smoothed hips, the hips ease back to the
+    solve's travel."""
     before, order, parents = armature_space(obj, cache)
     basis, locations = smoothed_bases(cache, bone_groups(obj, cache, mapping), fps, cutoffs, beta)
     after = armature_space(obj, replace(cache, basis=basis, locations=locations))[0]
-    if keep_planted:
+    legs = [tuple(cache.bones.index(mapping[f"{s}_{j}"]) for j in ("thigh", "shin", "foot")) for s in "lr"]
+    if foot_lock in ('AUTO', 'ALWAYS'):
         toes = [mapping.get(f"{s}_toes", mapping[f"{s}_foot"]) for s in "lr"]
-        planted = np.stack([core.anim.contacts.contact_weights(cache.positions[:, cache.bones.index(t)], fps)
-                            for t in toes], axis=-1)
-        legs = [tuple(cache.bones.index(mapping[f"{s}_{j}"]) for j in ("thigh", "shin", "foot")) for s in "lr"]
+        planted = np.stack([lock_weights(foot_lock, cache.positions[:, cache.bones.index(t)], fps) for t in toes],
+                           axis=-1)
         goals = np.stack([before[:, foot, :3, 3] for _, _, foot in legs], axis=1)
         back = eased(overreaching(after, legs, planted, goals))[:, None, None]
         if back.any():
             locations = locations + back * (cache.locations - locations)
             after = armature_space(obj, replace(cache, basis=basis, locations=locations))[0]
         after = replanted(before, after, legs, planted, parents)
+    elif foot_lock == 'GROUNDING':
+        after = replanted(before, after, legs, np.zeros((len(after), 2)), parents, grounding=True)
     basis, locations, scales = pose_basis(obj, after, order, parents)
     world = np.array(obj.matrix_world, dtype=float)
     heads = after[..., :3, 3] @ world[:3, :3].T + world[:3, 3]
     return replace(cache, basis=basis, locations=locations, scales=scales, positions=y_up_from_z_up(heads))
 
 
-def clean_solve(context, report, cutoffs: dict[str, float], beta: float, keep_planted: bool) -> set:
+def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lock: str) -> set:
     """The scene's cached solve cleaned (`cleaned`) and stored back; the current frame posed from it."""
     scene = context.scene
     cache = solve_cache.load(scene)
@@ -144,10 +171,11 @@ def clean_solve(context, report, cutoffs: dict[str, float], beta: float, keep_pl
     if not settings.bone_map or settings.bone_map_armature != obj.name:
         fill_bone_map(settings, obj)
     fps = scene_fps(scene)
-    result = cleaned(obj, cache, bone_map(settings), fps, cutoffs, beta, keep_planted)
+    result = cleaned(obj, cache, bone_map(settings), fps, cutoffs, beta, foot_lock)
     solve_cache.store(scene, result)
     pose_frame(obj, solve_cache.cached_frame(scene, scene.frame_current))
     before, after = (core.quality.metrics.jitter(c.positions, fps) for c in (cache, result))
     report({'INFO'}, f"Smoothed the solve onto '{obj.name}': jitter {before:.0f} -> {after:.0f} m/s³"
-                     + ("; planted feet kept where they stood" if keep_planted else ""))
+                     + {'AUTO': "; planted feet kept where they stood", 'ALWAYS': "; feet near the floor kept where "
+                        "they stood", 'GROUNDING': "; no foot lower than solved", 'NEVER': ""}[foot_lock])
     return {'FINISHED'}

@@ -928,3 +928,35 @@ def test_every_panel_draws_the_scene_as_it_stands(bpy, installed, session):
     solve = listing["Solve and Bake"]
     assert "Root Motion: Hips" in solve and "[Smooth Solve]" in solve and "[Batch Bake]" in solve
     assert "Baked avatar, measured in Blender" in "\n".join(solve)
+
+
+@pytest.mark.parametrize("mode", ["ALWAYS", "GROUNDING", "NEVER"])
+def test_the_foot_lock_modes_hold_the_feet_as_they_say(bpy, installed, session, tmp_path, mode):
+    """Smooth Solve's foot locks on a device-noise walk: Always keeps every toe near the floor where it stood;
+    Grounding lets no ankle go lower than solved; Never leaves the smoothed legs (the planted toes then move)."""
+    from core.config import DeviceNoise
+    scene = bpy.context.scene
+    clip = read_bvh(session["source"]["stream"])[: int(SECONDS * 30)]
+    noisy = tmp_path / "noisy.csv"
+    write_stream(noisy, simulate_stream(clip, SimulationConfig(device_noise=DeviceNoise(), seed=5)).stream)
+    try:
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(noisy)) == {'FINISHED'}
+        _solve(bpy, session["mixamo"])
+        before = _cache(installed, bpy)
+        assert bpy.ops.vr_avatar.clean_solve(foot_lock=mode) == {'FINISHED'}
+        after = _cache(installed, bpy)
+    finally:
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
+    fps, contacts = scene.render.fps, installed.core.anim.contacts
+    mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
+    for side in "lr":
+        toe, ankle = (before.bones.index(mapping[f"{side}_{j}"]) for j in ("toes", "foot"))
+        near = installed.cleanup.lock_weights("ALWAYS", before.positions[:, toe], fps) >= 1.0
+        planted = contacts.contact_weights(before.positions[:, toe], fps) >= 1.0
+        moved = np.linalg.norm(after.positions[:, toe] - before.positions[:, toe], axis=-1)
+        if mode == "ALWAYS":
+            assert near.sum() >= planted.sum() and moved[near].max() < 0.0015
+        elif mode == "GROUNDING":
+            assert (after.positions[:, ankle, 1] >= before.positions[:, ankle, 1] - 1e-3).all()
+        else:
+            assert moved[planted].max() > 0.002

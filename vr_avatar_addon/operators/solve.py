@@ -6,7 +6,7 @@ from pathlib import Path
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, CollectionProperty, FloatProperty, StringProperty
+from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
 from .. import bake, batch, bone_space, cleanup, core, solve_cache
@@ -306,8 +306,8 @@ class VR_AVATAR_OT_clean_solve(bpy.types.Operator):
                                   min=0.05, max=30.0)
     beta: FloatProperty(name="Speed Coefficient", description="How much faster motion raises the cutoff (one-euro "
                         "beta): higher keeps fast moves sharper", default=0.5, min=0.0, max=100.0)
-    keep_planted: BoolProperty(name="Keep Planted Feet", description="Re-solve each leg where its foot is planted so "
-                               "the foot stands where it stood", default=True)
+    foot_lock: EnumProperty(name="Foot Lock", description="How the feet are held after smoothing (the legs "
+                            "re-solved to hold them)", items=cleanup.FOOT_LOCKS, default='AUTO')
 
     @classmethod
     def poll(cls, context):
@@ -315,7 +315,7 @@ class VR_AVATAR_OT_clean_solve(bpy.types.Operator):
 
     def execute(self, context):
         cutoffs = {"body": self.body_cutoff_hz, "arms": self.arms_cutoff_hz, "legs": self.legs_cutoff_hz}
-        return cleanup.clean_solve(context, self.report, cutoffs, self.beta, self.keep_planted)
+        return cleanup.clean_solve(context, self.report, cutoffs, self.beta, self.foot_lock)
 
 
 class VR_AVATAR_OT_bake_takes(bpy.types.Operator):
