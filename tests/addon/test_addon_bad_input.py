@@ -115,7 +115,7 @@ def test_the_action_of_an_armature_without_bones_is_one_line(bpy, installed, emp
 
 
 @pytest.mark.parametrize("content, words", [(b'{"hips": "Hips", "flurb": "Spine"}', "'flurb' not among the canonical"),
-                                            (b"[" * 5000, "nested too deeply"),
+                                            (b"[" * 5000, "preset.json: cannot read the joint mapping"),
                                             (b'{"hips": "Nope"}', "none of its bones is in")])
 def test_a_bad_mapping_preset_is_one_line_and_the_mapping_stays(bpy, installed, empty_scene, tmp_path, content,
                                                                   words):
