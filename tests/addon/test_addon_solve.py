@@ -877,20 +877,26 @@ def test_bake_takes_puts_each_take_on_an_nla_track_named_after_it(bpy, installed
         takes.clear()
 
 
-def test_smoothing_lowers_jitter_without_moving_planted_feet(bpy, installed, session, tmp_path):
-    """A stream as a real headset writes it (device noise) solved onto the Mixamo avatar, then Smooth Solve: the
-    bones' jitter drops, each toe stands where it stood wherever it was planted, and the bake keys the result."""
+def _smoothed_noisy_walk(bpy, installed, session, tmp_path, **options):
+    """(the cache before, after) Smooth Solve with `options` on the Mixamo avatar's solve of a stream written as a
+    real headset writes it (device noise); the session's stream is loaded back by the caller."""
     from core.config import DeviceNoise
-    scene = bpy.context.scene
     clip = read_bvh(session["source"]["stream"])[: int(SECONDS * 30)]
     noisy = tmp_path / "noisy.csv"
     write_stream(noisy, simulate_stream(clip, SimulationConfig(device_noise=DeviceNoise(), seed=5)).stream)
+    assert bpy.ops.vr_avatar.load_stream(filepath=str(noisy)) == {'FINISHED'}
+    _solve(bpy, session["mixamo"])
+    before = _cache(installed, bpy)
+    assert bpy.ops.vr_avatar.clean_solve(**options) == {'FINISHED'}
+    return before, _cache(installed, bpy)
+
+
+def test_smoothing_lowers_jitter_without_moving_planted_feet(bpy, installed, session, tmp_path):
+    """A stream as a real headset writes it (device noise) solved onto the Mixamo avatar, then Smooth Solve: the
+    bones' jitter drops, each toe stands where it stood wherever it was planted, and the bake keys the result."""
+    scene = bpy.context.scene
     try:
-        assert bpy.ops.vr_avatar.load_stream(filepath=str(noisy)) == {'FINISHED'}
-        _solve(bpy, session["mixamo"])
-        before = _cache(installed, bpy)
-        assert bpy.ops.vr_avatar.clean_solve() == {'FINISHED'}
-        after = _cache(installed, bpy)
+        before, after = _smoothed_noisy_walk(bpy, installed, session, tmp_path)
         fps = scene.render.fps
         jitter = [installed.core.quality.metrics.jitter(c.positions, fps) for c in (before, after)]
         assert jitter[1] < 0.6 * jitter[0]  # measured 0.40x (fixture) and 0.50x (Bandai)
@@ -934,17 +940,9 @@ def test_every_panel_draws_the_scene_as_it_stands(bpy, installed, session):
 def test_the_foot_lock_modes_hold_the_feet_as_they_say(bpy, installed, session, tmp_path, mode):
     """Smooth Solve's foot locks on a device-noise walk: Always keeps every toe near the floor where it stood;
     Grounding lets no ankle go lower than solved; Never leaves the smoothed legs (the planted toes then move)."""
-    from core.config import DeviceNoise
     scene = bpy.context.scene
-    clip = read_bvh(session["source"]["stream"])[: int(SECONDS * 30)]
-    noisy = tmp_path / "noisy.csv"
-    write_stream(noisy, simulate_stream(clip, SimulationConfig(device_noise=DeviceNoise(), seed=5)).stream)
     try:
-        assert bpy.ops.vr_avatar.load_stream(filepath=str(noisy)) == {'FINISHED'}
-        _solve(bpy, session["mixamo"])
-        before = _cache(installed, bpy)
-        assert bpy.ops.vr_avatar.clean_solve(foot_lock=mode) == {'FINISHED'}
-        after = _cache(installed, bpy)
+        before, after = _smoothed_noisy_walk(bpy, installed, session, tmp_path, foot_lock=mode)
     finally:
         assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
     fps, contacts = scene.render.fps, installed.core.anim.contacts
