@@ -101,14 +101,14 @@ def demo(args: list[str]) -> int:
 
 
 def test(args: list[str]) -> int:
-    """ruff's error checks, then the suite, after building the OpenXR runtime its live tests run against (they
-    skip, saying why, without it)."""
+    """ruff's error checks, then the suite on every core (pytest-xdist, each file's tests on one worker, in order),
+    after building the OpenXR runtime its live tests run against (they skip, saying why, without it)."""
     linted = run_in_environment(["-m", "ruff", "check", "--quiet", "core", "vr_avatar_addon", "addon_tools", "tests",
                                  "build.py", "xr_runtime.py"])
     if linted.returncode:
         return linted.returncode
     xr_runtime.build_or_explain()
-    return run_in_environment(["-m", "pytest", "tests", *args]).returncode
+    return run_in_environment(["-m", "pytest", "tests", "-n", "auto", "--dist", "loadfile", *args]).returncode
 
 
 def bench(args: list[str]) -> int:

@@ -452,6 +452,7 @@ def test_bake_without_a_solve_or_a_target_reports_what_to_do(bpy, installed, ses
     with pytest.raises(RuntimeError, match="Select an armature as the Target Armature"):
         bpy.ops.vr_avatar.solve_stream()
     scene.vr_avatar.target_armature = bpy.data.objects[session["rigify"]]
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
     scene.vr_avatar.bone_map[[i.joint for i in scene.vr_avatar.bone_map].index("l_foot")].bone = ""
     with pytest.raises(RuntimeError, match="joint 'l_foot' is not mapped"):
         bpy.ops.vr_avatar.solve_stream()
