@@ -50,7 +50,8 @@ from core.config import SimulationConfig, describe
 from core.devices.attachments import controller_axes, hmd_forward, implied_joint_positions
 from core.rig.humanoid import find_mapping
 from core.quality.metrics import foot_skate_cm_s
-from core.files.mocap import MocapNotFound, default_database_files, default_mocap_dir, find_bvh_files, split_by_file
+from core.files.mocap import MocapNotFound, find_bvh_files
+from core.tools.mocap_split import default_database_files, default_mocap_dir, split_by_file
 from core.matching.pose_database import build_database
 from core.devices.simulate import simulate_stream
 from core.files.stream import read_stream, write_stream

@@ -28,7 +28,7 @@ import vr_avatar_addon  # noqa: E402
 from core import quat  # noqa: E402
 from core.files.bvh import read_bvh  # noqa: E402
 from core.rig.humanoid import find_mapping  # noqa: E402
-from core.files.mocap import default_mocap_dir  # noqa: E402
+from core.tools.mocap_split import default_mocap_dir  # noqa: E402
 from core.anim.motion import Motion  # noqa: E402
 from core.quality.report import json_values, quality_series, summarise  # noqa: E402
 from vr_avatar_addon import bone_space, handlers, keyframes, solve_cache  # noqa: E402

@@ -10,7 +10,8 @@ import math
 import sys
 from pathlib import Path
 
-from ..files.mocap import activity, find_bvh_files, split_by_file
+from ..files.mocap import activity, find_bvh_files
+from .mocap_split import split_by_file
 
 POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale", "seconds", "rate", "window", "shift",
                     "minutes",

@@ -13,7 +13,7 @@ import numpy as np
 from ..devices.attachments import implied_joint_positions
 from ..devices.simulate import simulate_stream
 from ..files.bvh import read_bvh
-from ..files.mocap import default_database_files, default_mocap_dir, find_bvh_files
+from .mocap_split import default_database_files, default_mocap_dir, find_mocap_files
 from ..files.stream import read_stream, write_stream
 from ..ik.upper_body_ik import UpperBodyCalibration, solve_upper_body
 from ..hybrid.solver import HybridSolver
@@ -36,7 +36,7 @@ LARGE_DATABASE = 100_000
 
 def measure(mocap: Path) -> dict:
     """Parse every BVH file under `mocap`, then time FK, simulation and stream reading on one clip."""
-    files = find_bvh_files([mocap])
+    files = find_mocap_files([mocap])
     size = sum(f.stat().st_size for f in files)
     frames = 0
     start = time.perf_counter()

@@ -15,7 +15,8 @@ from ..devices.plausibility import check_stream
 from ..devices.simulate import simulate_stream
 from ..files.atomic import check_outputs, together
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
-from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files, split_by_file
+from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files
+from .mocap_split import split_by_file
 from ..devices.grips import GRIPS, as_openxr_grip
 from ..files.stream import DEVICES, read_comments, read_stream, write_stream
 from ..hybrid.solver import LEGS

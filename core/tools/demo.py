@@ -21,7 +21,8 @@ from ..config import SimulationConfig, SolveConfig, describe
 from ..devices.attachments import implied_joint_positions
 from ..devices.simulate import simulate_stream
 from ..files.bvh import read_bvh, write_bvh
-from ..files.mocap import ENVIRONMENT_VARIABLE, default_database_files, default_mocap_dir, find_bvh_files, \
+from ..files.mocap import find_bvh_files
+from .mocap_split import ENVIRONMENT_VARIABLE, default_database_files, default_mocap_dir, \
     split_by_file
 from ..files.stream import read_stream, write_stream
 from ..matching.pose_database import build_database

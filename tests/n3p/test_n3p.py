@@ -13,7 +13,8 @@ from core.files.bvh import read_bvh
 from core.devices.attachments import hmd_forward, implied_joint_positions
 from core.rig.humanoid import find_mapping
 from core.quality.metrics import mpjpe_cm, score_motion
-from core.files.mocap import find_bvh_files, split_by_file
+from core.files.mocap import find_bvh_files
+from core.tools.mocap_split import split_by_file
 from core.n3p.model import SHIPPED_MODEL, SIZES, N3PModel, N3PModelError
 from core.n3p.solver import N3PSolver
 from core.n3p.state import J_LO, J_UP, OutputSkeleton, body_states, canonical_transforms, global_pose, \

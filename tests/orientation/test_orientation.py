@@ -8,7 +8,7 @@ import torch
 from core.math import quat
 from core.config import SimulationConfig
 from core.quality.metrics import angle_deg
-from core.files.mocap import is_validation
+from core.tools.mocap_split import is_validation
 from core.orientation.mmvr import IDENTITY_6D, INPUT_SIZE, OrientationModel, OrientationPredictor, device_features, \
     facing_yaw, orthonormalize_6d, predict_body_orientation
 from core.devices.attachments import hmd_frame_rotations

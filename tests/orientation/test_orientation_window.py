@@ -9,7 +9,7 @@ import torch
 from core.math import quat
 from core.config import SimulationConfig
 from core.quality.metrics import angle_deg
-from core.files.mocap import is_validation
+from core.tools.mocap_split import is_validation
 from core.devices.attachments import hmd_forward
 from core.orientation.mmvr import MMVR_MODEL, SHIPPED_MODEL, OrientationModel, OrientationModelError, facing_yaw, \
     hmd_frame_of_forward

@@ -35,7 +35,8 @@ from ...config import CalibrationConfig, DeviceNoise, N3PConfig, SimulationConfi
 from ...devices.grips import GRIPS
 from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
-from ...files.mocap import default_database_files, find_bvh_files
+from ...files.mocap import find_bvh_files
+from ..mocap_split import default_database_files
 from ...hybrid.solver import HybridSolver
 from ...matching.pose_database import PoseDatabase, build_database
 from ...matching.solver import MatchingDatabase, MotionMatchingSolver

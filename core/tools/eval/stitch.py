@@ -24,7 +24,8 @@ import numpy as np
 
 from ...anim.motion import Motion
 from ...config import StitchConfig
-from ...files.mocap import find_bvh_files, locomotion_files, split_by_file
+from ...files.mocap import find_bvh_files, locomotion_files
+from ..mocap_split import split_by_file
 from ...quality.metrics import foot_skate_cm_s, foot_slide_m, npss
 from ...rig.humanoid import find_mapping
 from ...stitch.data import StitchPairs, generate_pairs, load_clip, reference_databases

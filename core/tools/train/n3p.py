@@ -477,7 +477,8 @@ def run(args) -> int:
     """Train the Neural3Points pose predictor on simulated streams; write the model and its record."""
     import torch
 
-    from ...files.mocap import find_bvh_files, split_by_file
+    from ...files.mocap import find_bvh_files
+    from ..mocap_split import split_by_file
 
     files = find_bvh_files(args.data)
     path = Path(args.output)

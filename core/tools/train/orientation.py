@@ -218,7 +218,8 @@ def run_mmvr(args) -> int:
 
     import torch
 
-    from ...files.mocap import find_bvh_files, split_by_file
+    from ...files.mocap import find_bvh_files
+    from ..mocap_split import split_by_file
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     files = find_bvh_files(args.data)

@@ -392,7 +392,8 @@ def run(args) -> int:
     import torch
 
     from ...files.atomic import check_outputs, write_bytes, write_text
-    from ...files.mocap import find_bvh_files, split_by_file
+    from ...files.mocap import find_bvh_files
+    from ..mocap_split import split_by_file
 
     torch.set_num_threads(max(1, min(2, args.threads)))
     files = find_bvh_files(args.data)

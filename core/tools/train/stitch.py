@@ -213,7 +213,8 @@ def run(args) -> int:
 
     import torch
 
-    from ...files.mocap import find_bvh_files, locomotion_files, split_by_file
+    from ...files.mocap import find_bvh_files, locomotion_files
+    from ..mocap_split import split_by_file
     from ...stitch.data import generate_pairs, load_clip, reference_databases
     from ..arguments import print_progress
 

@@ -34,7 +34,8 @@ from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs
 from ...files.bvh import read_bvh
-from ...files.mocap import find_bvh_files, split_by_file
+from ...files.mocap import find_bvh_files
+from ..mocap_split import split_by_file
 from ...ik.upper_body_ik import arm_positions
 from ...ik.upper_body_pose import UpperBodyJoints, calibrate_upper_body, neck_frames
 from ...math import quat
