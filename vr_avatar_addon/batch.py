@@ -7,7 +7,7 @@ from pathlib import Path
 import bpy
 
 from . import bake
-from .errors import VRAvatarError
+from .errors import USER_ERRORS
 
 
 def action_name(stream: Path, armature) -> str:
@@ -46,7 +46,7 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
         for done, (stream, armature) in enumerate(pairs, 1):
             try:
                 made.append(bake_pair(context, report, stream, armature, name(stream, armature)))
-            except (RuntimeError, VRAvatarError) as error:
+            except (RuntimeError, *USER_ERRORS) as error:
                 message = str(error).removeprefix("Error: ").strip()
                 report({'ERROR'}, f"{stream.name} onto '{armature.name}': {message}")
                 failed.append(f"{stream.name} onto '{armature.name}'")

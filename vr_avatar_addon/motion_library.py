@@ -8,7 +8,7 @@ import bpy
 
 from . import core
 from .armature import action_motion, build_armature, motion_channels
-from .errors import VRAvatarError
+from .errors import USER_ERRORS, VRAvatarError
 from .keyframes import new_action
 from .properties import mark_solve_stale
 from .scene_timing import fit_scene_timing
@@ -22,8 +22,6 @@ UNBOUNDED_HEIGHT = 2.0
 # Motion capture formats read by Blender's own importers: extension -> (operator, add-on that provides it).
 BLENDER_IMPORTERS = {".fbx": ("fbx", "FBX format"), ".glb": ("gltf", "glTF 2.0 format"),
                      ".gltf": ("gltf", "glTF 2.0 format")}
-USER_ERRORS = (core.files.bvh.BVHError, core.matching.pose_database.DatabaseError, core.files.mocap.MocapNotFound,
-               core.rig.humanoid.HumanoidMappingError)
 
 
 def import_bvh_motion(context, path: Path):
@@ -169,7 +167,7 @@ def build_database(context, report, source: str) -> set:
     try:
         database = core.matching.pose_database.build_database(library_motions(context, source),
                                                               database_config(library))
-    except (*USER_ERRORS, ValueError) as error:
+    except USER_ERRORS as error:
         report({'ERROR'}, str(error))
         return {'CANCELLED'}
     relative = f"//{Path(bpy.data.filepath).stem}{DATABASE_SUFFIX}"

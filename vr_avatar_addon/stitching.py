@@ -3,10 +3,10 @@ core's stitcher (Kim et al.'s Recurrent Motion Refiner); no existing action is c
 from . import core
 from .armature import action_motion, motion_channels
 from .keyframes import new_action
+from .errors import USER_ERRORS
 from .motion_library import animated_armatures
 from .scene_timing import fit_scene_timing, scene_fps
 
-USER_ERRORS = (ValueError, OSError)
 
 
 def stitch_sources(context):
