@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import bpy
 
-from core.files.atomic import write_text, written_path
+from core.files.atomic import check_outputs, write_text, written_path
 
 LIST_ROWS = 4
 """A list shows this many rows, then how many more it holds."""
@@ -162,6 +162,7 @@ def render_listing(listing: dict[str, list[str]], path: Path) -> None:
 def run(blend: Path, png: Path, md: Path) -> dict[str, list[str]]:
     import vr_avatar_addon
 
+    check_outputs([png, md], [blend])
     bpy.ops.wm.open_mainfile(filepath=str(blend))
     vr_avatar_addon.register()
     settings = bpy.context.scene.vr_avatar
