@@ -9,10 +9,11 @@ import time
 import bpy
 import numpy as np
 
-from . import bone_space, core, solve_cache
+from . import bake, bone_space, core, keyframes, recording, solve_cache
 from .errors import VRAvatarError
 from .handlers import pose_frame
 from .recording import NO_VR_SESSION, vr_session_running
+from .scene_timing import scene_fps
 from .scene_solver import avatar_target, solver_for_scene
 from .stream_objects import stream_from_xr_poses, xr_poses
 
@@ -85,6 +86,7 @@ class LiveAvatar:
         self.live = core.retarget.live.LiveRetargeting(self.solver, self.target,
                                                        context.scene.vr_avatar.solve.avatar_size.lower())
         self.order = [self.obj.data.bones.find(name) for name in self.target.names]
+        self.pose = None  # the last step's (basis, locations, scales) of the target's bones
         bones = self.obj.pose.bones
         self.saved_pose = [(b.name, b.rotation_mode, tuple(b.rotation_quaternion), tuple(b.location), tuple(b.scale))
                            for b in bones]
@@ -102,8 +104,31 @@ class LiveAvatar:
         matrices = bone_space.armature_matrices(self.obj, global_rotations, global_positions,
                                                 self.live.retargeting.scale)
         basis, locations, scales = bone_space.pose_basis(self.obj, matrices, self.order, self.target.parents)
-        pose_frame(self.obj, solve_cache.CachedFrame(self.obj.name, list(self.target.names), basis[0], locations[0],
-                                                     scales[0]))
+        self.pose = (basis[0], locations[0], scales[0])
+        pose_frame(self.obj, solve_cache.CachedFrame(self.obj.name, list(self.target.names), *self.pose))
+
+
+def keyed_action(scene, avatar: LiveAvatar, keys: list, name: str):
+    """The kept poses (seconds, (basis, locations, scales)) as a new action on the avatar's armature, one key a scene
+    frame (the last pose of each frame, held over frames with none), keyed as a bake keys; the armature's active
+    action is put back."""
+    fps = scene_fps(scene)
+    frames = np.array([int(round(seconds * fps)) for seconds, _ in keys])
+    last_of_frame = {frame: k for k, frame in enumerate(frames)}
+    held = [last_of_frame[max(f for f in last_of_frame if f <= frame)] for frame in range(frames.min(), frames.max() + 1)]
+    basis, locations, scales = (np.array([keys[k][1][i] for k in held]) for i in range(3))
+    cache = solve_cache.SolveCache(avatar.obj.name, list(avatar.target.names), scene.frame_start + int(frames.min()),
+                                   basis, locations, scales, np.zeros(locations.shape), np.full((len(held), 2, 3), np.nan),
+                                   np.full((len(held), 3), np.nan), {})
+    animation = avatar.obj.animation_data
+    before = (animation.action, animation.action_slot) if animation is not None and animation.action else None
+    action, _ = keyframes.new_action(name, avatar.obj, bake.bake_channels(cache, avatar.obj), cache.frame_start)
+    action.use_fake_user = True
+    if before is not None:
+        avatar.obj.animation_data.action, avatar.obj.animation_data.action_slot = before
+    else:
+        avatar.obj.animation_data.action = None
+    return action
 
 
 class LivePreview:
@@ -121,6 +146,9 @@ class LivePreview:
         context.scene.vr_avatar.solve.preview = False  # the live pose, not the cache, drives the armature
         self.last = time.perf_counter()
         self.status = None
+        self.keys: list = []
+        """(seconds into the take, pose) of each step while a take records."""
+        self.keyed_take: recording.Recording | None = None
 
     def tick(self, context, report) -> bool:
         """Read the devices and step the avatar (untracked hands are held: only the headset must be usable); a
@@ -139,11 +167,35 @@ class LivePreview:
         positions, rotations = (np.asarray(a) for a in devices[:2])
         if core.devices.plausibility.usable_samples(positions[0], rotations[0], tracked[0]):
             self.avatar.step(positions, rotations, tracked, min(now - self.last, 0.1))
+            self.key_while_recording(context, report, now)
         self.last = now
         return True
 
-    def stop(self, context) -> None:
-        """Close the source; the armature's pose and the scene's preview setting as they were."""
+    def key_while_recording(self, context, report, now: float) -> None:
+        """Keep the pose while a take records; once it has ended, key what was kept (`keyed_action`)."""
+        take = recording.Recording.current
+        if take is not None and take.sampling and self.avatar.pose is not None:
+            if take is not self.keyed_take:
+                self.write_keys(context, report)
+                self.keyed_take = take
+            self.keys.append((now - take.start, self.avatar.pose))
+        elif self.keys:
+            self.write_keys(context, report)
+
+    def write_keys(self, context, report) -> None:
+        """The poses kept over the last take as a new action named after it ("<take> Live"), kept with a fake
+        user; the armature's active action stays as it was."""
+        if self.keys and self.keyed_take is not None:
+            action = keyed_action(context.scene, self.avatar, self.keys, f"{self.keyed_take.path.stem} Live")
+            report({'INFO'}, f"Keyed the live preview of take '{self.keyed_take.path.stem}' into action "
+                             f"'{action.name}'")
+        self.keys, self.keyed_take = [], None
+
+    def stop(self, context, report=None) -> None:
+        """Close the source (keying a take still recording); the armature's pose and the scene's preview setting as
+        they were."""
+        if report is not None:
+            self.write_keys(context, report)
         self.source.close()
         self.avatar.restore()
         context.scene.vr_avatar.solve.preview = self.preview

@@ -62,6 +62,9 @@ class Recording:
     """One recording from `source` ('BLENDER_VR' or 'OPENXR') to `path`: `sample` each timer tick, `write` at the
     end. VRAvatarError, before anything starts, where the source or the file is not there."""
 
+    current: "Recording | None" = None
+    """The recording in progress, if any: a live preview keys the avatar while it samples."""
+
     def __init__(self, context, source: str, report):
         if source == 'BLENDER_VR' and not vr_session_running(context):
             raise VRAvatarError(NO_VR_SESSION)
@@ -84,6 +87,12 @@ class Recording:
         where = 'the VR session' if self.openxr is None else 'from the OpenXR runtime'
         report({'INFO'}, f"Recording {where} to {self.path.name}" + (f" in {self.countdown_s:g} s" if self.countdown_s
                                                                      else "") + ": press Esc or Record again to stop")
+        Recording.current = self
+
+    @property
+    def sampling(self) -> bool:
+        """Whether the countdown is over."""
+        return time.perf_counter() >= self.start
 
     def ended(self, context) -> bool:
         """Whether the source has gone (the VR session stopped, the OpenXR session ended)."""
@@ -109,6 +118,7 @@ class Recording:
 
     def write(self, report) -> set:
         """Stop the source and write what was recorded (nothing recorded: a warning, no file)."""
+        Recording.current = None
         if self.openxr is not None:
             self.openxr.close()
         if not (self.frames or self.times):

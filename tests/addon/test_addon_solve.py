@@ -959,3 +959,56 @@ def test_the_foot_lock_modes_hold_the_feet_as_they_say(bpy, installed, session, 
             assert (after.positions[:, ankle, 1] >= before.positions[:, ankle, 1] - 1e-3).all()
         else:
             assert moved[planted].max() > 0.002
+
+
+class _StreamDevices:
+    """The session's stream read out one sample a tick, as a live source hands the devices over."""
+
+    def __init__(self, stream):
+        self.stream, self.index, self.finished = stream, 0, False
+
+    def read(self, _context):
+        t = min(self.index, len(self.stream) - 1)
+        self.index += 1
+        return self.stream.positions[t], self.stream.rotations[t], self.stream.tracked[t]
+
+    def status(self, _tracked):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_the_live_preview_keys_the_avatar_while_a_take_records(bpy, installed, session, tmp_path, monkeypatch):
+    """Live Preview running while a take records: when the take stops, the avatar's poses over it become an action
+    named after the take, one key a scene frame from the take's start, and the armature's own action stays."""
+    scene = bpy.context.scene
+    obj = bpy.data.objects[session["mixamo"]]
+    scene.vr_avatar.target_armature = obj
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    stream = read_stream(session["csv"]).resampled(30.0)
+    monkeypatch.setitem(installed.live_preview.SOURCES, 'BLENDER_VR', lambda _context: _StreamDevices(stream))
+    monkeypatch.setattr(installed.recording, "vr_session_running", lambda _context: True)
+    monkeypatch.setattr(installed.recording, "xr_poses", lambda _context, _state: (
+        np.zeros((3, 3)) + [0.0, 0.0, 1.6], np.tile([1.0, 0.0, 0.0, 0.0], (3, 1))))
+    own = obj.animation_data.action if obj.animation_data else None
+    scene.vr_avatar.stream.record_path, scene.vr_avatar.stream.countdown_s = str(tmp_path / "live.csv"), 0.0
+    reports = []
+    live = installed.live_preview.LivePreview(bpy.context, 'BLENDER_VR')
+    try:
+        assert bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT') == {'RUNNING_MODAL'}
+        take = installed.recording.Recording.current
+        take.start -= 1.0  # the take began a second ago: its first keys fall a second in
+        for _ in range(20):
+            live.tick(bpy.context, lambda kind, text: reports.append(text))
+            time.sleep(0.01)
+        recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
+        recorder.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS', timer=None))
+        live.tick(bpy.context, lambda kind, text: reports.append(text))
+    finally:
+        live.stop(bpy.context)
+    action = bpy.data.actions["live_001 Live"]
+    assert any("into action 'live_001 Live'" in text for text in reports)
+    first, last = action.frame_range
+    assert first >= scene.frame_start + 30 and last - first >= 5  # a second in; 20 ticks at least 10 ms apart
+    assert action.use_fake_user and (obj.animation_data.action if obj.animation_data else None) == own

@@ -48,7 +48,7 @@ class VR_AVATAR_OT_preview_live(bpy.types.Operator):
 
     def _stop(self, context, message: str):
         context.window_manager.event_timer_remove(self._timer)
-        self.live.stop(context)
+        self.live.stop(context, self.report)
         type(self)._running = None
         self.report({'INFO'}, message)
         return {'FINISHED'}
