@@ -38,7 +38,8 @@ def venv_python() -> Path:
 
 GROUPS = {"blender": "Blender as a Python module: the demo's scene, the add-on's tests",
           "report": "the evaluations' and training curves' plots", "live": "the live path against an OpenXR runtime",
-          "train": "training the networks (the tests train small ones)", "test": "the test runner"}
+          "train": "training the networks (the tests train small ones)", "physics": "the physics pass (MuJoCo, OSQP)",
+          "test": "the test runner"}
 """pyproject.toml's optional dependency groups, and what each is for."""
 NEEDS = {"demo": ("blender",), "test": tuple(GROUPS), "bench": ("blender", "live"),
          "eval-rigs": ("blender",), "extension": None, "xr-runtime": None, "test-blender": None}

@@ -444,6 +444,42 @@ class HybridConfig:
         require_positive(self, "clavicle_turn_deg", zero=True)
 
 
+@dataclass(frozen=True)
+class PhysicsConfig:
+    """The physics pass (core/physics/): a simulated body built from the solved skeleton follows the solve, its
+    accelerations, contact forces and root residual found each step by one quadratic program under the equations
+    of motion, friction cones, unilateral contacts and torque limits (PhysCap's and PIP's formulation, without
+    their learned parts). Neural3Points (§5) tracks with a policy trained for days; this needs no training."""
+
+    sim_hz: float = 60.0
+    """Simulation steps a second (the issue's floor: 60 Hz)."""
+    stiffness: float = 400.0
+    """Tracking gain on the pose error, 1/s^2: the joints come back at about 3 Hz (sqrt(400) / 2π)."""
+    damping: float = 40.0
+    """Tracking gain on the velocity error, 1/s: 2·sqrt(stiffness), critically damped."""
+    friction: float = 1.0
+    """Foot-floor friction coefficient (each contact force within its pyramid; rubber on wood is about 0.8-1.0)."""
+    torque_scale: float = 1.0
+    """Joint torque limits (core/physics/body.py TORQUE_LIMITS_NM, for 70 kg) times this."""
+    residual_force_n: float = 300.0
+    """Largest force on the root that no joint or contact gives (Neural3Points' residual force), per axis, N."""
+    residual_torque_nm: float = 150.0
+    """Largest such torque on the root, per axis, N m."""
+    slide_weight: float = 30.0
+    """How much a sole point touching the floor is asked to stop sliding, against following the target (the
+    balance that left the feet sliding as much as the solve's, on a held-out walk)."""
+    teleport_m: float = 1.0
+    """A target root this far from the simulated one in a frame resets the simulation onto it."""
+    body_mass_kg: float | None = None
+    """The avatar's mass (None: a body-mass index of 22 at its standing height)."""
+
+    def __post_init__(self):
+        for name in ("sim_hz", "stiffness", "friction", "torque_scale", "teleport_m"):
+            require_positive(self, name)
+        for name in ("damping", "residual_force_n", "residual_torque_nm", "slide_weight"):
+            require_positive(self, name, zero=True)
+
+
 METHODS = ("hybrid", "mm", "n3p")
 """The solving methods: the default (Neural3Points' body with MMVR's facing, core/hybrid), motion matching (MMVR,
 over motion databases) and the Neural3Points predictor alone."""

@@ -92,6 +92,9 @@ class Solution:
     """What calibration.py found in the stream's first seconds (and applied), or None if not asked."""
     contacts: np.ndarray | None = None
     """(T, 2) the feet's contacts as the solver has them per frame (n3p: the predicted ones), where it keeps them."""
+    physics: dict | None = None
+    """With the physics pass (core/solve.py `with_physics`): its figures (core/physics/metrics.py); the motion is
+    then the simulated body's."""
 
 
 def standing_height(stream: ThreePointStream, seconds: float) -> float:

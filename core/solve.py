@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .anim.motion import Motion
-from .config import CalibrationConfig, SolveConfig
+from .anim.contacts import contact_weights
+from .config import CalibrationConfig, PhysicsConfig, SolveConfig
 from .devices.calibration import StreamCalibration, calibrate_stream
 from .devices.plausibility import without_unusable_samples
 from .files.stream import HELD_GAP_S, MAX_GAP_S, ThreePointStream
@@ -19,6 +20,7 @@ from .matching.solver import load_matching_solver
 from .n3p.model import N3PModel
 from .n3p.solver import N3PSolver
 from .orientation.facing import load_facing_model
+from .rig.humanoid import find_mapping
 from .solution import Solution, Solver
 
 
@@ -65,6 +67,29 @@ def solve(stream: ThreePointStream, solver: Solver,
     solution = gaps.reopened(solution, stream)
     solution.calibration = calibration
     return solution
+
+
+def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> Solution:
+    """The solve with its motion replaced by a simulated body's that tracks it (core/physics/), and that pass's
+    figures; the feet count as planted where the solver had them planted (its own contacts, else the solved toes'
+    contact weights). Needs the `physics` requirements (mujoco, osqp): PhysicsUnavailable names them."""
+    try:
+        from .physics.metrics import physics_figures
+        from .physics.tracking import track
+    except ImportError as error:
+        raise PhysicsUnavailable(f"the physics pass needs mujoco and osqp ({error.name} is not installed): "
+                                 "pip install mujoco osqp") from None
+    result = track(solution.motion, config)
+    planted = solution.contacts
+    if planted is None or len(planted) != len(solution.motion):
+        mapping = find_mapping(solution.motion.skeleton)
+        toes = solution.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+        planted = np.stack([contact_weights(toes[:, k], solution.motion.fps) for k in (0, 1)], axis=1)
+    return replace(solution, motion=result.motion, physics=physics_figures(result, np.asarray(planted) >= 0.5))
+
+
+class PhysicsUnavailable(ValueError):
+    """The physics pass's packages are not installed."""
 
 
 CLOSED_GAP_S = HELD_GAP_S + 1.0

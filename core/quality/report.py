@@ -94,6 +94,8 @@ def solution_quality(solution) -> tuple[dict[str, np.ndarray], dict]:
                             solution.stream.tracked[:, 1:], solution.targets)
     figures = {"frames": len(solution.motion), "fps": solution.motion.fps,
                "standing_hmd_height_m": round(solution.standing_height_m, 4), "method": solution.method}
+    if getattr(solution, "physics", None):
+        figures["physics"] = solution.physics
     if solution.method == "mm":
         figures["searches"] = int(solution.searches.sum())
         figures["poses_used"] = len(set(zip(solution.databases.tolist(), solution.frames.tolist())))

@@ -27,7 +27,7 @@ from ..rig.humanoid import HumanoidMappingError, find_mapping
 from ..rig.mapping_preset import builtin_presets, mapping_override
 from ..retarget.target import SIZE_MODES, bvh_target
 from ..retarget.retargeting import on_bvh_skeleton, retarget_solution
-from ..solve import load_solver, solve
+from ..solve import load_solver, solve, with_physics
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from . import bench, demo
 from .arguments import option_problem
@@ -238,6 +238,9 @@ def solve_stream(args) -> int:
         solution = solve(stream, solver, calibration)
     except ValueError as error:  # what the stream holds (never tracked, a gap too long, a non-finite stretch)
         raise ValueError(f"{args.stream}: {error}") from None
+    if args.physics:
+        solution = with_physics(solution)
+        print("physics: " + ", ".join(f"{k} {v}" for k, v in solution.physics.items()), file=sys.stderr)
     if solution.calibration is not None and solution.calibration.found:
         found = solution.calibration.describe()
         print(f"calibrated from the T-pose at {found['pose_s'][0]:.2f}-{found['pose_s'][1]:.2f} s: grips tilted "
@@ -414,6 +417,10 @@ def _add_solve_command(groups) -> None:
                               help="the pose the stream's controllers report: OpenXR's grip (default), or SteamVR's "
                                    "device pose of an Index, Touch or Vive wand controller (index-openvr, ...)")
     solve_parser.add_argument("--no-foot-lock", action="store_true", help="leave the feet as the solver returns them")
+    solve_parser.add_argument("--physics", action="store_true",
+                              help="after the method, a simulated body tracks the solve (MuJoCo, one quadratic program "
+                                   "a step): no floating, sinking or sliding beyond a bounded root residual; needs "
+                                   "mujoco and osqp")
     solve_parser.add_argument("--no-calibrate", action="store_true",
                               help="take the controllers as held the default way (default: a calibration stored with "
                                    "the stream, else one from the gesture in its first seconds, `stream calibrate`)")

@@ -1,0 +1,75 @@
+"""What the physics pass's motion does on the floor (issue 43's figures): how deep the feet go into it, how high
+they hover while a foot should be planted, how much they slide, how hard the root's residual pushes, and how
+often the centre of mass leaves the support of two planted feet."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..anim.motion import Motion
+from ..quality.metrics import foot_skate_cm_s
+from ..rig.humanoid import find_mapping
+from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody
+from .tracking import PhysicsResult, target_poses
+
+
+def soles_and_centre(motion: Motion, body: SimulatedBody) -> tuple[np.ndarray, np.ndarray]:
+    """(the sole points' lowest points (F, S, 3), the whole body's centre of mass (F, 3)) of the motion's poses."""
+    import mujoco
+
+    data = mujoco.MjData(body.model)
+    soles, centres = [], []
+    hips_body = 1
+    for qpos in target_poses(motion, body):
+        data.qpos[:] = qpos
+        mujoco.mj_kinematics(body.model, data)
+        mujoco.mj_comPos(body.model, data)
+        soles.append(data.geom_xpos[body.soles] - [0.0, SOLE_RADIUS_M, 0.0])
+        centres.append(data.subtree_com[hips_body].copy())
+    return np.array(soles), np.array(centres)
+
+
+def convex_hull(points: np.ndarray) -> np.ndarray:
+    """(H, 2) the convex hull of 2-D points, counter-clockwise (Andrew's monotone chain)."""
+    points = np.unique(points, axis=0)
+    if len(points) < 3:
+        return points
+
+    def half(ordered):
+        chain = []
+        for p in ordered:
+            while len(chain) >= 2 and np.cross(chain[-1] - chain[-2], p - chain[-2]) <= 0:
+                chain.pop()
+            chain.append(p)
+        return chain[:-1]
+
+    ordered = points[np.lexsort((points[:, 1], points[:, 0]))]
+    return np.array(half(ordered) + half(ordered[::-1]))
+
+
+def outside_support(centre: np.ndarray, contacts: np.ndarray, margin: float = 0.02) -> bool:
+    """Whether the point (2,) lies farther than `margin` outside the convex hull of the contact points (K, 2)."""
+    hull = convex_hull(contacts)
+    if len(hull) < 3:
+        return bool(np.min(np.linalg.norm(contacts - centre, axis=1)) > margin) if len(contacts) else True
+    edges = np.roll(hull, -1, axis=0) - hull
+    normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1) / np.linalg.norm(edges, axis=1, keepdims=True)
+    return bool(np.max(np.sum((centre - hull) * normals, axis=1)) > margin)
+
+
+def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
+    """The figures of the tracked motion; `planted` (F, 2): where the solve (or the truth) has each foot planted."""
+    soles, centres = soles_and_centre(result.motion, result.body)
+    lowest = soles[:, :, 1].min(axis=1)
+    any_planted, both_planted = planted.any(axis=1), planted.all(axis=1)
+    mapping = find_mapping(result.motion.skeleton)
+    toes = result.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+    outside = [outside_support(centres[t, [0, 2]], soles[t, soles[t, :, 1] < NEAR_FLOOR_M][:, [0, 2]])
+               for t in np.flatnonzero(both_planted)]
+    return {"floor_penetration_cm": round(100.0 * float(np.maximum(-lowest, 0.0).mean()), 3),
+            "float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
+            else None,
+            "foot_skate_cm_s": round(foot_skate_cm_s(toes, result.motion.fps), 3),
+            "residual_force_n": round(float(result.residual_force_n.mean()), 1),
+            "residual_torque_nm": round(float(result.residual_torque_nm.mean()), 1),
+            "balance_frames": round(float(np.mean(outside)), 4) if outside else None,
+            "resets": int(result.resets.sum()), "ms_per_frame": round(result.ms_per_frame, 2)}

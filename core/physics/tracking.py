@@ -1,0 +1,208 @@
+"""Tracking a solved motion with the simulated body, one step at a time (live and offline share `PhysicsTracker`).
+
+Each step solves one quadratic program (OSQP) over the generalised accelerations q̈, the contact forces and the
+root's residual force r, as PhysCap and PIP do:
+- minimise |q̈ − q̈*|² (q̈*: back onto the target, critically damped: PhysicsConfig stiffness and damping on
+  MuJoCo's `mj_differentiatePos` error) + slide_weight·|sole points in contact stop sliding|² + small |r|², |f|²;
+- subject to the equations of motion's root rows, M_r q̈ + c_r = (Jᵀf)_r + r (the root has no motor: only the
+  floor and the bounded residual move it); the joint torques τ = (M q̈ + c − Jᵀf)_joints within their limits;
+  each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
+  sole points within NEAR_FLOOR_M of the floor; a sole point within LANDING_M of the floor or under it does not
+  accelerate into it harder than a spring on its height allows; |r| within PhysicsConfig's bounds.
+The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`). MuJoCo gives the model's inertia, bias forces
+and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m` resets the simulation.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..anim.motion import Motion
+from ..config import PhysicsConfig
+from ..math import quat
+from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody, simulated_body
+
+PYRAMID = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [0.0, 1.0, -1.0]])
+"""The friction pyramid's edges (x, up, z), their horizontal parts times the friction coefficient."""
+FLOOR_STIFFNESS, FLOOR_DAMPING = 400.0, 40.0
+"""A sole point at the floor accelerates down no harder than a critically damped spring on its height allows
+(1/s², 1/s): it lands and stops, and one under the floor comes back up."""
+LANDING_M = 0.005
+"""... from this height up to the floor."""
+REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
+"""Weights of the QP's small terms: contact forces, the residual, and the root's acceleration error over the
+joints' (the root follows its target ten times as hard)."""
+
+
+@dataclass
+class PhysicsStep:
+    """What one output frame's steps did."""
+
+    qpos: np.ndarray
+    residual_force_n: float
+    """Mean norm of the root's residual force over the frame's steps."""
+    residual_torque_nm: float
+    reset: bool
+    """The target jumped (teleport) and the simulation was put onto it."""
+
+
+def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt):
+    """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring).
+    `contacts`: (height (F,), Jacobian (3, nv)) of each sole point near the floor."""
+    import osqp
+    from scipy import sparse
+
+    nv, edges = len(wanted), PYRAMID * [config.friction, 1.0, config.friction]
+    nl = 4 * len(contacts)
+    n = nv + nl + 6
+    weights = np.ones(nv)
+    weights[:6] = REGULARISATION["root_acceleration"]
+    hessian = np.zeros((n, n))
+    gradient = np.zeros(n)
+    hessian[:nv, :nv] = np.diag(weights)
+    gradient[:nv] = -weights * wanted
+    hessian[nv:nv + nl, nv:nv + nl] = REGULARISATION["force"] * np.eye(nl)
+    hessian[nv + nl:, nv + nl:] = REGULARISATION["residual"] * np.eye(6)
+    pushes = np.zeros((nv, nl))
+    rows, low, high = [], [], []
+    for k, (height, jacobian) in enumerate(contacts):
+        pushes[:, 4 * k:4 * k + 4] = jacobian.T @ edges.T
+        across = jacobian[[0, 2]]
+        hessian[:nv, :nv] += config.slide_weight * across.T @ across
+        gradient[:nv] += config.slide_weight * across.T @ (across @ velocity) / dt
+        if height <= LANDING_M:
+            row = np.zeros(n)
+            row[:nv] = jacobian[1]
+            rows.append(row)
+            low.append(-(FLOOR_STIFFNESS * height + FLOOR_DAMPING * (jacobian[1] @ velocity)))
+            high.append(np.inf)
+    motion_rows = np.concatenate([inertia, -pushes, np.zeros((nv, 6))], axis=1)
+    motion_rows[:6, nv + nl:] = -np.eye(6)
+    rows.extend(motion_rows)
+    low.extend(-bias[:6])
+    high.extend(-bias[:6])
+    low.extend(-torque_limits - bias[6:])
+    high.extend(torque_limits - bias[6:])
+    bounds = np.eye(n)[nv:]
+    rows.extend(bounds)
+    residual = [config.residual_force_n] * 3 + [config.residual_torque_nm] * 3
+    low.extend([0.0] * nl + [-r for r in residual])
+    high.extend([np.inf] * nl + residual)
+    solver = osqp.OSQP()
+    solver.setup(sparse.csc_matrix(np.triu(hessian)), gradient, sparse.csc_matrix(np.array(rows)), np.array(low),
+                 np.array(high), verbose=False, eps_abs=1e-5, eps_rel=1e-5, max_iter=4000, polishing=False)
+    x = solver.solve(raise_error=False).x
+    if x is None or not np.isfinite(x).all():  # no solution within the bounds: coast this step
+        return np.zeros(nv), np.zeros(6), np.zeros(nv)
+    return x[:nv], x[nv + nl:], pushes @ x[nv:nv + nl]
+
+
+class PhysicsTracker:
+    """One simulated body following target poses (MuJoCo qpos) given at a frame rate."""
+
+    def __init__(self, body: SimulatedBody, config: PhysicsConfig = PhysicsConfig()):
+        import mujoco
+
+        self.mujoco, self.body, self.config = mujoco, body, config
+        self.data = mujoco.MjData(body.model)
+        self.previous: np.ndarray | None = None
+
+    def reset(self, qpos: np.ndarray, qvel: np.ndarray | None = None) -> None:
+        """The body put at `qpos` moving at `qvel` (still without)."""
+        self.data.qpos[:] = qpos
+        self.data.qvel[:] = 0.0 if qvel is None else qvel
+        self.mujoco.mj_forward(self.body.model, self.data)
+        self.previous = np.array(qpos, dtype=float)
+
+    def velocity(self, start: np.ndarray, end: np.ndarray, dt: float) -> np.ndarray:
+        """The generalised velocity that moves `start` to `end` in `dt` seconds."""
+        out = np.zeros(self.body.model.nv)
+        self.mujoco.mj_differentiatePos(self.body.model, out, dt, start, end)
+        return out
+
+    def contacts(self) -> list:
+        """(height, Jacobian (3, nv)) of each sole point within NEAR_FLOOR_M of the floor."""
+        model, data = self.body.model, self.data
+        found = []
+        for geom in self.body.soles:
+            point = data.geom_xpos[geom] - [0.0, SOLE_RADIUS_M, 0.0]
+            if point[1] < NEAR_FLOOR_M:
+                jacobian = np.zeros((3, model.nv))
+                self.mujoco.mj_jac(model, data, jacobian, None, point, model.geom_bodyid[geom])
+                found.append((float(point[1]), jacobian))
+        return found
+
+    def step(self, target: np.ndarray, dt: float) -> PhysicsStep:
+        """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it."""
+        if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
+            self.reset(target)
+            return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)
+        model, data, config = self.body.model, self.data, self.config
+        target_velocity = self.velocity(self.previous, target, max(dt, 1e-6))
+        self.previous = np.array(target, dtype=float)
+        h = 1.0 / config.sim_hz
+        forces, torques = [], []
+        for _ in range(max(1, int(round(dt * config.sim_hz)))):
+            self.mujoco.mj_forward(model, data)
+            inertia = np.zeros((model.nv, model.nv))
+            self.mujoco.mj_fullM(model, data, inertia)
+            wanted = (config.stiffness * self.velocity(data.qpos, target, 1.0)
+                      + config.damping * (target_velocity - data.qvel))
+            acceleration, residual, _ = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(),
+                                                    self.body.torque_limits, config, data.qvel.copy(), h)
+            data.qvel[:] = data.qvel + h * acceleration
+            self.mujoco.mj_integratePos(model, data.qpos, data.qvel, h)
+            forces.append(np.linalg.norm(residual[:3]))
+            torques.append(np.linalg.norm(residual[3:]))
+        return PhysicsStep(data.qpos.copy(), float(np.mean(forces)), float(np.mean(torques)), False)
+
+
+def target_poses(motion: Motion, body: SimulatedBody) -> np.ndarray:
+    """(F, nq) the motion's poses as the body's qpos: the hips' global pose, then each ball joint's local rotation."""
+    rotations, positions = motion.global_transforms()
+    hips = body.joints[0]
+    return np.concatenate([positions[:, hips], rotations[:, hips], motion.rotations[:, body.joints[1:]].reshape(
+        len(motion), -1)], axis=1)
+
+
+def motion_of(qpos: np.ndarray, motion: Motion, body: SimulatedBody) -> Motion:
+    """The motion with the simulated joints' rotations and the hips' place taken from qpos (F, nq)."""
+    rotations, positions = motion.rotations.copy(), motion.positions.copy()
+    hips = body.joints[0]
+    parent = motion.skeleton.parents[hips]
+    hips_rotation, hips_position = qpos[:, 3:7], qpos[:, :3]
+    if parent >= 0:
+        parent_rotations, parent_positions = (a[:, parent] for a in motion.global_transforms())
+        hips_position = quat.inverse_rotate(parent_rotations, hips_position - parent_positions)
+        hips_rotation = quat.inverse_multiply(parent_rotations, hips_rotation)
+    rotations[:, hips], positions[:, hips] = hips_rotation, hips_position
+    rotations[:, body.joints[1:]] = qpos[:, 7:].reshape(len(qpos), -1, 4)
+    return Motion(motion.skeleton, rotations, positions, motion.fps, motion.name)
+
+
+@dataclass
+class PhysicsResult:
+    """The physics pass over a whole motion."""
+
+    motion: Motion
+    residual_force_n: np.ndarray
+    """(F,) the root's residual force each frame (mean over its steps)."""
+    residual_torque_nm: np.ndarray
+    resets: np.ndarray
+    """(F,) frames where the simulation was put onto a jumping target."""
+    ms_per_frame: float
+    body: SimulatedBody
+
+
+def track(motion: Motion, config: PhysicsConfig = PhysicsConfig()) -> PhysicsResult:
+    """The motion as the simulated body follows it, frame by frame at the motion's rate (module docstring)."""
+    body = simulated_body(motion.skeleton, config, motion)
+    tracker = PhysicsTracker(body, config)
+    started = time.perf_counter()
+    steps = [tracker.step(target, 1.0 / motion.fps) for target in target_poses(motion, body)]
+    elapsed = time.perf_counter() - started
+    return PhysicsResult(motion_of(np.array([s.qpos for s in steps]), motion, body),
+                         np.array([s.residual_force_n for s in steps]), np.array([s.residual_torque_nm for s in steps]),
+                         np.array([s.reset for s in steps]), 1000.0 * elapsed / max(len(steps), 1), body)
