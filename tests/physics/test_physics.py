@@ -56,11 +56,12 @@ def test_standing_still_the_floor_carries_the_body(solved):
 
 
 def test_a_walk_is_followed_on_the_floor_without_sliding_more_than_the_solve(solved):
-    """Measured on this walk: joints 2.9 cm from the solve, feet 0.0 cm into the floor, sliding as the solve's."""
+    """Measured on this walk: joints 2.1 cm from the solve, feet 0.004 cm into the floor and 0.6 cm above it while
+    one is planted, sliding 4.2 cm/s against 3.4 with the residual unbounded (1.24x), residual 80 N."""
     result = with_physics(solved)
     figures = result.physics
-    assert _joint_error_cm(result.motion, solved.motion) < 6.0
-    assert figures["floor_penetration_cm"] < 0.2 and figures["float_cm"] < 2.0
+    assert _joint_error_cm(result.motion, solved.motion) < 3.0
+    assert figures["floor_penetration_cm"] < 0.05 and figures["float_cm"] < 1.0
     assert figures["residual_force_n"] < PhysicsConfig.residual_force_n and figures["resets"] == 1
     kinematic = with_physics(solved, PhysicsConfig(residual_force_n=1e6, residual_torque_nm=1e6, torque_scale=1e3))
     assert figures["foot_skate_cm_s"] < 1.3 * kinematic.physics["foot_skate_cm_s"] + 0.5
