@@ -157,7 +157,7 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         else:
             settings = ("alpha_m", "search_interval", "responsiveness_s", "foot_lock", "arm_ik", "elbow_constants",
                         "orientation", "avatar_size", "stride_scaled")
-        settings += ("calibrate_devices",)
+        settings += ("calibrate_devices", "physics")
         for name in settings:
             if name == "elbow_constants" and not solve.arm_ik:
                 continue

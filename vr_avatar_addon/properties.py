@@ -214,6 +214,10 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     stride_scaled: BoolProperty(name="Scale Stride", description="Scale the root's horizontal motion by the "
                                 "avatar's leg length too (the avatar then leaves the headset's track)",
                                 default=False, update=_mark_stale)
+    physics: BoolProperty(name="Physics", description="After the method, a simulated body tracks the solve (core "
+                          "physics pass: MuJoCo and one quadratic program a step): its feet cannot float, sink or "
+                          "slide beyond a bounded root residual. Needs the mujoco and osqp packages in Blender's Python",
+                          default=False, update=_mark_stale)
     avatar_size: EnumProperty(
         name="Avatar Size", description="How an avatar of another size than the user meets the headset",
         items=[('FIT', "Fit to User", "Scale the avatar so its eyes meet the headset"),

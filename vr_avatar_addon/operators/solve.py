@@ -31,6 +31,7 @@ class SceneSolve:
     fps: float
     stride_scaled: bool
     avatar_size: str
+    physics: bool
     stream_path: str = ""
     phase: str = "solving"
     solution: object = None
@@ -44,12 +45,15 @@ class SceneSolve:
         obj, target = avatar_target(context)
         return cls(obj.name, target, solver_for_scene(context), read_stream(settings), device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
-                   bpy.path.abspath(settings.stream.stream_path))
+                   settings.solve.physics, bpy.path.abspath(settings.stream.stream_path))
 
     def compute(self) -> None:
         """The solve and its retargeting onto the target (core alone); an error is kept in `error`."""
         try:
             self.solution = core.solve.solve(self.stream, self.solver, self.calibration)
+            if self.physics:
+                self.phase = "simulating"
+                self.solution = core.solve.with_physics(self.solution)
             self.phase = "retargeting"
             self.retargeted = core.retarget.retargeting.retarget_solution(self.solution, self.target, self.fps,
                                                                   self.stride_scaled, self.avatar_size)

@@ -34,6 +34,8 @@ PAPER = {"root_cm": {"mm": 19.0, "db25": 22.0, "db10": 27.0}, "poses_used": {"mm
 """MMVR §7.2-7.3: mean positional error per database size; distinct poses used at alpha 0.3 / 0.1 m."""
 METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "foot_skate_cm_s",
            "jitter")
+PHYSICS = ("floor_penetration_cm", "float_cm", "residual_force_n", "residual_torque_nm", "balance_frames")
+"""The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them."""
 
 
 def solvers(database: PoseDatabase, config: MatchingConfig, model, methods) -> dict[str, MotionMatchingSolver]:
@@ -102,6 +104,8 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
                 scores["reachable"] = float(reachable.mean())
             if solution.method == "mm":
                 scores["poses"] = set(zip(solution.databases.tolist(), solution.frames.tolist()))
+            if solution.physics:
+                scores.update({k: solution.physics[k] for k in PHYSICS if solution.physics.get(k) is not None})
             rows[method].append((path.stem, scores))
         if progress:
             progress(i + 1, len(files), path.stem)
@@ -124,6 +128,10 @@ def summarise(scores: list[dict]) -> dict:
     out = {k: round(float(np.average([s[k] for s in scores], weights=frames)), 3)
            for k in METRICS + ("foot_skate_gt_cm_s", "jitter_truth")}
     out["foot_skate_ratio"] = round(out["foot_skate_cm_s"] / max(out["foot_skate_gt_cm_s"], 1e-9), 3)
+    for key in PHYSICS:
+        known = [(s[key], f) for s, f in zip(scores, frames) if key in s]
+        if known:
+            out[key] = round(float(np.average([v for v, _ in known], weights=[f for _, f in known])), 3)
     if all("reachable" in s for s in scores):
         reach = np.array([s["reachable"] for s in scores]) * frames
         hands = np.array([s["hand_cm"] for s in scores])

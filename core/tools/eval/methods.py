@@ -15,7 +15,9 @@ controller tied to the right one on a shared object, M metres along the right fi
 `hand_cm` is over the frames the person could reach (the clip's arm's length plus 10 cm of torso turn from its
 shoulder; `reachable` says how many). With `--grip NAME` every method also solves the streams with the controllers
 reported as the named grip (devices/grips.py: SteamVR's device pose of an Index controller, ...), not told, as
-`<method>+NAME`.
+`<method>+NAME`. With `--physics` every method also solves with the physics pass after it (core/physics: a simulated
+body tracking the solve), as `<method>+physics`, with its floor penetration, float (while the solver has a foot
+planted), root residual and balance figures.
 Figures are frame-weighted means over the clips, per activity and per file, with `foot_skate_ratio`
 (the method's foot skating over the truth's);
 `ms_per_frame` is per frame of each method's own rate (`fps`: 60 for mm, 30 for n3p). The plot is
@@ -44,7 +46,8 @@ from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
 from ...orientation.window_model import load_orientation_model
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
-from .matching import LOOK_AROUND_DEG, METRICS, score_solvers
+from ...solve import with_physics
+from .matching import LOOK_AROUND_DEG, METRICS, PHYSICS, score_solvers
 
 METHODS = ("hybrid", "mm", "n3p", "n3p_hmd_only")
 DEFAULT_METHODS = METHODS
@@ -77,14 +80,31 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
     return made
 
 
+class WithPhysics:
+    """A solver whose offline solve is followed by the physics pass (core.solve.with_physics)."""
+
+    def __init__(self, solver):
+        self.inner = solver
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def solve(self, stream):
+        return with_physics(self.inner.solve(stream))
+
+
 def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFAULT_METHODS,
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), progress=None,
              attachment_noise: bool = False, device_noise: bool = False, two_handed_m: float = 0.0,
-             grip: str = "openxr") -> dict:
+             grip: str = "openxr", physics: bool = False) -> dict:
     """Figures per method (and with `attachment_noise` its NOISE_ROWS, with `device_noise` its +device_noise row,
-    with `two_handed_m` its +two_handed row, with a named `grip` its +grip row), per activity and per file."""
+    with `two_handed_m` its +two_handed row, with a named `grip` its +grip row, with `physics` its +physics row),
+    per activity and per file."""
     made = solvers(methods, database, model)
     result = score_solvers(files, made, simulation, progress)
+    if physics:
+        rows = score_solvers(files, {m + "+physics": WithPhysics(s) for m, s in made.items()}, simulation, progress)
+        result.update({method + "+physics": rows[method + "+physics"] for method in made})
     if attachment_noise:
         noisy = replace(simulation, **ATTACHMENT_NOISE)
         for suffix, calibration in NOISE_ROWS.items():
@@ -155,11 +175,12 @@ def run(args) -> int:
     print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
     result = evaluate(files, database, model, args.methods,
                       SimulationConfig(look_around_deg=args.look_around, body_scale=args.body_scale),
-                      print_progress, args.attachment_noise, args.device_noise, args.two_handed, args.grip)
+                      print_progress, args.attachment_noise, args.device_noise, args.two_handed, args.grip,
+                      args.physics)
     for method in rows_of(result):
         figures = result[method]
         print(f"{method:26s} " + " ".join(f"{k}={figures[k]}" for k in METRICS + (
-            "foot_skate_gt_cm_s", "foot_skate_ratio", "ms_per_frame")), file=sys.stderr)
+            "foot_skate_gt_cm_s", "foot_skate_ratio", "ms_per_frame") + PHYSICS if k in figures), file=sys.stderr)
     if args.plot:
         plots = {"foot_skate_cm_s": Path(args.plot), "mpjpe_cm": Path(mpjpe_plot(args.plot))}
         try:
@@ -194,6 +215,8 @@ def add_command(eval_group) -> None:
                         help="also solve the streams with the left controller tied to the right one, M metres along "
                              "the right fist (a two-handed hold): rows METHOD+two_handed, hand_cm over the frames "
                              "a person of the clip's size could reach (`reachable`)")
+    parser.add_argument("--physics", action="store_true",
+                        help="also every method followed by the physics pass (core/physics), as <method>+physics")
     parser.add_argument("--grip", choices=GRIPS, default="openxr",
                         help="also solve the streams with the controllers reported as this named grip, the solvers "
                              "not told (no calibration gesture): rows METHOD+GRIP")
