@@ -10,7 +10,8 @@ root's residual force r, as PhysCap and PIP do:
   sole points within NEAR_FLOOR_M of the floor; a sole point within LANDING_M of the floor or under it does not
   accelerate into it harder than a spring on its height allows; |r| within PhysicsConfig's bounds.
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`). MuJoCo gives the model's inertia, bias forces
-and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m` resets the simulation.
+and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m`, or a step the QP finds no answer for within its bounds,
+resets the simulation onto the target (reported per frame).
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ FLOOR_STIFFNESS, FLOOR_DAMPING = 400.0, 40.0
 (1/s², 1/s): it lands and stops, and one under the floor comes back up."""
 LANDING_M = 0.005
 """... from this height up to the floor."""
+ACCELERATION_LIMIT = 1e4
+"""A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
 """Weights of the QP's small terms: contact forces, the residual, and the root's acceleration error over the
 joints' (the root follows its target ten times as hard)."""
@@ -49,8 +52,9 @@ class PhysicsStep:
 
 
 def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt):
-    """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring).
-    `contacts`: (height (F,), Jacobian (3, nv)) of each sole point near the floor."""
+    """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
+    where OSQP finds no solution within the bounds. `contacts`: (height, Jacobian (3, nv)) of each sole point near
+    the floor."""
     import osqp
     from scipy import sparse
 
@@ -93,9 +97,11 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     solver = osqp.OSQP()
     solver.setup(sparse.csc_matrix(np.triu(hessian)), gradient, sparse.csc_matrix(np.array(rows)), np.array(low),
                  np.array(high), verbose=False, eps_abs=1e-5, eps_rel=1e-5, max_iter=4000, polishing=False)
-    x = solver.solve(raise_error=False).x
-    if x is None or not np.isfinite(x).all():  # no solution within the bounds: coast this step
-        return np.zeros(nv), np.zeros(6), np.zeros(nv)
+    result = solver.solve(raise_error=False)
+    x = result.x
+    solved = int(result.info.status_val) in (1, 2) and x is not None and np.isfinite(x).all()
+    if not solved or np.abs(x[:nv]).max() > ACCELERATION_LIMIT:
+        return None
     return x[:nv], x[nv + nl:], pushes @ x[nv:nv + nl]
 
 
@@ -150,8 +156,12 @@ class PhysicsTracker:
             self.mujoco.mj_fullM(model, data, inertia)
             wanted = (config.stiffness * self.velocity(data.qpos, target, 1.0)
                       + config.damping * (target_velocity - data.qvel))
-            acceleration, residual, _ = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(),
-                                                    self.body.torque_limits, config, data.qvel.copy(), h)
+            solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(), self.body.torque_limits,
+                                 config, data.qvel.copy(), h)
+            if solved is None:  # no step within the bounds: back onto the target, as after a teleport
+                self.reset(target, target_velocity)
+                return PhysicsStep(data.qpos.copy(), 0.0, 0.0, True)
+            acceleration, residual, _ = solved
             data.qvel[:] = data.qvel + h * acceleration
             self.mujoco.mj_integratePos(model, data.qpos, data.qvel, h)
             forces.append(np.linalg.norm(residual[:3]))
