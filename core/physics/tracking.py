@@ -9,8 +9,8 @@ root's residual force r, as PhysCap and PIP do:
   each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
   sole points within NEAR_FLOOR_M of the floor; a sole point within LANDING_M of the floor or under it does not
   accelerate into it harder than a spring on its height allows; |r| within PhysicsConfig's bounds.
-The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`). MuJoCo gives the model's inertia, bias forces
-and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m`, or a step the QP finds no answer for within its bounds,
+The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
+body out (`out_of_the_floor`). MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m`, or a step the QP finds no answer for within its bounds,
 resets the simulation onto the target (reported per frame).
 """
 from __future__ import annotations
@@ -32,6 +32,9 @@ FLOOR_STIFFNESS, FLOOR_DAMPING = 400.0, 40.0
 (1/s², 1/s): it lands and stops, and one under the floor comes back up."""
 LANDING_M = 0.005
 """... from this height up to the floor."""
+SOLVED = (1, 2, 7)
+"""OSQP's statuses whose answer is taken: solved, solved inaccurately, and stopped at its iteration limit (an
+answer that close is still a step; ACCELERATION_LIMIT catches a wild one)."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -96,10 +99,10 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     high.extend([np.inf] * nl + residual)
     solver = osqp.OSQP()
     solver.setup(sparse.csc_matrix(np.triu(hessian)), gradient, sparse.csc_matrix(np.array(rows)), np.array(low),
-                 np.array(high), verbose=False, eps_abs=1e-5, eps_rel=1e-5, max_iter=4000, polishing=False)
+                 np.array(high), verbose=False, eps_abs=1e-4, eps_rel=1e-4, max_iter=4000, polishing=False)
     result = solver.solve(raise_error=False)
     x = result.x
-    solved = int(result.info.status_val) in (1, 2) and x is not None and np.isfinite(x).all()
+    solved = int(result.info.status_val) in SOLVED and x is not None and np.isfinite(x).all()
     if not solved or np.abs(x[:nv]).max() > ACCELERATION_LIMIT:
         return None
     return x[:nv], x[nv + nl:], pushes @ x[nv:nv + nl]
@@ -140,6 +143,15 @@ class PhysicsTracker:
                 found.append((float(point[1]), jacobian))
         return found
 
+    def out_of_the_floor(self) -> None:
+        """Where a sole point has gone under the floor, the body lifted out of it and its fall stopped (the floor
+        is rigid: a position-level projection after the step)."""
+        self.mujoco.mj_kinematics(self.body.model, self.data)
+        depth = -float((self.data.geom_xpos[self.body.soles, 1] - SOLE_RADIUS_M).min())
+        if depth > 0.0:
+            self.data.qpos[1] += depth
+            self.data.qvel[1] = max(float(self.data.qvel[1]), 0.0)
+
     def step(self, target: np.ndarray, dt: float) -> PhysicsStep:
         """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it."""
         if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
@@ -164,6 +176,7 @@ class PhysicsTracker:
             acceleration, residual, _ = solved
             data.qvel[:] = data.qvel + h * acceleration
             self.mujoco.mj_integratePos(model, data.qpos, data.qvel, h)
+            self.out_of_the_floor()
             forces.append(np.linalg.norm(residual[:3]))
             torques.append(np.linalg.norm(residual[3:]))
         return PhysicsStep(data.qpos.copy(), float(np.mean(forces)), float(np.mean(torques)), False)

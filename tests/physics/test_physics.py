@@ -95,3 +95,46 @@ def test_solve_with_physics_from_the_command_line(tmp_path, capsys):
     assert "physics: floor_penetration_cm" in capsys.readouterr().err
     report = json.loads((tmp_path / "walk.report.json").read_text())
     assert {"floor_penetration_cm", "float_cm", "residual_force_n", "balance_frames"} <= set(report["figures"]["physics"])
+
+
+def _standing(solved, seconds: float, lowered_m: float = 0.0) -> Motion:
+    first = solved.motion[:1]
+    frames = int(seconds * 60)
+    positions = np.repeat(first.positions, frames, 0)
+    positions[:, 1, 1] -= lowered_m
+    return Motion(first.skeleton, np.repeat(first.rotations, frames, 0), positions, 60.0)
+
+
+def test_a_standing_pose_stands_for_ten_seconds_on_the_floor_alone(solved):
+    """Ten seconds of a standing pose: no drift, and the residual stays at nothing (measured 0 N): the floor
+    carries the body."""
+    still = _standing(solved, 10.0)
+    result = track(still)
+    assert _joint_error_cm(result.motion[-60:], still[-60:]) < 0.5
+    assert result.residual_force_n[1:].max() < 1.0 and result.resets.sum() == 1
+
+
+def test_a_pose_below_the_floor_is_pushed_back_out(solved):
+    """The target 5 cm into the floor: the simulated soles come back to it (the hips 5 cm higher than asked)."""
+    from core.physics.metrics import soles_and_centre
+    from core.physics.tracking import PhysicsTracker, motion_of, target_poses
+
+    body = simulated_body(solved.motion.skeleton, PhysicsConfig(), _standing(solved, 1.0))  # soles on the floor
+    sunk = _standing(solved, 2.0, lowered_m=0.05)
+    tracker = PhysicsTracker(body)
+    tracker.reset(target_poses(sunk, body)[0])
+    qpos = np.array([tracker.step(target, 1.0 / 60.0).qpos for target in target_poses(sunk, body)])
+    soles, _ = soles_and_centre(motion_of(qpos, sunk, body)[60:], body)
+    target_soles, _ = soles_and_centre(sunk[60:], body)
+    assert target_soles[:, :, 1].min() < -0.045 and soles[:, :, 1].min() > -0.01
+
+
+def test_live_steps_give_the_offline_pass_exactly(solved):
+    """The live path is the offline one, a frame at a time: PhysicsTracker.step over the targets as they come."""
+    from core.physics.tracking import PhysicsTracker, target_poses
+
+    motion = solved.motion[:45]
+    offline = track(motion)
+    tracker = PhysicsTracker(offline.body)
+    live = np.array([tracker.step(target, 1.0 / motion.fps).qpos for target in target_poses(motion, offline.body)])
+    np.testing.assert_allclose(live, target_poses(offline.motion, offline.body), atol=1e-9)
