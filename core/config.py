@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from .assets import asset
-from .files.atomic import write_text
-from .files.json_value import JSONTooDeep, json_value
+from .files.ik_constants import read_ik_constants, write_ik_constants
 
 
 @dataclass(frozen=True)
@@ -178,58 +176,16 @@ class UpperBodyIKConfig:
     def save(self, path: str | Path, names, record: dict) -> None:
         """Write the constants `names` of this config and a record of how they were found, as `load` reads them."""
         values = describe(self)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_text(path, json.dumps({"constants": {n: values[n] for n in names}, "record": record}, indent=2) + "\n")
+        write_ik_constants(path, {n: values[n] for n in names}, record)
 
     @classmethod
     def load(cls, path: str | Path) -> "UpperBodyIKConfig":
-        """The paper's constants with those in a file from `train ik` ({"constants": {field: value}}) in their place."""
-        path = Path(path)
-        try:
-            data = json_value(path.read_text(encoding="utf-8-sig"))
-            if not isinstance(data, dict):
-                raise ValueError(f"{path}: is JSON {type(data).__name__}, expected an object with \"constants\"")
-            constants = data["constants"]
-        except FileNotFoundError:
-            raise ValueError(f"{path}: no such IK constants file (make one with `python -m core train ik`)") from None
-        except IsADirectoryError:
-            raise ValueError(f"{path}: is a folder, not an IK constants file") from None
-        except OSError as error:
-            raise ValueError(f"{path}: cannot read: {error.strerror or error}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, JSONTooDeep) as error:
-            raise ValueError(f"{path}: not an IK constants file, which is JSON with a \"constants\" object "
-                             f"({type(error).__name__}: {error})") from None
-        if not isinstance(constants, dict):
-            raise ValueError(f"{path}: \"constants\" is JSON {type(constants).__name__}, expected an object")
+        """The paper's constants with those in a file from `train ik` ({"constants": {field: value}}) in their place;
+        ValueError naming the file where it is not one (core/files/ik_constants.py)."""
         defaults = cls()
-        values = {}
-        for name, value in constants.items():
-            if name not in cls.__dataclass_fields__:
-                raise ValueError(f"{path}: unknown IK constant {name!r}")
-            default = getattr(defaults, name)
-            if isinstance(default, tuple):
-                ok = isinstance(value, list) and len(value) == len(default) and \
-                    all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
-                value = tuple(float(v) for v in value) if ok else value
-            else:
-                ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int)
-                                                          and not isinstance(value, bool))
-                value = type(default)(value) if ok else value
-            if not ok:
-                raise ValueError(f"{path}: IK constant {name!r} is {value!r}, expected one like {default!r}")
-            numbers = value if isinstance(value, tuple) else (value,)
-            if isinstance(default, float) or isinstance(default, tuple):
-                if not all(math.isfinite(v) and abs(v) <= IK_CONSTANT_LIMIT for v in numbers):
-                    raise ValueError(f"{path}: IK constant {name!r} is {value!r}: each number must be finite and at "
-                                     f"most {IK_CONSTANT_LIMIT:g} in size (degrees, metres and their ratios)")
-            values[name] = value
-        return dataclasses.replace(defaults, **values)
+        return dataclasses.replace(defaults, **read_ik_constants(path, defaults))
 
 
-IK_CONSTANT_LIMIT = 1000.0
-"""No arm IK constant (angles in degrees, lengths in metres, gains and weights between them) is this large; a file
-with one this large or not finite was not made by `train ik`."""
 FITTED_IK_CONSTANTS = asset("upper_body_ik_fitted.json")
 """Parger's elbow constants refitted to the Bandai training split by §3.3's own procedure (`train ik`)."""
 
@@ -446,30 +402,27 @@ class HybridConfig:
 
 @dataclass(frozen=True)
 class PhysicsConfig:
-    """The physics pass (core/physics/): a simulated body built from the solved skeleton follows the solve, its
-    accelerations, contact forces and root residual found each step by one quadratic program under the equations
-    of motion, friction cones, unilateral contacts and torque limits (PhysCap's and PIP's formulation, without
-    their learned parts). Neural3Points (§5) tracks with a policy trained for days; this needs no training."""
+    """The physics pass (core/physics/, docs/physics.md): a simulated body follows the solve, one quadratic program a
+    step (PhysCap's formulation) in place of Neural3Points' trained policy (§5)."""
 
     sim_hz: float = 60.0
-    """Simulation steps a second (the issue's floor: 60 Hz)."""
+    """Simulation steps a second."""
     stiffness: float = 400.0
-    """Tracking gain on the pose error, 1/s^2: the joints come back at about 3 Hz (sqrt(400) / 2π)."""
+    """Tracking gain on the pose error, 1/s^2 (the joints come back at about 3 Hz)."""
     damping: float = 40.0
     """Tracking gain on the velocity error, 1/s: 2·sqrt(stiffness), critically damped."""
     friction: float = 1.0
-    """Foot-floor friction coefficient (each contact force within its pyramid; rubber on wood is about 0.8-1.0)."""
+    """Foot-floor friction coefficient (rubber on wood: about 0.8-1.0)."""
     torque_scale: float = 1.0
-    """Joint torque limits (core/physics/body.py TORQUE_LIMITS_NM, for 70 kg) times this."""
+    """Joint torque limits (physics/body.py TORQUE_LIMITS_NM, for 70 kg) times this."""
     residual_force_n: float = 300.0
     """Largest force on the root that no joint or contact gives (Neural3Points' residual force), per axis, N."""
     residual_torque_nm: float = 150.0
-    """Largest such torque on the root, per axis, N m."""
+    """Largest such torque, per axis, N m."""
     slide_weight: float = 30.0
-    """How much a sole point touching the floor is asked to stop sliding, against following the target (the
-    balance that left the feet sliding as much as the solve's, on a held-out walk)."""
+    """How hard a sole point on the floor is asked to stop sliding, against following the target."""
     teleport_m: float = 1.0
-    """A target root this far from the simulated one in a frame resets the simulation onto it."""
+    """A target root this far from the simulated one resets the simulation onto it."""
     body_mass_kg: float | None = None
     """The avatar's mass (None: a body-mass index of 22 at its standing height)."""
 
