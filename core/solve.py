@@ -5,6 +5,7 @@ shared interface are in core/solution.py, core/hybrid, core/matching and core/n3
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -73,12 +74,13 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     """The solve with its motion replaced by a simulated body's that tracks it (core/physics/), and that pass's
     figures; the feet count as planted where the solver had them planted (its own contacts, else the solved toes'
     contact weights). Needs the `physics` requirements (mujoco, osqp): PhysicsUnavailable names them."""
-    try:
-        from .physics.metrics import physics_figures
-        from .physics.tracking import track
-    except ImportError as error:
-        raise PhysicsUnavailable(f"the physics pass needs mujoco and osqp ({error.name} is not installed): "
-                                 "pip install mujoco osqp") from None
+    missing = [name for name in PHYSICS_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise PhysicsUnavailable(f"the physics pass needs mujoco and osqp ({', '.join(missing)} not installed): "
+                                 "pip install mujoco osqp")
+    from .physics.metrics import physics_figures
+    from .physics.tracking import track
+
     result = track(solution.motion, config)
     planted = solution.contacts
     if planted is None or len(planted) != len(solution.motion):
@@ -86,6 +88,10 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
         toes = solution.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
         planted = np.stack([contact_weights(toes[:, k], solution.motion.fps) for k in (0, 1)], axis=1)
     return replace(solution, motion=result.motion, physics=physics_figures(result, np.asarray(planted) >= 0.5))
+
+
+PHYSICS_PACKAGES = ("mujoco", "osqp", "scipy")
+"""What the physics pass imports beyond numpy."""
 
 
 class PhysicsUnavailable(ValueError):
