@@ -17,12 +17,11 @@ import bpy
 import numpy as np
 
 from core.matching.pose_database import PoseDatabase
+from core.physics.body import RADIUS_M
 
-RADIUS_M = {"hips": 0.11, "spine": 0.11, "chest": 0.13, "neck": 0.045, "head": 0.085, "shoulder": 0.045,
-            "upper_arm": 0.045, "forearm": 0.038, "hand": 0.032, "thigh": 0.07, "shin": 0.052, "foot": 0.042,
-            "toes": 0.035}
-"""Each mapped bone's tube radius (metres) by its joint; an unmapped bone's is LIMB_RADIUS_SHARE of its length."""
 LIMB_RADIUS_SHARE, LIMB_RADIUS_MIN, LIMB_RADIUS_MAX = 0.13, 0.02, 0.06
+"""An unmapped bone's tube radius: this share of its length, within these bounds (a mapped bone's is the physics
+body's capsule radius for its joint, RADIUS_M)."""
 TUBE_SIDES = 12
 
 
