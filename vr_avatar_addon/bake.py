@@ -30,9 +30,10 @@ class Bake:
     measured a frame at a time (`step`), the report written at the end (`finish`); `cancel` takes back what
     `start` made and changed."""
 
-    def __init__(self, context, name: str | None = None):
+    def __init__(self, context, name: str | None = None, push_to_nla: bool | None = None):
         """The checks before anything is made (VRAvatarError), then the new action (`name`, else "<armature> VR
-        Avatar") on the armature, keyed as the scene's bake settings say."""
+        Avatar") on the armature, keyed as the scene's bake settings say (`push_to_nla`, where given, in place of
+        the setting)."""
         scene = self.scene = context.scene
         obj = self.obj = bake_target(context)
         settings = self.settings = scene.vr_avatar.bake
@@ -50,6 +51,7 @@ class Bake:
         self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
         self.previous_fake_user = bool(animation and animation.action and animation.action.use_fake_user)
         self.name = name or f"{obj.name} VR Avatar"
+        self.pushed = settings.push_to_nla if push_to_nla is None else push_to_nla
         measured = (bake_channels(cache, obj, 'HIPS', bone_map(scene.vr_avatar), settings.only_mapped)
                     if settings.root_motion == 'IN_PLACE' else self.channels)  # measured where the body travels
         self.action, self.previous = keyframes.new_action(self.name, obj, measured, cache.frame_start)
@@ -73,7 +75,7 @@ class Bake:
             measured = self.action
             self.action = keyframes.new_action(self.name, self.obj, self.channels, self.cache.frame_start)[0]
             bpy.data.actions.remove(measured)
-        if self.settings.push_to_nla:
+        if self.pushed:
             self.push_to_nla()
         scene, obj, cache, action, quality = self.scene, self.obj, self.cache, self.action, self.quality
         kept = f"; '{self.previous.name}' is kept (fake user)" if self.previous else ""

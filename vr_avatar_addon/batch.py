@@ -16,22 +16,24 @@ def action_name(stream: Path, armature) -> str:
     return f"{stream.stem} - {armature.name}"[:63]
 
 
-def bake_pair(context, report, stream: Path, armature, name: str) -> str:
-    """Load `stream`, solve it onto `armature` and bake as action `name`; the new action's name. RuntimeError or
-    VRAvatarError with the operator's message where a step fails."""
+def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: bool | None = None) -> str:
+    """Load `stream`, solve it onto `armature` and bake as action `name` (`push_to_nla` as Bake takes it); the
+    new action's name. RuntimeError or VRAvatarError with the operator's message where a step fails."""
     settings = context.scene.vr_avatar
     bpy.ops.vr_avatar.load_stream(filepath=str(stream))
     settings.target_armature = armature
     if settings.bone_map_armature != armature.name or not settings.bone_map:
         bpy.ops.vr_avatar.map_bones()
     bpy.ops.vr_avatar.solve_stream()
-    baked = bake.Bake(context, name)
+    baked = bake.Bake(context, name, push_to_nla)
     baked.finish(report)
     return baked.action.name
 
 
-def bake_batch(context, report, streams: list[Path], armatures: list, name=action_name) -> set:
-    """Every stream onto every armature (module docstring), each action named `name(stream, armature)`."""
+def bake_batch(context, report, streams: list[Path], armatures: list, name=action_name,
+               push_to_nla: bool | None = None) -> set:
+    """Every stream onto every armature (module docstring), each action named `name(stream, armature)` and pushed
+    to the NLA as `push_to_nla` says (None: as the bake settings say)."""
     if not streams or not armatures:
         report({'ERROR'}, "Choose one or more stream files and select one or more armatures (or set the Target "
                           "Armature)")
@@ -45,7 +47,7 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
     try:
         for done, (stream, armature) in enumerate(pairs, 1):
             try:
-                made.append(bake_pair(context, report, stream, armature, name(stream, armature)))
+                made.append(bake_pair(context, report, stream, armature, name(stream, armature), push_to_nla))
             except (RuntimeError, *USER_ERRORS) as error:
                 message = str(error).removeprefix("Error: ").strip()
                 report({'ERROR'}, f"{stream.name} onto '{armature.name}': {message}")
@@ -70,9 +72,5 @@ def bake_takes(context, report) -> set:
         report({'ERROR'}, "Pick the Target Armature the takes are baked onto")
         return {'CANCELLED'}
     streams = [Path(bpy.path.abspath(take.path)) for take in settings.stream.takes]
-    pushed = settings.bake.push_to_nla
-    settings.bake.push_to_nla = True
-    try:
-        return bake_batch(context, report, streams, [settings.target_armature], lambda stream, _: stream.stem[:63])
-    finally:
-        settings.bake.push_to_nla = pushed
+    return bake_batch(context, report, streams, [settings.target_armature], lambda stream, _: stream.stem[:63],
+                      push_to_nla=True)

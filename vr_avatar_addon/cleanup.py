@@ -12,7 +12,7 @@ import numpy as np
 from . import core, solve_cache
 from .axes import y_up_from_z_up
 from .bone_map import bone_map, fill_bone_map
-from .bone_space import pose_basis
+from .bone_space import matrix_rotations, pose_basis
 from .handlers import pose_frame
 from .root_motion import armature_space
 from .scene_timing import scene_fps
@@ -76,9 +76,8 @@ def eased(mask: np.ndarray) -> np.ndarray:
 
 
 def _rotation(matrices):
-    axes = matrices[..., :3, :3]
-    scale = np.linalg.norm(axes, axis=-2)
-    return quat.from_matrix(axes / scale[..., None, :]), scale
+    """(rotation, per-axis scale) of pose matrices."""
+    return matrix_rotations(matrices), np.linalg.norm(matrices[..., :3, :3], axis=-2)
 
 
 FOOT_LOCKS = (('AUTO', "Auto", "Where the solve's toe is planted (near its floor and still), the foot stands where "

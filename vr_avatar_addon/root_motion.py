@@ -11,7 +11,7 @@ carrying T for `ROOT_BONE`.
 import numpy as np
 
 from . import core
-from .bone_space import pose_basis, rest_matrices
+from .bone_space import matrix_rotations, pose_basis, rest_matrices
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
 
@@ -47,9 +47,7 @@ def armature_space(obj, cache) -> tuple[np.ndarray, list, np.ndarray]:
 def travel(hips: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """(F, 4, 4) T: the hips' pose matrices (F, 4, 4) against their rest matrix (4, 4) as a move over the floor
     and a turn about the vertical through the rest hips (armature space, +Z up)."""
-    def unit_axes(m):
-        return m[..., :3, :3] / np.linalg.norm(m[..., :3, :3], axis=-2, keepdims=True)
-    turn = quat.from_matrix(unit_axes(hips) @ unit_axes(rest).T)
+    turn = quat.multiply_inverse(matrix_rotations(hips), matrix_rotations(rest))
     heading = 2.0 * np.arctan2(turn[:, 3], turn[:, 0])
     cos, sin = np.cos(heading), np.sin(heading)
     moves = np.tile(np.eye(4), (len(hips), 1, 1))
