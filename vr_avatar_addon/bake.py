@@ -46,10 +46,8 @@ class Bake:
         self.channels = bake_channels(cache, obj, settings.root_motion, bone_map(scene.vr_avatar),
                                       settings.only_mapped)
         root_motion.prepare(obj, settings.root_motion)
-        animation = obj.animation_data
-        self.before = (animation.action, animation.action_slot if animation.action else None) if animation else None
+        self.before = keyframes.ActiveAction(obj)
         self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
-        self.previous_fake_user = bool(animation and animation.action and animation.action.use_fake_user)
         self.name = name or f"{obj.name} VR Avatar"
         self.pushed = settings.push_to_nla if push_to_nla is None else push_to_nla
         measured = (bake_channels(cache, obj, 'HIPS', bone_map(scene.vr_avatar), settings.only_mapped)
@@ -101,26 +99,16 @@ class Bake:
         strip = track.strips.new(self.action.name, int(self.cache.frame_start), self.action)
         if hasattr(strip, "action_slot"):
             strip.action_slot = slot
-        self.restore_active_action()
-
-    def restore_active_action(self) -> None:
-        """The armature's action (and slot, and fake user) as before the bake."""
-        if self.before is not None:
-            action, slot = self.before
-            self.obj.animation_data.action = action
-            if action is not None:
-                self.obj.animation_data.action_slot = slot
-                action.use_fake_user = self.previous_fake_user
-        elif self.obj.animation_data is not None:
-            self.obj.animation_data.action = None
+        self.before.restore()
 
     def cancel(self) -> None:
         """Take the bake back: the new action removed, the armature's action, its fake user, the preview and the
         scene's frame as they were."""
         self.measuring.close()
         bpy.data.actions.remove(self.action)
-        self.restore_active_action()
-        if self.before is None and self.obj.animation_data is not None and not self.obj.animation_data.nla_tracks:
+        self.before.restore()
+        animation = self.obj.animation_data
+        if not self.before.had_animation and animation is not None and not animation.nla_tracks:
             self.obj.animation_data_clear()
         self.scene.vr_avatar.solve.preview = self.preview
         self.scene.frame_set(self.frame)

@@ -63,3 +63,25 @@ def action_fcurves(action):
         for strip in layer.strips:
             for channelbag in strip.channelbags:
                 yield from channelbag.fcurves
+
+
+class ActiveAction:
+    """An object's animation as it was (its active action and slot, that action's fake user, whether it had
+    animation data at all), to put back after a new action took its place."""
+
+    def __init__(self, owner):
+        animation = owner.animation_data
+        self.owner, self.had_animation = owner, animation is not None
+        self.action = animation.action if animation is not None else None
+        self.slot = animation.action_slot if self.action is not None else None
+        self.fake_user = bool(self.action is not None and self.action.use_fake_user)
+
+    def restore(self) -> None:
+        """The active action, its slot and its fake user as they were (no action where there was none)."""
+        animation = self.owner.animation_data
+        if animation is None:
+            return
+        animation.action = self.action
+        if self.action is not None:
+            animation.action_slot = self.slot
+            self.action.use_fake_user = self.fake_user

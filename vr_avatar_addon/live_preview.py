@@ -120,14 +120,10 @@ def keyed_action(scene, avatar: LiveAvatar, keys: list, name: str):
     cache = solve_cache.SolveCache(avatar.obj.name, list(avatar.target.names), scene.frame_start + int(frames.min()),
                                    basis, locations, scales, np.zeros(locations.shape), np.full((len(held), 2, 3), np.nan),
                                    np.full((len(held), 3), np.nan), {})
-    animation = avatar.obj.animation_data
-    before = (animation.action, animation.action_slot) if animation is not None and animation.action else None
+    before = keyframes.ActiveAction(avatar.obj)
     action, _ = keyframes.new_action(name, avatar.obj, bake.bake_channels(cache, avatar.obj), cache.frame_start)
     action.use_fake_user = True
-    if before is not None:
-        avatar.obj.animation_data.action, avatar.obj.animation_data.action_slot = before
-    else:
-        avatar.obj.animation_data.action = None
+    before.restore()
     return action
 
 
