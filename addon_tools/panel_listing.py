@@ -40,9 +40,6 @@ class ListedLayout:
     def __init__(self, lines: list, depth: int = 0, row: list | None = None):
         self.lines, self.depth, self.row_items = lines, depth, row
 
-    def __setattr__(self, name, value):  # use_property_split, enabled, alert... change nothing in a listing
-        object.__setattr__(self, name, value)
-
     def _add(self, text: str) -> None:
         if self.row_items is not None:
             self.row_items.append(text)

@@ -73,7 +73,7 @@ HEIGHT_OVER_CHAIN = 1.27
 height, the hip joints below the pelvis and the head above its joint make up the rest."""
 
 
-def standing_height(skeleton: Skeleton) -> float:
+def body_height(skeleton: Skeleton) -> float:
     """About the height of a person with this skeleton (HEIGHT_OVER_CHAIN)."""
     mapping = find_mapping(skeleton)
     chain = ("l_shin", "l_foot", "spine", "chest", "neck", "head")
@@ -113,7 +113,7 @@ def body_xml(skeleton: Skeleton, config: PhysicsConfig, motion: Motion | None = 
     """(MJCF text, simulated joints (skeleton indices, hips first), body mass, radii per joint); with `motion`,
     each foot stands on contact spheres where its planted sole is (`soles`)."""
     parts = canonical_parts(skeleton)
-    height = standing_height(skeleton)
+    height = body_height(skeleton)
     mass = config.body_mass_kg or BMI * height ** 2
     size = height / 1.75
     children = {j: [c for c in range(len(skeleton)) if skeleton.parents[c] == j] for j in range(len(skeleton))}

@@ -19,7 +19,7 @@ from core.tools.cli import main
 pytest.importorskip("mujoco", reason="the physics pass needs mujoco (pyproject's physics group)")
 pytest.importorskip("osqp", reason="the physics pass needs osqp (pyproject's physics group)")
 
-from core.physics.body import BMI, simulated_body, standing_height  # noqa: E402
+from core.physics.body import BMI, simulated_body, body_height  # noqa: E402
 from core.physics.tracking import track  # noqa: E402
 
 
@@ -37,7 +37,7 @@ def _joint_error_cm(a: Motion, b: Motion) -> float:
 def test_the_body_weighs_a_person_of_the_skeletons_height_and_stands_on_soles(solved):
     body = simulated_body(solved.motion.skeleton, PhysicsConfig(), solved.motion)
     import mujoco
-    height = standing_height(solved.motion.skeleton)
+    height = body_height(solved.motion.skeleton)
     assert 1.4 < height < 2.0
     assert mujoco.mj_getTotalmass(body.model) == pytest.approx(BMI * height ** 2, rel=0.01)
     assert len(body.soles) >= 4 and body.model.nv == 6 + 3 * (len(body.joints) - 1)
