@@ -71,6 +71,7 @@ def session(graphics: str, seconds: float = 1.0, reference_spaces=None) -> dict:
             "tracked": None if last is None else [bool(t) for t in last.tracked],
             "positions": None if last is None else last.positions.tolist(),
             "tracked_all": [bool(f.tracked.all()) for f in frames].count(True),
+            "button_bound": source.button_bound, "button_held": sum(f.button for f in frames),
             "status": tracking_status(source.lifecycle, None if last is None else last.tracked),
             "max_position_error_m": worst[0], "max_rotation_error_deg": worst[1],
         }
@@ -226,8 +227,43 @@ def addon(folder: str, ticks: str = "90") -> dict:
                    "recorded_head": stream.positions[:, 0].tolist(), "record_source_closed": recorder.recording.openxr.session is None,
                    "comment": [line for line in target.read_text().splitlines() if line.startswith("#")],
                    "after_record_unchanged": pose() == before and len(bpy.data.objects) == objects})
+    result["button_takes"] = button_takes(bpy, add_on, Path(folder))
     add_on.unregister()
     return result
+
+
+BUTTON_HELD = [*[False] * 5, True, True, *[False] * 30, True, *[False] * 5, True, *[False] * 20]
+"""The record button per frame of button_takes: a take from frame 5 to 37, and one from 43 to the end."""
+
+
+def button_takes(bpy, add_on, folder: Path) -> dict:
+    """Record OpenXR with Controller Button: the runtime's frames, their record button held as BUTTON_HELD says (the
+    simulated controllers cannot press it), one modal call per frame, then Esc."""
+    from types import SimpleNamespace
+
+    from core.files.stream import read_stream
+
+    stream = bpy.context.scene.vr_avatar.stream
+    stream.record_path, stream.record_by_button, listed = str(folder / "button.csv"), True, len(stream.takes)
+    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
+    recorder = add_on.operators.stream.VR_AVATAR_OT_record_stream._recording
+    poll, held = recorder.recording.openxr.poll, iter(BUTTON_HELD)
+
+    def pressing():
+        frame = poll()
+        if frame is not None:
+            frame.button = next(held)
+        return frame
+
+    recorder.recording.openxr.poll = pressing
+    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
+    for _ in BUTTON_HELD:
+        recorder.modal(bpy.context, tick)
+    assert recorder.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS', timer=None)) == {'FINISHED'}
+    stream.record_by_button = False
+    files = sorted(p.name for p in folder.glob("button_*.csv"))
+    return {"files": files, "samples": [len(read_stream(folder / f)) for f in files],
+            "listed": [t.name for t in stream.takes][listed:]}
 
 
 def extension_wheel(zip_path: str, folder: str) -> dict:

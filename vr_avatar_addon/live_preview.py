@@ -5,6 +5,7 @@ runtime through core's pyopenxr source. Without a headset neither can start (VRA
 changed). Stopping puts the armature's pose back as it was before the preview.
 """
 import time
+from pathlib import Path
 
 import bpy
 import numpy as np
@@ -144,7 +145,8 @@ class LivePreview:
         self.status = None
         self.keys: list = []
         """(seconds into the take, pose) of each step while a take records."""
-        self.keyed_take: recording.Recording | None = None
+        self.keyed_take: Path | None = None
+        """The file of the take the kept poses belong to."""
 
     def tick(self, context, report) -> bool:
         """Read the devices and step the avatar (untracked hands are held: only the headset must be usable); a
@@ -171,9 +173,9 @@ class LivePreview:
         """Keep the pose while a take records; once it has ended, key what was kept (`keyed_action`)."""
         take = recording.Recording.current
         if take is not None and take.sampling and self.avatar.pose is not None:
-            if take is not self.keyed_take:
+            if take.path != self.keyed_take:
                 self.write_keys(context, report)
-                self.keyed_take = take
+                self.keyed_take = take.path
             self.keys.append((now - take.start, self.avatar.pose))
         elif self.keys:
             self.write_keys(context, report)
@@ -182,8 +184,8 @@ class LivePreview:
         """The poses kept over the last take as a new action named after it ("<take> Live"), kept with a fake
         user; the armature's active action stays as it was."""
         if self.keys and self.keyed_take is not None:
-            action = keyed_action(context.scene, self.avatar, self.keys, f"{self.keyed_take.path.stem} Live")
-            report({'INFO'}, f"Keyed the live preview of take '{self.keyed_take.path.stem}' into action "
+            action = keyed_action(context.scene, self.avatar, self.keys, f"{self.keyed_take.stem} Live")
+            report({'INFO'}, f"Keyed the live preview of take '{self.keyed_take.stem}' into action "
                              f"'{action.name}'")
         self.keys, self.keyed_take = [], None
 

@@ -129,7 +129,9 @@ class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
             column.prop(stream, name)
         layout.separator()
         layout.prop(stream, "record_path")
-        layout.prop(stream, "countdown_s")
+        row = layout.row(align=True)
+        row.prop(stream, "countdown_s")
+        row.prop(stream, "record_by_button", toggle=True, icon='EVENT_A')
         recording = VR_AVATAR_OT_record_stream.is_recording()
         row = layout.row(align=True)
         for source, text in (('BLENDER_VR', "Record VR Session"), ('OPENXR', "Record OpenXR")):

@@ -105,6 +105,10 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
     countdown_s: FloatProperty(name="Countdown", description="Seconds between Record and the first sample: time to "
                                "put the headset on and take the calibration pose", default=3.0, min=0.0, max=30.0,
                                unit='TIME_ABSOLUTE')
+    record_by_button: BoolProperty(
+        name="Controller Button", description="Record OpenXR starts listening: each press of a controller's record "
+        "button (A on Index, A or X on Touch, Menu on others) starts or stops a take, after the countdown; Esc or "
+        "Stop Recording ends", default=False)
     takes: CollectionProperty(type=VRAvatarTake, name="Takes")
     takes_index: IntProperty(name="Active Take", default=0)
     grip: EnumProperty(

@@ -12,6 +12,8 @@ from .stream_objects import stream_from_xr_poses, xr_poses
 
 RECORD_INTERVAL_S = 1.0 / 90.0
 """Seconds between two samples of the VR session while recording (the session itself runs at ~90 Hz)."""
+NO_BUTTON_IN_BLENDER_VR = ("Controller Button works with Record OpenXR only: Blender's VR session does not hand its "
+                           "controllers' buttons to add-ons")
 NO_VR_SESSION = ("No VR session is running: start one with the VR Scene Inspection add-on "
                  "(View3D › Sidebar › VR) and a connected headset")
 
@@ -58,20 +60,35 @@ def record_target(context) -> Path:
     return path
 
 
+class ButtonPresses:
+    """The presses of a held button: `pressed(held)` is True on the first sample held after one that was not."""
+
+    def __init__(self):
+        self.held = False
+
+    def pressed(self, held: bool) -> bool:
+        pressed, self.held = held and not self.held, held
+        return pressed
+
+
 class Recording:
-    """One recording from `source` ('BLENDER_VR' or 'OPENXR') to `path`: `sample` each timer tick, `write` at the
-    end. VRAvatarError, before anything starts, where the source or the file is not there."""
+    """A recording from `source` ('BLENDER_VR' or 'OPENXR'): `sample` each timer tick, `write` at the end. Each take
+    is its own file (`record_target`). With `by_button` (OpenXR only) takes start and stop with the controllers'
+    record button (core.devices.openxr_source.RECORD_BUTTONS), as many as the user presses for; otherwise one take
+    starts now. VRAvatarError, before anything starts, where the source or the file is not there."""
 
     current: "Recording | None" = None
     """The recording in progress, if any: a live preview keys the avatar while it samples."""
 
-    def __init__(self, context, source: str, report):
+    def __init__(self, context, source: str, report, by_button: bool = False):
         if source == 'BLENDER_VR' and not vr_session_running(context):
             raise VRAvatarError(NO_VR_SESSION)
+        if by_button and source != 'OPENXR':
+            raise VRAvatarError(NO_BUTTON_IN_BLENDER_VR)
         self.path = record_target(context)
         if context.window is None:
             raise VRAvatarError("Recording needs a Blender window")
-        self.openxr, self.frames = None, []
+        self.openxr, self.frames, self.report, self.by_button = None, [], report, by_button
         if source == 'OPENXR':
             try:
                 self.openxr = core.devices.openxr_source.OpenXRSource()
@@ -82,32 +99,46 @@ class Recording:
                 report({'WARNING'}, warning)
         self.times, self.positions, self.rotations = [], [], []
         self.countdown_s = context.scene.vr_avatar.stream.countdown_s
-        self.start = time.perf_counter() + self.countdown_s
         self.takes = context.scene.vr_avatar.stream.takes
-        where = 'the VR session' if self.openxr is None else 'from the OpenXR runtime'
-        report({'INFO'}, f"Recording {where} to {self.path.name}" + (f" in {self.countdown_s:g} s" if self.countdown_s
-                                                                     else "") + ": press Esc or Record again to stop")
+        self.presses, self.pressed_once, self.written, self.refused = ButtonPresses(), False, 0, False
+        self.start: float | None = None
+        """perf_counter time of the take's first sample (after its countdown); None between button takes."""
         Recording.current = self
+        if by_button:
+            report({'INFO'}, "Press A (Index, Touch right), X (Touch left) or Menu to start and stop each take; "
+                             "Esc or Stop Recording ends")
+        else:
+            self.start_take(context)
 
     @property
     def sampling(self) -> bool:
-        """Whether the countdown is over."""
-        return time.perf_counter() >= self.start
+        """Whether a take is recording, its countdown over."""
+        return self.start is not None and time.perf_counter() >= self.start
 
     def ended(self, context) -> bool:
         """Whether the source has gone (the VR session stopped, the OpenXR session ended)."""
         return self.openxr.finished if self.openxr is not None else not vr_session_running(context)
 
+    def start_take(self, context) -> None:
+        """Start a take into the next numbered file, after the countdown."""
+        self.path = record_target(context)
+        self.start = time.perf_counter() + self.countdown_s
+        where = 'the VR session' if self.openxr is None else 'from the OpenXR runtime'
+        stop = "press the record button again" if self.by_button else "press Esc or Record again"
+        self.report({'INFO'}, f"Recording {where} to {self.path.name}" + (
+            f" in {self.countdown_s:g} s" if self.countdown_s else "") + f": {stop} to stop")
+
     def sample(self, context) -> None:
-        """The devices' poses now (OpenXR: the frame the runtime has, if any); nothing during the countdown."""
-        if time.perf_counter() < self.start:
-            if self.openxr is not None:
-                self.openxr.poll()  # the session goes on; its frames are not kept
-            return
+        """The devices' poses now (OpenXR: the frame the runtime has, if any; a press of the record button starts
+        or ends a take); nothing is kept during a countdown or between takes."""
         if self.openxr is not None:
-            frame = self.openxr.poll()
-            if frame is not None:
+            frame = self.openxr.poll()  # the session goes on through countdowns; those frames are not kept
+            if frame is not None and self.by_button and self.presses.pressed(frame.button):
+                self.toggle_take(context)
+            elif frame is not None and self.sampling:
                 self.frames.append(frame)
+            return
+        if not self.sampling:
             return
         now = time.perf_counter() - self.start
         if not self.times or now > self.times[-1]:
@@ -116,30 +147,55 @@ class Recording:
             self.positions.append(positions)
             self.rotations.append(rotations)
 
+    def toggle_take(self, context) -> None:
+        """A press of the record button: start a take, or write the one recording."""
+        self.pressed_once = True
+        if self.start is None:
+            try:
+                self.start_take(context)
+            except VRAvatarError as error:
+                self.report({'ERROR'}, str(error))
+        else:
+            self.write_take()
+
     def write(self, report) -> set:
-        """Stop the source and write what was recorded (nothing recorded: a warning, no file)."""
+        """Stop the source and write the take in progress (nothing recorded in any take: a warning, no file)."""
         Recording.current = None
         if self.openxr is not None:
             self.openxr.close()
-        if not (self.frames or self.times):
-            report({'WARNING'}, "Nothing recorded: the " + (
-                "VR session gave no poses" if self.openxr is None else "OpenXR runtime located nothing (" +
+        if self.start is not None:
+            self.write_take()
+        if not self.written:
+            if self.refused:
+                return {'CANCELLED'}
+            report({'WARNING'}, "Nothing recorded: " + (
+                "the record button was never pressed" if self.by_button and not self.pressed_once else
+                "the VR session gave no poses" if self.openxr is None else "the OpenXR runtime located nothing (" +
                 (core.devices.openxr_lifecycle.tracking_status(self.openxr.lifecycle)
                  or "the session never became visible") + ")"))
             return {'CANCELLED'}
+        return {'FINISHED'}
+
+    def write_take(self) -> None:
+        """Write the take recorded so far to its file and list it; the next take starts empty."""
+        frames, times, positions, rotations = self.frames, self.times, self.positions, self.rotations
+        self.frames, self.times, self.positions, self.rotations, self.start = [], [], [], [], None
+        if not (frames or times):
+            return
         if self.openxr is not None:
-            stream = core.devices.openxr_frames.frames_to_stream(self.frames)
+            stream = core.devices.openxr_frames.frames_to_stream(frames)
             comments = ["recorded from an OpenXR runtime by the VR Avatar add-on, reference space "
                         f"{self.openxr.reference_space}"]
         else:
-            stream = stream_from_xr_poses(self.times, self.positions, self.rotations)
+            stream = stream_from_xr_poses(times, positions, rotations)
             comments = ["recorded from Blender's VR session by the VR Avatar add-on"]
-        if not write_stream_or_report(report, self.path, stream, comments):
-            return {'CANCELLED'}
+        if not write_stream_or_report(self.report, self.path, stream, comments):
+            self.refused = True
+            return
         take = listed_take(self.takes, self.path, stream)
-        report({'INFO'}, f"Recorded take '{take.name}': {len(stream)} samples ({stream.duration:.1f} s) to "
-               f"{self.path}" + ("; calibration gesture found" if take.calibrated else ""))
-        return {'FINISHED'}
+        self.written += 1
+        self.report({'INFO'}, f"Recorded take '{take.name}': {len(stream)} samples ({stream.duration:.1f} s) to "
+                    f"{self.path}" + ("; calibration gesture found" if take.calibrated else ""))
 
 
 def listed_take(takes, path: Path, stream):

@@ -76,7 +76,8 @@ class Frame:
     """One located sample: `time_ns` (runtime clock, XrTime), `positions` (3, 3), `rotations` (3, 4)
     as (w, x, y, z) and `tracked` (3,), devices in DEVICES order; untracked devices hold NaN.
     `flags` (3,) are the runtime's location flags; `located_s` is `time.perf_counter()` just before
-    the first locate call (latency is measured from it)."""
+    the first locate call (latency is measured from it); `button` whether the record button is held on
+    either controller (openxr_source.RECORD_BUTTONS)."""
 
     time_ns: int
     positions: np.ndarray
@@ -84,6 +85,7 @@ class Frame:
     tracked: np.ndarray
     flags: np.ndarray | None = None
     located_s: float = 0.0
+    button: bool = False
 
 
 def frame_from_poses(time_ns: int, poses: np.ndarray, flags, located_s: float = 0.0) -> Frame:

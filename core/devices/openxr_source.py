@@ -33,6 +33,16 @@ PROFILES = {"/interaction_profiles/khr/simple_controller": None,
             "/interaction_profiles/hp/mixed_reality_controller": "XR_EXT_hp_mixed_reality_controller",
             "/interaction_profiles/samsung/odyssey_controller": "XR_EXT_samsung_odyssey_controller",
             "/interaction_profiles/ml/ml2_controller": "XR_ML_ml2_controller_interaction"}
+# The record button per profile, (left hand, right hand) input components: a face button both hands reach without
+# letting go of the grip and no application reserves (the system and Oculus buttons are the runtime's).
+RECORD_BUTTONS = {"/interaction_profiles/khr/simple_controller": ("menu/click", "menu/click"),
+                  "/interaction_profiles/oculus/touch_controller": ("x/click", "a/click"),
+                  "/interaction_profiles/valve/index_controller": ("a/click", "a/click"),
+                  "/interaction_profiles/htc/vive_controller": ("menu/click", "menu/click"),
+                  "/interaction_profiles/microsoft/motion_controller": ("menu/click", "menu/click"),
+                  "/interaction_profiles/hp/mixed_reality_controller": ("x/click", "a/click"),
+                  "/interaction_profiles/samsung/odyssey_controller": ("menu/click", "menu/click"),
+                  "/interaction_profiles/ml/ml2_controller": ("menu/click", "menu/click")}
 GRAPHICS = ("auto", "headless", "vulkan", "opengl")
 IDLE_SLEEP_S = 0.01  # between polls while no frame loop runs
 HEADLESS_RATE_HZ = 90.0  # a headless session has no display to pace it: the source samples at a headset's rate
@@ -89,7 +99,8 @@ class OpenXRSource:
         self.offered_spaces: list[str] = []
         self.profiles: list[str] = []  # interaction profiles the runtime accepted grip bindings for
         self.instance = self.session = self._graphics = self._blend_mode = self._system = None
-        self._grips, self._hands, self._action_set = [], [], None
+        self._grips, self._hands, self._action_set, self._button = [], [], None, None
+        self.button_bound = False  # whether the runtime bound the record button on either controller
         self._sync_info = self._to_runtime_time = None
         self._locations = [None, None, None]  # one XrSpaceLocation per device, filled in place every frame
         self._next_tick = 0.0
@@ -191,11 +202,16 @@ class OpenXRSource:
         grip = xr.create_action(self._action_set, xr.ActionCreateInfo(
             action_name="grip_pose", action_type=xr.ActionType.POSE_INPUT, subaction_paths=self._hands,
             localized_action_name="Grip pose"))
+        self._button = xr.create_action(self._action_set, xr.ActionCreateInfo(
+            action_name="record", action_type=xr.ActionType.BOOLEAN_INPUT, subaction_paths=self._hands,
+            localized_action_name="Start or stop a take"))
         for profile, extension in PROFILES.items():
             if extension is not None and extension not in offered:
                 continue
             bindings = [xr.ActionSuggestedBinding(grip, xr.string_to_path(self.instance, f"{h}/input/grip/pose"))
                         for h in HANDS]
+            bindings += [xr.ActionSuggestedBinding(self._button, xr.string_to_path(self.instance, f"{h}/input/{c}"))
+                         for h, c in zip(HANDS, RECORD_BUTTONS[profile])]
             try:
                 xr.suggest_interaction_profile_bindings(self.instance, xr.InteractionProfileSuggestedBinding(
                     interaction_profile=xr.string_to_path(self.instance, profile), suggested_bindings=bindings))
@@ -300,13 +316,17 @@ class OpenXRSource:
                 space=self._base))
             head = head_from_eyes(stream_poses(np.array([posef_array(v.pose) for v in views])))
             flags[0] = int(view_state.view_state_flags)
-        if self.lifecycle.locates_hands and (self._sync_actions() or self.headless):
+        button = False
+        if self.lifecycle.locates_hands and ((synced := self._sync_actions()) or self.headless):
             for i, grip in enumerate(self._grips, start=1):
                 raw[i], flags[i] = self._locate_space(i, grip, display_time)
+            button = synced and self._record_button()
         poses = stream_poses(raw)
         if not self.headless:
             poses[0] = head
-        return frame_from_poses(display_time, poses, flags, located_s)
+        frame = frame_from_poses(display_time, poses, flags, located_s)
+        frame.button = button
+        return frame
 
     def _locate_space(self, device: int, space, display_time: int) -> tuple[np.ndarray, int]:
         """xrLocateSpace of `space` in the base space into the device's own XrSpaceLocation: the pose as
@@ -320,6 +340,17 @@ class OpenXRSource:
         xr = self._xr
         result = xr.raw_functions.xrSyncActions(self.session, byref(self._sync_info))
         return _checked(xr, result, xr.Result.SESSION_NOT_FOCUSED) != xr.Result.SESSION_NOT_FOCUSED
+
+    def _record_button(self) -> bool:
+        """Whether the record button (RECORD_BUTTONS) is held on either controller; `button_bound` says whether the
+        runtime bound it to any."""
+        xr, held = self._xr, False
+        for hand in self._hands:
+            state = xr.get_action_state_boolean(self.session, xr.ActionStateGetInfo(action=self._button,
+                                                                                   subaction_path=hand))
+            self.button_bound |= bool(state.is_active)
+            held |= bool(state.is_active and state.current_state)
+        return held
 
     def close(self, timeout_s: float = 1.0) -> None:
         """Wind the session down (request exit, end it when the runtime says STOPPING), then destroy everything.

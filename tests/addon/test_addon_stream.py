@@ -218,6 +218,21 @@ def test_record_without_a_vr_session_says_how_to_start_one(bpy, installed, empty
     assert not installed.operators.stream.VR_AVATAR_OT_record_stream.is_recording()
 
 
+def test_controller_button_is_refused_for_blenders_vr_session(bpy, installed, empty_scene, tmp_path, monkeypatch):
+    monkeypatch.setattr(installed.recording, "vr_session_running", lambda _context: True)
+    stream = empty_scene.vr_avatar.stream
+    stream.record_path, stream.record_by_button = str(tmp_path / "recorded.csv"), True
+    with pytest.raises(RuntimeError, match="Controller Button works with Record OpenXR only"):
+        bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT', source='BLENDER_VR')
+    assert not list(tmp_path.iterdir()) and not installed.operators.stream.VR_AVATAR_OT_record_stream.is_recording()
+
+
+def test_button_presses_are_the_first_held_samples(installed):
+    presses = installed.recording.ButtonPresses()
+    assert [presses.pressed(h) for h in (False, True, True, False, True, False, False, True)] == \
+        [False, True, False, False, True, False, False, True]
+
+
 def test_recording_writes_the_sampled_poses_in_cores_frame(bpy, installed, empty_scene, tmp_path, monkeypatch):
     """The recorder up to the headset: a session said to run, poses from a stand-in, events delivered by hand."""
     operators, recording = installed.operators.stream, installed.recording

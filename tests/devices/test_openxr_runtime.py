@@ -94,6 +94,13 @@ def test_every_profile_gets_its_bindings_and_the_runtime_picks_the_controllers(h
     assert vulkan["runs"][0]["current_profiles"] == ["/interaction_profiles/ml/ml2_controller"] * 2
 
 
+def test_the_record_button_is_bound_and_read_while_focused(headless, vulkan):
+    """Every profile's record button is a path the runtime accepts (else the profile would be left out above); a
+    focused session reads it (the simulated controllers never press it), a headless one, never focused, cannot."""
+    assert all(run["button_bound"] and run["button_held"] == 0 for run in vulkan["runs"])
+    assert not any(run["button_bound"] for run in headless["runs"])
+
+
 @pytest.mark.parametrize("name", ["headless", "vulkan"])
 def test_poses_equal_the_runtimes_own_locate_space(request, name):
     for run in request.getfixturevalue(name)["runs"]:
@@ -196,6 +203,9 @@ def test_addon_live_preview_and_record_follow_the_runtime_and_leave_the_scene(tm
     assert np.ptp(headset[:, 0]) > 0.02 and np.corrcoef(avatar[10:, 0], headset[10:, 0])[0, 1] > 0.9
     assert run["pose_restored"] and run["objects_unchanged"] and run["preview_stopped"]
     assert run["recorded"] == run["preview_ticks"] and run["recorded_tracked"] and run["record_source_closed"]
+    # Controller Button: each press starts or stops a take; the frames between are the take's, Esc ends the last.
+    assert run["button_takes"] == {"files": ["button_001.csv", "button_002.csv"], "samples": [31, 20],
+                                   "listed": ["button_001", "button_002"]}
     assert all(1.5 < head[1] < 1.7 for head in run["recorded_head"])
     assert run["comment"][-1] == "# recorded from an OpenXR runtime by the VR Avatar add-on, reference space STAGE"
     assert run["after_record_unchanged"]

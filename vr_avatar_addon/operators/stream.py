@@ -44,7 +44,8 @@ class VR_AVATAR_OT_export_stream(bpy.types.Operator, ExportHelper):
 
 
 class VR_AVATAR_OT_record_stream(bpy.types.Operator):
-    """Record the headset and controller poses to the Record To file; Esc or run again to stop"""
+    """Record the headset and controller poses to the Record To file; Esc or run again to stop. With Controller
+    Button (OpenXR), each press of a controller's record button starts or stops a take"""
     bl_idname = "vr_avatar.record_stream"
     bl_label = "Record Stream"
     bl_options = {'REGISTER'}
@@ -69,7 +70,8 @@ class VR_AVATAR_OT_record_stream(bpy.types.Operator):
             type(self)._recording.stop_requested = True
             return {'FINISHED'}
         try:
-            self.recording = recording.Recording(context, self.source, self.report)
+            self.recording = recording.Recording(context, self.source, self.report,
+                                                 context.scene.vr_avatar.stream.record_by_button)
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
