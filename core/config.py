@@ -401,6 +401,24 @@ class HybridConfig:
 
 
 @dataclass(frozen=True)
+class FootStabilisation:
+    """How Smooth Solve holds a planted foot (after MotionBuilder's feet stabilisation; core/anim/foot_holds.py)."""
+
+    lock_time_s: float = 0.1
+    """A contact shorter than this is not held: a toe brushing the floor is not a step."""
+    lock_radius_m: float = 0.03
+    """A held foot stays on the spot where it landed while the solve's own foot stays within this distance of it
+    (along the floor); past it the hold lets go. 0: the foot follows the solve's own planted foot."""
+    recovery_s: float = 0.15
+    """A released hold hands the foot back to the solve over this time, so it never jumps."""
+
+    def __post_init__(self):
+        for name in ("lock_time_s", "lock_radius_m", "recovery_s"):
+            if not 0.0 <= getattr(self, name) <= 10.0:
+                raise ValueError(f"{name} must be between 0 and 10, got {getattr(self, name)}")
+
+
+@dataclass(frozen=True)
 class PhysicsConfig:
     """The physics pass (core/physics/, docs/physics.md): a simulated body follows the solve, one quadratic program a
     step (PhysCap's formulation) in place of Neural3Points' trained policy (§5)."""

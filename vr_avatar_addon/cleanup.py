@@ -100,16 +100,17 @@ def lock_weights(mode: str, toes: np.ndarray, fps: float) -> np.ndarray:
 
 
 def replanted(before: np.ndarray, after: np.ndarray, legs, planted: np.ndarray, parents,
-              grounding: bool = False) -> np.ndarray:
+              grounding: bool = False, shifts: np.ndarray | None = None) -> np.ndarray:
     """Armature-space matrices `after` with each leg (thigh, shin, foot indices) re-solved where it is planted
-    (weights (F, 2)): the foot back at its place and turn in `before`, the bones below it carried along. With
-    `grounding`, each ankle is only raised back to its height in `before` where it went lower."""
+    (weights (F, 2)): the foot back at its place in `before`, then moved by `shifts` (F, 2, 3), turned as in `before`,
+    the bones below it carried along. With `grounding`, each ankle is only raised back to its height in `before`
+    where it went lower."""
     result = after.copy()
     moved = np.zeros(after.shape[1], dtype=bool)
     for side, (thigh, shin, foot) in enumerate(legs):
         weight = planted[:, side]
         hip, knee, ankle = (after[:, j, :3, 3] for j in (thigh, shin, foot))
-        goal = ankle + weight[:, None] * (before[:, foot, :3, 3] - ankle)
+        goal = ankle + weight[:, None] * (before[:, foot, :3, 3] - ankle) + (0.0 if shifts is None else shifts[:, side])
         if grounding:
             goal = ankle.copy()
             goal[:, 2] = np.maximum(ankle[:, 2], before[:, foot, 2, 3])
@@ -131,25 +132,38 @@ def replanted(before: np.ndarray, after: np.ndarray, legs, planted: np.ndarray, 
     return result
 
 
+def held_shifts(before: np.ndarray, toes: list[int], planted: np.ndarray, fps: float,
+                stabilisation) -> tuple[np.ndarray, np.ndarray]:
+    """(shifts (F, 2, 3), planted (F, 2)): how far each foot moves along the floor (armature X, Y) to stand on its
+    hold's spot (core/anim/foot_holds.py, from the toe bone's head in `before`), and the planted weights, full
+    while held."""
+    shifts, planted = np.zeros((len(before), 2, 3)), planted.copy()
+    for side, toe in enumerate(toes):
+        floor = before[:, toe, :2, 3]
+        shifts[:, side, :2], holds = core.anim.foot_holds.foot_holds(floor, planted[:, side], fps, stabilisation)
+        planted[holds >= 1.0, side] = 1.0
+    return shifts, planted
+
+
 def cleaned(obj, cache, mapping: dict[str, str], fps: float, cutoffs: dict[str, float], beta: float,
-            foot_lock: str = 'AUTO'):
+            foot_lock: str = 'AUTO', stabilisation=core.config.FootStabilisation()):
     """The cache smoothed (module docstring); `cutoffs` the minimum cutoff (Hz) per group of GROUPS, `foot_lock`
-    one of FOOT_LOCKS. Where a locked leg could not reach its foot from the smoothed hips, the hips ease back to the
-    solve's travel."""
+    one of FOOT_LOCKS, `stabilisation` how a locked foot is held (lock time, radius, recovery). Where a locked leg
+    could not reach its foot from the smoothed hips, the hips ease back to the solve's travel."""
     before, order, parents = armature_space(obj, cache)
     basis, locations = smoothed_bases(cache, bone_groups(obj, cache, mapping), fps, cutoffs, beta)
     after = armature_space(obj, replace(cache, basis=basis, locations=locations))[0]
     legs = [tuple(cache.bones.index(mapping[f"{s}_{j}"]) for j in ("thigh", "shin", "foot")) for s in "lr"]
     if foot_lock in ('AUTO', 'ALWAYS'):
-        toes = [mapping.get(f"{s}_toes", mapping[f"{s}_foot"]) for s in "lr"]
-        planted = np.stack([lock_weights(foot_lock, cache.positions[:, cache.bones.index(t)], fps) for t in toes],
-                           axis=-1)
-        goals = np.stack([before[:, foot, :3, 3] for _, _, foot in legs], axis=1)
+        toes = [cache.bones.index(mapping.get(f"{s}_toes", mapping[f"{s}_foot"])) for s in "lr"]
+        planted = np.stack([lock_weights(foot_lock, cache.positions[:, t], fps) for t in toes], axis=-1)
+        shifts, planted = held_shifts(before, toes, planted, fps, stabilisation)
+        goals = np.stack([before[:, foot, :3, 3] for _, _, foot in legs], axis=1) + shifts
         back = eased(overreaching(after, legs, planted, goals))[:, None, None]
         if back.any():
             locations = locations + back * (cache.locations - locations)
             after = armature_space(obj, replace(cache, basis=basis, locations=locations))[0]
-        after = replanted(before, after, legs, planted, parents)
+        after = replanted(before, after, legs, planted, parents, shifts=shifts)
     elif foot_lock == 'GROUNDING':
         after = replanted(before, after, legs, np.zeros((len(after), 2)), parents, grounding=True)
     basis, locations, scales = pose_basis(obj, after, order, parents)
@@ -158,7 +172,8 @@ def cleaned(obj, cache, mapping: dict[str, str], fps: float, cutoffs: dict[str, 
     return replace(cache, basis=basis, locations=locations, scales=scales, positions=y_up_from_z_up(heads))
 
 
-def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lock: str) -> set:
+def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lock: str,
+                stabilisation=core.config.FootStabilisation()) -> set:
     """The scene's cached solve cleaned (`cleaned`) and stored back; the current frame posed from it."""
     scene = context.scene
     cache = solve_cache.load(scene)
@@ -170,7 +185,7 @@ def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lo
     if not settings.bone_map or settings.bone_map_armature != obj.name:
         fill_bone_map(settings, obj)
     fps = scene_fps(scene)
-    result = cleaned(obj, cache, bone_map(settings), fps, cutoffs, beta, foot_lock)
+    result = cleaned(obj, cache, bone_map(settings), fps, cutoffs, beta, foot_lock, stabilisation)
     solve_cache.store(scene, result)
     pose_frame(obj, solve_cache.cached_frame(scene, scene.frame_current))
     before, after = (core.quality.metrics.jitter(c.positions, fps) for c in (cache, result))

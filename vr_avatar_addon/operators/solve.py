@@ -17,6 +17,8 @@ from ..handlers import pose_frame
 from ..scene_solver import avatar_target, device_calibration, keep_calibration, read_stream, solver_for_scene
 from ..scene_timing import scene_fps
 
+STABILISATION = core.config.FootStabilisation()
+
 
 @dataclass
 class SceneSolve:
@@ -312,6 +314,15 @@ class VR_AVATAR_OT_clean_solve(bpy.types.Operator):
                         "beta): higher keeps fast moves sharper", default=0.5, min=0.0, max=100.0)
     foot_lock: EnumProperty(name="Foot Lock", description="How the feet are held after smoothing (the legs "
                             "re-solved to hold them)", items=cleanup.FOOT_LOCKS, default='AUTO')
+    lock_time_s: FloatProperty(name="Lock Time", description="A contact shorter than this is not held: a toe "
+                               "brushing the floor is not a step", default=STABILISATION.lock_time_s,
+                               min=0.0, max=10.0, unit='TIME_ABSOLUTE')
+    lock_radius_m: FloatProperty(name="Lock Radius", description="A held foot stays where it landed while the "
+                                 "solve's foot stays this near (0: the foot follows the solve's planted foot)",
+                                 default=STABILISATION.lock_radius_m, min=0.0, max=10.0, unit='LENGTH')
+    recovery_s: FloatProperty(name="Recovery", description="A released hold hands the foot back to the solve "
+                              "over this time", default=STABILISATION.recovery_s,
+                              min=0.0, max=10.0, unit='TIME_ABSOLUTE')
 
     @classmethod
     def poll(cls, context):
@@ -319,7 +330,8 @@ class VR_AVATAR_OT_clean_solve(bpy.types.Operator):
 
     def execute(self, context):
         cutoffs = {"body": self.body_cutoff_hz, "arms": self.arms_cutoff_hz, "legs": self.legs_cutoff_hz}
-        return cleanup.clean_solve(context, self.report, cutoffs, self.beta, self.foot_lock)
+        stabilisation = core.config.FootStabilisation(self.lock_time_s, self.lock_radius_m, self.recovery_s)
+        return cleanup.clean_solve(context, self.report, cutoffs, self.beta, self.foot_lock, stabilisation)
 
 
 class VR_AVATAR_OT_bake_takes(bpy.types.Operator):
