@@ -76,6 +76,8 @@ class SimulationConfig:
     calibration_pose_s: float = 0.0
     """The person first holds a T-pose this long, circling the wrists (calibration.py's gesture), then eases
     into the clip; 0: the stream is the clip alone."""
+    calibration_arms: str = "T"
+    """The calibration pose's arms: "T" level, "A" 45 degrees below level."""
     device_noise: DeviceNoise | None = None
     """A real device's traits on the stream (None: samples exactly every 1/fps s, as simulated)."""
     body_scale: float = 1.0
@@ -94,16 +96,18 @@ class SimulationConfig:
         for name in ("attachment_noise_m", "attachment_noise_deg", "calibration_pose_s", "two_handed_m"):
             require_positive(self, name, zero=True)
         require_positive(self, "body_scale")
+        if self.calibration_arms not in ("T", "A"):
+            raise ValueError(f"SimulationConfig.calibration_arms must be 'T' or 'A', not {self.calibration_arms!r}")
 
 
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """Calibration from the stream's first seconds (calibration.py): a T-pose with the wrists circling."""
+    """Calibration from the stream's first seconds (calibration.py): a T- or A-pose with the wrists circling."""
 
     search_s: float = 6.0
     """Look for the calibration gesture within the stream's first seconds."""
     min_pose_s: float = 0.5
-    """The T-pose must be held at least this long."""
+    """The pose must be held at least this long."""
     min_wrist_turn_deg: float = 15.0
     """The grip-to-wrist offset is estimated only if the controllers turn at least this much (RMS) about the wrists ..."""
     max_pivot_residual_m: float = 0.01

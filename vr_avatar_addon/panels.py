@@ -209,7 +209,8 @@ def draw_calibration(layout, found) -> None:
     if not found.found:
         box.label(text="No calibration gesture found: default grip assumed", icon='INFO')
         return
-    box.label(text=f"Calibrated from the T-pose at {found.pose_s[0]:.1f}–{found.pose_s[1]:.1f} s", icon='CHECKMARK')
+    box.label(text=f"Calibrated from the {found.pose}-pose at {found.pose_s[0]:.1f}–{found.pose_s[1]:.1f} s",
+              icon='CHECKMARK')
     box.label(text=f"Standing HMD height {found.standing_hmd_height_m:.2f} m, arm span {found.arm_span_m:.2f} m")
     for side, offset, tilt in zip(("Left", "Right"), (found.left_offset_m, found.right_offset_m), found.grip_tilt_deg):
         where = "not measured" if math.isnan(offset[0]) else ", ".join(f"{100 * v:.1f}" for v in offset) + " cm"

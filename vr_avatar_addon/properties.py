@@ -129,9 +129,12 @@ class VRAvatarCalibration(bpy.types.PropertyGroup):
     """What the last solve's device calibration found (core.devices.calibration.StreamCalibration), for the panel."""
     solved: BoolProperty(name="Solved", description="The last solve calibrated the devices", default=False)
     found: BoolProperty(name="Found", description="The calibration gesture was found", default=False)
-    pose_s: FloatVectorProperty(name="Pose", description="Start and end of the T-pose, stream seconds", size=2)
+    pose: StringProperty(name="Pose", description="The calibration pose found: T (arms level) or A (arms down)",
+                         default="T")
+    pose_s: FloatVectorProperty(name="Pose Time", description="Start and end of the pose, stream seconds", size=2)
     standing_hmd_height_m: FloatProperty(name="Standing HMD Height", unit='LENGTH')
-    arm_span_m: FloatProperty(name="Arm Span", description="Wrist to wrist in the T-pose", unit='LENGTH')
+    arm_span_m: FloatProperty(name="Arm Span", description="Wrist to wrist with the arms level (from an A-pose: "
+                              "estimated)", unit='LENGTH')
     left_offset_m: FloatVectorProperty(name="Left Grip", description="The left grip's origin from the wrist, in the "
                                        "grip's frame (NaN: not measured)", size=3)
     right_offset_m: FloatVectorProperty(name="Right Grip", description="The right grip's origin from the wrist, in "
@@ -206,7 +209,7 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
         default='STREAM', update=_mark_stale)
     calibrate_devices: BoolProperty(
         name="Calibrate Devices", description="Read how the controllers are held (grip to wrist, tilt) from the "
-        "calibration gesture in the stream's first seconds: a T-pose with the wrists circling (or the calibration "
+        "calibration gesture in the stream's first seconds: a T- or A-pose with the wrists circling (or the calibration "
         "stored with the stream); off assumes the default grip", default=True, update=_mark_stale)
     user_height: FloatProperty(name="Standing HMD Height", description="The headset's height when the user stands",
                                default=1.6, min=0.5, max=2.5, unit='LENGTH', update=_mark_stale)

@@ -106,7 +106,8 @@ def keep_calibration(found, calibration) -> None:
     found.found = bool(calibration is not None and calibration.found)
     if not found.found:
         return
-    found.pose_s, found.grip_tilt_deg = calibration.pose_s, calibration.describe()["grip_tilt_deg"]
+    found.pose, found.pose_s = calibration.pose, calibration.pose_s
+    found.grip_tilt_deg = calibration.describe()["grip_tilt_deg"]
     found.standing_hmd_height_m, found.arm_span_m = calibration.standing_hmd_height_m, calibration.arm_span_m
     found.left_offset_m, found.right_offset_m = (
         (math.nan,) * 3 if offset is None else tuple(offset) for offset in calibration.grip_offsets_m)

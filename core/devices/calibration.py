@@ -1,17 +1,20 @@
 """Calibration from the stream's first seconds: the person's height and arm span, and how each controller is held.
 
-The gesture: stand upright in a T-pose (arms straight out to the sides, palms down) and circle the
-wrists for a second or two. From it, per controller:
+The gesture: stand upright in a T-pose (arms straight out to the sides, palms down) or an A-pose (the
+same, arms about 45 degrees down) and circle the wrists for a second or two. From it, per controller:
 - the grip-to-wrist offset: the wrist is the point about which the controller turns while the
   forearm holds still, so the offset o (the grip's origin from the wrist, in the grip's frame) solves
   x_t = R_t o + w_0 + t w_1 in least squares over the pose (a pivot calibration; w_0 + t w_1 lets the
   held arm drift slowly);
 - the tilt: the grip's rotation against the grip as DeviceOffsets assumes it for a hand in line
-  with a level arm, palm down, thumb forward (`t_pose_grips`), averaged over the pose;
-and, from the pose, the standing HMD height and the arm span (wrist to wrist).
+  with the arm (level in a T-pose; in an A-pose from the shoulders, which are estimated from the HMD's
+  height), palm down, thumb forward (`t_pose_grips`), averaged over the pose;
+and, from the pose, the standing HMD height and the arm span (wrist to wrist with the arms level; from an
+A-pose, the estimated shoulders' width and each arm's length from its shoulder).
 `StreamCalibration.apply` turns a stream into the one the same hands would give holding the
 controllers as DeviceOffsets assumes, so every solver works unchanged. What the stream cannot tell:
-how level the arms really were (the tilt's error is the pose's), and nothing at all without the gesture.
+how level the arms really were (the tilt's error is the pose's; an A-pose adds the shoulders' estimate), and
+nothing at all without the gesture.
 """
 from __future__ import annotations
 
@@ -38,6 +41,14 @@ MAX_OFFSET_M = 0.2
 """A grip farther than this from the wrist is not a hand's: the pivot fit went astray."""
 BELOW_HMD_M = (-0.05, 0.5)
 """... and between these distances below the HMD (shoulder height; a hunched start brings the head down to it)."""
+A_POSE_DEG = (20.0, 65.0)
+"""An A-pose's arms are this far below level, seen from the shoulders (a T-pose's less than the first)."""
+A_POSE_APART_OF_HEIGHT = 0.45
+"""In an A-pose the controllers are at least this share of the HMD's height apart (0.72 with the arms 45 degrees down)."""
+SHOULDER_OF_HMD = 0.88
+"""The shoulder joints' height as a share of the standing HMD's (Bandai 0.88-0.89, 100STYLE 0.87)."""
+SHOULDER_HALF_WIDTH_OF_HMD = 0.09
+"""Half the distance between the shoulder joints as a share of the HMD's height (Bandai 0.07, 100STYLE 0.11)."""
 
 
 def t_pose_grips(left: np.ndarray, forward: np.ndarray) -> np.ndarray:
@@ -70,6 +81,8 @@ class StreamCalibration:
     """RMS turn of each controller about its mean over the pose: how well the offsets are determined."""
     pivot_residual_mm: tuple = ()
     """RMS of the pivot fit per controller."""
+    pose: str = "T"
+    """The pose found: "T" (arms level) or "A" (arms down, A_POSE_DEG)."""
 
     def offsets(self, devices: DeviceOffsets) -> np.ndarray:
         """(2, 3) grip offsets, the assumed one (turned by the tilt) where none was measured."""
@@ -102,7 +115,8 @@ class StreamCalibration:
                 "grip_tilts": [rounded(t, 6) for t in self.grip_tilts],
                 "grip_tilt_deg": [round(float(np.degrees(2 * np.arccos(min(1.0, abs(t[0]))))), 2)
                                   for t in self.grip_tilts],
-                "pose_s": rounded(self.pose_s, 3), "wrist_turn_deg": rounded(self.wrist_turn_deg, 1),
+                "pose": self.pose, "pose_s": rounded(self.pose_s, 3),
+                "wrist_turn_deg": rounded(self.wrist_turn_deg, 1),
                 "pivot_residual_mm": rounded(self.pivot_residual_mm, 2)}
 
     @classmethod
@@ -117,7 +131,7 @@ class StreamCalibration:
                 raise ValueError("expected two controllers")
             return cls(True, float(data["standing_hmd_height_m"]), float(data["arm_span_m"]), offsets, tilts,
                        tuple(data.get("pose_s", ())), tuple(data.get("wrist_turn_deg", ())),
-                       tuple(data.get("pivot_residual_mm", ())))
+                       tuple(data.get("pivot_residual_mm", ())), str(data.get("pose", "T")))
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"{where}: not a calibration ({type(error).__name__}: {error})") from None
 
@@ -139,9 +153,22 @@ def stored_calibration(path: str | Path) -> StreamCalibration | None:
     return found
 
 
-def t_pose_frames(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig()) -> np.ndarray:
-    """Indices of the longest run of T-pose samples in the first `search_s` seconds (empty if shorter than
-    `min_pose_s`): all devices tracked, controllers far apart, level, at shoulder height, the HMD looking ahead."""
+def arm_elevations(positions: np.ndarray) -> np.ndarray:
+    """(T, 2) how far each controller is below its shoulder's level, in degrees as seen from the shoulder, from the
+    devices' positions (T, 3, 3): the shoulders are estimated from the HMD's height (SHOULDER_OF_HMD) and half their
+    width (SHOULDER_HALF_WIDTH_OF_HMD) either side of the controllers' midpoint."""
+    hmd = positions[:, 0, 1]
+    middle = 0.5 * (positions[:, 1] + positions[:, 2])
+    lateral = np.linalg.norm(reject(positions[:, 1:] - middle[:, None], UP), axis=-1)
+    drop = SHOULDER_OF_HMD * hmd[:, None] - positions[:, 1:, 1]
+    return np.degrees(np.arctan2(drop, lateral - SHOULDER_HALF_WIDTH_OF_HMD * hmd[:, None]))
+
+
+def calibration_pose_frames(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig()
+                            ) -> tuple[np.ndarray, str]:
+    """(indices, "T" or "A") of the longest run of one calibration pose in the first `search_s` seconds (empty if
+    shorter than `min_pose_s`): all devices tracked, controllers level with each other, the HMD looking ahead;
+    a T-pose's controllers far apart at shoulder height, an A-pose's A_POSE_DEG below the shoulders."""
     first = stream.times - stream.times[0] <= config.search_s
     p, r = np.nan_to_num(stream.positions), np.nan_to_num(stream.rotations)
     across = p[:, 1] - p[:, 2]
@@ -150,21 +177,25 @@ def t_pose_frames(stream: ThreePointStream, config: CalibrationConfig = Calibrat
     below = hmd[:, None] - p[:, 1:, 1]
     forward = np.cross(across, UP)
     looking = -quat.to_matrix(r[:, 0])[:, :, 2]
-    pose = (first & stream.tracked.all(axis=1) & (span > ARMS_APART_OF_HEIGHT * hmd)
-            & (np.abs(across[:, 1]) < LEVEL_SHARE * span) & (below > BELOW_HMD_M[0]).all(axis=1)
-            & (below < BELOW_HMD_M[1]).all(axis=1) & (np.sum(forward * looking, axis=-1) > 0))
-    best, start = (0, 0), None
-    for i, inside in enumerate(np.append(pose, False)):
-        if inside and start is None:
+    either = (first & stream.tracked.all(axis=1) & (np.abs(across[:, 1]) < LEVEL_SHARE * span)
+              & (np.sum(forward * looking, axis=-1) > 0))
+    elevation = arm_elevations(p)
+    t_pose = (either & (span > ARMS_APART_OF_HEIGHT * hmd) & (below > BELOW_HMD_M[0]).all(axis=1)
+              & (below < BELOW_HMD_M[1]).all(axis=1) & (elevation < A_POSE_DEG[0]).all(axis=1))
+    a_pose = (either & (span > A_POSE_APART_OF_HEIGHT * hmd) & (elevation >= A_POSE_DEG[0]).all(axis=1)
+              & (elevation <= A_POSE_DEG[1]).all(axis=1))
+    label = np.where(t_pose, 1, np.where(a_pose, 2, 0))
+    best, start = (0, 0), 0
+    for i in range(1, len(label) + 1):
+        if i == len(label) or label[i] != label[start]:
+            if label[start]:
+                best = max(best, (i - start, start))
             start = i
-        elif not inside and start is not None:
-            best = max(best, (i - start, start))
-            start = None
     length, start = best
     frames = np.arange(start, start + length)
     if length < 2 or stream.times[frames[-1]] - stream.times[frames[0]] < config.min_pose_s:
-        return np.arange(0)
-    return frames
+        return np.arange(0), ""
+    return frames, "T" if label[start] == 1 else "A"
 
 
 def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, rounds: int = 3) -> tuple[np.ndarray, float]:
@@ -211,7 +242,7 @@ def steady(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> n
 def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig(),
                      devices: DeviceOffsets = DeviceOffsets()) -> StreamCalibration:
     """Estimates from the T-pose with circling wrists in the stream's first seconds (module docstring)."""
-    frames = t_pose_frames(stream, config)
+    frames, pose = calibration_pose_frames(stream, config)
     if not len(frames):
         return StreamCalibration(False)
     times = stream.times[frames]
@@ -229,7 +260,8 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
         residuals.append(residual * 1000.0)
         wrists.append(positions[:, c] - quat.rotate(rotations[:, c], offset if measured else grip_offset(devices)))
     left = reject(np.mean(wrists[0] - wrists[1], axis=0), UP)
-    grips = t_pose_grips(unit(left), np.cross(left, UP))
+    arms = held_arms(wrists, positions[:, 0, 1].mean(), pose)
+    grips = [t_pose_grips(arms[0], np.cross(left, UP))[0], t_pose_grips(-arms[1], np.cross(left, UP))[1]]
     tilts = tuple(quat.mean(quat.inverse_multiply(grips[c], rotations[:, 1 + c])) for c in (0, 1))
     if max(quat.angle_between(t, quat.identity()) for t in tilts) > np.radians(config.max_tilt_deg):
         return StreamCalibration(False)
@@ -237,5 +269,30 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
         wrists = [positions[:, 1 + c] - quat.rotate(rotations[:, 1 + c], quat.inverse_rotate(tilts[c], grip_offset(devices)))
                   if offsets[c] is None else wrists[c] for c in (0, 1)]
     span = float(np.linalg.norm(wrists[0] - wrists[1], axis=-1).mean())
+    if pose == "A":  # the span the arms would have level: shoulder to shoulder, and each arm's length
+        hmd = float(positions[:, 0, 1].mean())
+        shoulders = shoulder_estimates(np.mean(wrists[0], axis=0), np.mean(wrists[1], axis=0), hmd)
+        span = 2.0 * SHOULDER_HALF_WIDTH_OF_HMD * hmd + sum(
+            float(np.linalg.norm(wrists[c] - shoulders[c], axis=-1).mean()) for c in (0, 1))
     return StreamCalibration(True, float(positions[:, 0, 1].mean()), span, tuple(offsets), tilts,
-                             (float(times[0]), float(times[-1])), tuple(turns), tuple(residuals))
+                             (float(times[0]), float(times[-1])), tuple(turns), tuple(residuals), pose)
+
+
+def shoulder_estimates(left_wrist: np.ndarray, right_wrist: np.ndarray, hmd_height: float) -> np.ndarray:
+    """(2, 3) where the shoulders are, for wrists held symmetrically out to the sides: SHOULDER_OF_HMD of the HMD's
+    height, SHOULDER_HALF_WIDTH_OF_HMD either side of the wrists' midpoint, along the line between them."""
+    middle = 0.5 * (left_wrist + right_wrist)
+    middle[1] = SHOULDER_OF_HMD * hmd_height
+    side = unit(reject(left_wrist - right_wrist, UP)) * SHOULDER_HALF_WIDTH_OF_HMD * hmd_height
+    return np.stack([middle + side, middle - side])
+
+
+def held_arms(wrists: list[np.ndarray], hmd_height: float, pose: str) -> np.ndarray:
+    """(2, 3) the directions of the left and right arm in the pose: level and apart in a T-pose; in an A-pose from
+    the estimated shoulders to the mean wrists."""
+    left_wrist, right_wrist = (np.mean(w, axis=0) for w in wrists)
+    if pose == "T":
+        left = unit(reject(left_wrist - right_wrist, UP))
+        return np.stack([left, -left])
+    shoulders = shoulder_estimates(left_wrist, right_wrist, hmd_height)
+    return unit(np.stack([left_wrist, right_wrist]) - shoulders)

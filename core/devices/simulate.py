@@ -43,6 +43,8 @@ POSE_SPREAD_DEG = 5.0
 """How imprecisely the T-pose is held, per clip: arms raised / forward and hands turned up to this."""
 ARM_SWAY_DEG = 2.0
 """The held arms sway this much (0.4 Hz) while the wrists circle."""
+ARMS_DOWN_DEG = {"T": 0.0, "A": 45.0}
+"""The calibration pose's arms below level (SimulationConfig.calibration_arms)."""
 WRIST_CIRCLE_DEG = (20.0, 30.0)
 """Amplitudes of the wrist circle (1 Hz): radial-ulnar deviation and flexion-extension."""
 
@@ -90,7 +92,8 @@ def simulate_stream(motion: Motion, config: SimulationConfig = SimulationConfig(
     rng = np.random.default_rng([config.seed, zlib.crc32(motion.name.encode())])
     clip_start = 0
     if config.calibration_pose_s > 0:
-        motion = with_calibration_pose(motion, mapping, np.stack(grip_attachments), config.calibration_pose_s, rng)
+        motion = with_calibration_pose(motion, mapping, np.stack(grip_attachments), config.calibration_pose_s, rng,
+                                       ARMS_DOWN_DEG[config.calibration_arms])
         clip_start = len(motion) - len(rotations)
         rotations, positions = motion.global_transforms()
     look_around = look_around_profile(len(motion), motion.fps, config)
@@ -168,10 +171,12 @@ def attachment_noise(rng, max_m: float, max_deg: float) -> tuple[np.ndarray, np.
     return shifts, random_rotations(rng, 2, max_deg)
 
 
-def with_calibration_pose(motion: Motion, mapping, grips_in_hands: np.ndarray, seconds: float, rng) -> Motion:
+def with_calibration_pose(motion: Motion, mapping, grips_in_hands: np.ndarray, seconds: float, rng,
+                          arms_down_deg: float = 0.0) -> Motion:
     """The clip after `seconds` of calibration.py's gesture: standing as in the first frame, arms out to the
-    sides (raised and forward by random angles up to POSE_SPREAD_DEG, swaying ARM_SWAY_DEG), hands in line,
-    palms down (turned up to POSE_SPREAD_DEG), circling the wrists; then eased into the first frame."""
+    sides `arms_down_deg` below level (raised and forward by random angles up to POSE_SPREAD_DEG, swaying
+    ARM_SWAY_DEG), hands in line, palms down (turned up to POSE_SPREAD_DEG), circling the wrists; then eased into
+    the first frame."""
     fps = motion.fps
     hold, blend = int(round(seconds * fps)), int(round(CALIBRATION_BLEND_S * fps))
     first = motion[:1]
@@ -183,7 +188,7 @@ def with_calibration_pose(motion: Motion, mapping, grips_in_hands: np.ndarray, s
     local = np.repeat(first.rotations, hold, axis=0)
     offsets = motion.skeleton.offsets
     for side, sign in zip(range(2), (1.0, -1.0)):
-        raised, ahead = np.radians(rng.uniform(-POSE_SPREAD_DEG, POSE_SPREAD_DEG, 2))
+        raised, ahead = np.radians(rng.uniform(-POSE_SPREAD_DEG, POSE_SPREAD_DEG, 2) - [arms_down_deg, 0.0])
         raised = raised + np.radians(ARM_SWAY_DEG) * np.sin(2 * np.pi * 0.4 * t + rng.uniform(0, 2 * np.pi))
         arm = np.cos(raised) * np.cos(ahead) * sign * left + np.sin(raised) * up + np.cos(raised) * np.sin(ahead) * forward
         upper, fore, hand = (mapping[f"{'lr'[side]}_{j}"] for j in ("upper_arm", "forearm", "hand"))

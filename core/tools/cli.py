@@ -110,7 +110,7 @@ def stream_simulate(args) -> int:
     motion = read_humanoid(args.bvh, args.scale, args.mapping)
     config = SimulationConfig(fps=args.fps, look_around_deg=args.look_around, seed=args.seed, devices=DeviceOffsets(),
                               attachment_noise_m=args.attachment_noise[0], attachment_noise_deg=args.attachment_noise[1],
-                              calibration_pose_s=args.calibration_pose,
+                              calibration_pose_s=args.calibration_pose, calibration_arms=args.calibration_arms,
                               device_noise=DeviceNoise() if args.device_noise else None, body_scale=args.body_scale,
                               grip=args.grip)
     simulated = simulate_stream(motion, config,
@@ -147,14 +147,13 @@ def stream_info(args) -> int:
 
 def stream_calibrate(args) -> int:
     """Estimate height, arm span and each controller's grip-to-wrist offset and tilt from the calibration gesture
-    (a T-pose with the wrists circling) in the stream's first seconds; -o stores them with the stream."""
+    (a T- or A-pose with the wrists circling) in the stream's first seconds; -o stores them with the stream."""
     check_outputs([args.output], [args.csv])
     stream = read_stream(args.csv)
     calibration = calibrate_stream(stream, CalibrationConfig(search_s=args.seconds))
-    result = {"file": str(args.csv), **calibration.describe()}
+    result = d = {"file": str(args.csv), **calibration.describe()}
     if calibration.found:
-        d = result
-        lines = [f"{args.csv}: T-pose {d['pose_s'][0]:.2f}-{d['pose_s'][1]:.2f} s; standing HMD height "
+        lines = [f"{args.csv}: {d['pose']}-pose {d['pose_s'][0]:.2f}-{d['pose_s'][1]:.2f} s; standing HMD height "
                  f"{d['standing_hmd_height_m']:.3f} m, arm span (wrists) {d['arm_span_m']:.3f} m"]
         for side, offset, tilt, turn in zip(("left", "right"), d["grip_offsets_m"], d["grip_tilt_deg"], d["wrist_turn_deg"]):
             where = "not measured (the wrist hardly turned)" if offset is None else \
@@ -162,7 +161,7 @@ def stream_calibrate(args) -> int:
             lines.append(f"  {side}: grip from wrist {where}, tilted {tilt:.1f} deg from the assumed grip; "
                          f"wrist turned {turn:.0f} deg RMS")
     else:
-        lines = [f"{args.csv}: no calibration gesture (T-pose, wrists circling) in the first {args.seconds:g} s; "
+        lines = [f"{args.csv}: no calibration gesture (T- or A-pose, wrists circling) in the first {args.seconds:g} s; "
                  "the solver assumes the default grip"]
     if args.output:
         comments = [text for _, text in read_comments(args.csv) if not text.startswith("calibration ")]
@@ -338,7 +337,8 @@ def _add_stream_commands(groups) -> None:
                           help="hold each controller off the assumed grip by a random offset up to M metres and a "
                                "turn up to DEG degrees (default 0 0)")
     simulate.add_argument("--calibration-pose", type=float, default=0.0, metavar="SECONDS",
-                          help="start with the calibration gesture held this long (T-pose, wrists circling; default 0)")
+                          help="start with the calibration gesture held this long (wrists circling; default 0)")
+    simulate.add_argument("--calibration-arms", choices=("T", "A"), default="T", help="its arms: T level, A 45° down")
     simulate.add_argument("--device-noise", action="store_true",
                           help="write the stream as a real headset would: its own rate (72, 90 or 120 Hz), jittered "
                                "millisecond timestamps 10-30 ms late, 20-40 ms gaps, 1-2 mm position noise, quaternions "

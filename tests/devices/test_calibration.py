@@ -74,6 +74,26 @@ def test_calibration_recovers_the_offsets_tilts_height_and_span_it_was_simulated
     assert first[mapping["head"], 1] < calibration.standing_hmd_height_m < first[mapping["head"], 1] + 0.1
 
 
+@pytest.mark.parametrize("path", [FIXTURE_WALK_2, WALK_2], ids=["fixture", "bandai"])
+def test_an_a_pose_calibrates_as_a_t_pose_does(path):
+    """The gesture with the arms 45 degrees down: found as an A-pose; grips as well as from a T-pose, tilts within
+    the pose's imprecision, and the span the arms would have level within the shoulders' estimate."""
+    simulated = simulate_stream(read_bvh(path)[:150], replace(NOISY, calibration_arms="A"))
+    calibration = calibrate_stream(simulated.stream)
+    assert calibration.found and calibration.pose == "A" and calibration.describe()["pose"] == "A"
+    assert np.linalg.norm(np.array(calibration.grip_offsets_m) - simulated.offsets[1:], axis=-1).max() < 0.008
+    assert np.degrees(quat.angle_between(np.array(calibration.grip_tilts), simulated.grip_turns)).max() < 12.0
+    mapping = find_mapping(simulated.truth.skeleton)
+    joints = simulated.truth[: simulated.clip_start - 40].global_positions()
+    wrists, shoulders = (joints[:, [mapping[f"l_{j}"], mapping[f"r_{j}"]]] for j in ("hand", "upper_arm"))
+    level_span = (np.linalg.norm(shoulders[:, 0] - shoulders[:, 1], axis=-1)
+                  + np.linalg.norm(wrists - shoulders, axis=-1).sum(axis=-1)).mean()
+    assert calibration.arm_span_m == pytest.approx(level_span, abs=0.06)  # eval: 2.2 cm mean, p95 6.6 cm
+    assert calibration.arm_span_m > np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1).mean() + 0.1
+    t_pose = calibrate_stream(simulate_stream(read_bvh(path)[:150], NOISY).stream)
+    assert t_pose.pose == "T" and StreamCalibration.from_description(calibration.describe()).pose == "A"
+
+
 def test_applied_calibration_puts_the_implied_wrists_on_the_true_ones(any_noisy):
     noisy = any_noisy
     clip = slice(noisy.clip_start, None)

@@ -47,10 +47,14 @@ def clip_figures(path, simulation: SimulationConfig, config: CalibrationConfig =
                                                       axis=-1).mean())
     figures["tilt_deg"] = float(np.degrees(quat.angle_between(np.array(calibration.grip_tilts),
                                                               simulated.grip_turns)).mean())
-    hands = [simulated.mapping["l_hand"], simulated.mapping["r_hand"]]
+    joints = [simulated.mapping[f"{s}_{j}"] for j in ("hand", "upper_arm") for s in "lr"]
     pose = slice(*(np.searchsorted(stream.times, calibration.pose_s)))
-    wrists = simulated.truth[pose].global_positions()[:, hands]
-    figures["span_cm"] = 100 * abs(calibration.arm_span_m - float(np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1).mean()))
+    wrists, shoulders = np.split(simulated.truth[pose].global_positions()[:, joints], 2, axis=1)
+    span = np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1)
+    if simulation.calibration_arms == "A":  # the span level arms would have: shoulder to shoulder, and the arms
+        span = np.linalg.norm(shoulders[:, 0] - shoulders[:, 1], axis=-1) + np.linalg.norm(wrists - shoulders,
+                                                                                            axis=-1).sum(axis=-1)
+    figures["span_cm"] = 100 * abs(calibration.arm_span_m - float(span.mean()))
     return figures
 
 
@@ -72,7 +76,7 @@ def summarise(rows: list[dict]) -> dict:
 def run(args) -> int:
     """Calibration's estimates against the simulated holds, per activity, on streams with and without the gesture."""
     files = selected_files(args)
-    simulation = SimulationConfig(look_around_deg=args.look_around, **ATTACHMENT_NOISE)
+    simulation = SimulationConfig(look_around_deg=args.look_around, calibration_arms=args.arms, **ATTACHMENT_NOISE)
     print(f"eval calibration: {len(files)} clips", file=sys.stderr)
     rows = []
     for i, path in enumerate(files):
@@ -94,6 +98,8 @@ def add_command(eval_group) -> None:
     add_data_arguments(parser)
     parser.add_argument("--look-around", type=float, default=LOOK_AROUND_DEG, metavar="DEG",
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
+    parser.add_argument("--arms", choices=("T", "A"), default="T",
+                        help="the gesture's pose: T (arms level, the default) or A (arms 45 degrees down)")
     add_selection_arguments(parser)
     add_json_argument(parser)
     parser.set_defaults(run=run)
