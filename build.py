@@ -38,7 +38,7 @@ def venv_python() -> Path:
 
 GROUPS = {"blender": "Blender as a Python module: the demo's scene, the add-on's tests",
           "report": "the evaluations' and training curves' plots", "live": "the live path against an OpenXR runtime",
-          "train": "training the networks (the tests train small ones)", "physics": "the physics pass (MuJoCo, OSQP)",
+          "train": "training the networks (the tests train small ones)", "physics": "the physics pass (MuJoCo, quadprog)",
           "test": "the test runner"}
 """pyproject.toml's optional dependency groups, and what each is for."""
 NEEDS = {"demo": ("blender",), "test": tuple(GROUPS), "bench": ("blender", "live"),
@@ -143,11 +143,16 @@ def eval_rigs(args: list[str]) -> int:
     return run_in_environment(["-m", "addon_tools.eval_rigs", *args]).returncode
 
 
+DESKTOPS = ["manylinux_2_28_x86_64", "win_amd64", "macosx_11_0_arm64"]
 WHEELS = {"pyopenxr": ("pyopenxr==1.1.6501", ["any"]), "PyOpenGL": ("PyOpenGL==3.1.10", ["any"]),
-          "glfw": ("glfw==2.11.0", ["manylinux_2_28_x86_64", "win_amd64", "macosx_11_0_arm64", "macosx_10_6_intel"])}
-"""What live preview imports beyond Blender (pyopenxr, and what it needs: PyOpenGL to load, glfw for a runtime
-without a headless session), and the platforms each wheel is fetched for ("any": pure Python). Blender installs
-the wheels of its own platform; glfw has no wheel for Linux on ARM, where live preview needs a headless runtime."""
+          "glfw": ("glfw==2.11.0", [*DESKTOPS, "macosx_10_6_intel"]),
+          "mujoco": ("mujoco==4.0.0", ["any"]), "mujoco_core": ("mujoco-core==4.0.0", DESKTOPS),
+          "quadprog": ("quadprog==0.1.14", [*DESKTOPS, "macosx_10_13_x86_64"])}
+"""What the extension imports beyond Blender, and the platforms each wheel is fetched for ("any": pure Python), for
+each Python of BLENDERS. Live preview: pyopenxr, PyOpenGL to load it, glfw for a runtime without a headless session
+(no wheel for Linux on ARM, where live preview needs a headless runtime). The physics pass: mujoco (its Python
+part; mujoco-core its library, none for Intel Macs, where the pass says it is missing) and quadprog. Blender
+installs the wheels of its own platform and Python."""
 
 
 def bundled_wheels() -> list[Path]:
@@ -158,11 +163,11 @@ def bundled_wheels() -> list[Path]:
     wheels = []
     for name, (requirement, platforms) in WHEELS.items():
         for platform in platforms:
-            where = [] if platform == "any" else ["--platform", platform, "--python-version", "3.11"]
-            subprocess.run(download + where + [requirement], check=True)
+            for python in sorted({python for _, python in BLENDERS.values()} if platform != "any" else [None]):
+                where = [] if platform == "any" else ["--platform", platform, "--python-version", python]
+                subprocess.run(download + where + [requirement], check=True)
         version = requirement.split("==")[1]
-        found = sorted(folder.glob(f"{name.lower()}-{version}-*.whl")) + sorted(folder.glob(f"{name}-{version}-*.whl"))
-        wheels += sorted(set(found))
+        wheels += sorted(set(folder.glob(f"{name.lower()}-{version}-*.whl")))
     return wheels
 
 

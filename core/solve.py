@@ -73,11 +73,12 @@ def solve(stream: ThreePointStream, solver: Solver,
 def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> Solution:
     """The solve with its motion replaced by a simulated body's that tracks it (core/physics/), and that pass's
     figures; the feet count as planted where the solver had them planted (its own contacts, else the solved toes'
-    contact weights). Needs the `physics` requirements (mujoco, osqp): PhysicsUnavailable names them."""
+    contact weights). Needs the `physics` requirements (mujoco, quadprog): PhysicsUnavailable names them; the
+    extension carries them."""
     missing = [name for name in PHYSICS_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
-        raise PhysicsUnavailable(f"the physics pass needs mujoco and osqp ({', '.join(missing)} not installed): "
-                                 "pip install mujoco osqp")
+        raise PhysicsUnavailable(f"the physics pass needs mujoco and quadprog ({', '.join(missing)} not installed): "
+                                 "pip install mujoco quadprog")
     from .physics.metrics import physics_figures
     from .physics.tracking import track
 
@@ -90,7 +91,7 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     return replace(solution, motion=result.motion, physics=physics_figures(result, np.asarray(planted) >= 0.5))
 
 
-PHYSICS_PACKAGES = ("mujoco", "osqp", "scipy")
+PHYSICS_PACKAGES = ("mujoco", "quadprog")
 """What the physics pass imports beyond numpy."""
 
 

@@ -1,6 +1,6 @@
 """Tracking a solved motion with the simulated body, one step at a time (live and offline share `PhysicsTracker`).
 
-Each step solves one quadratic program (OSQP) over the generalised accelerations q̈, the contact forces and the
+Each step solves one quadratic program (quadprog) over the generalised accelerations q̈, the contact forces and the
 root's residual force r, as PhysCap and PIP do:
 - minimise |q̈ − q̈*|² (q̈*: back onto the target, critically damped: PhysicsConfig stiffness and damping on
   MuJoCo's `mj_differentiatePos` error) + slide_weight·|sole points in contact stop sliding|² + small |r|², |f|²;
@@ -32,9 +32,6 @@ FLOOR_STIFFNESS, FLOOR_DAMPING = 400.0, 40.0
 (1/s², 1/s): it lands and stops, and one under the floor comes back up."""
 LANDING_M = 0.005
 """... from this height up to the floor."""
-SOLVED = (1, 2, 7)
-"""OSQP's statuses whose answer is taken: solved, solved inaccurately, and stopped at its iteration limit (an
-answer that close is still a step; ACCELERATION_LIMIT catches a wild one)."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -56,10 +53,9 @@ class PhysicsStep:
 
 def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt):
     """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
-    where OSQP finds no solution within the bounds. `contacts`: (height, Jacobian (3, nv)) of each sole point near
-    the floor."""
-    import osqp
-    from scipy import sparse
+    where no solution lies within the bounds. `contacts`: (height, Jacobian (3, nv)) of each sole point near the
+    floor. Solved by quadprog (Goldfarb and Idnani's dual active-set method): the program is small and dense."""
+    import quadprog
 
     nv, edges = len(wanted), PYRAMID * [config.friction, 1.0, config.friction]
     nl = 4 * len(contacts)
@@ -73,7 +69,7 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     hessian[nv:nv + nl, nv:nv + nl] = REGULARISATION["force"] * np.eye(nl)
     hessian[nv + nl:, nv + nl:] = REGULARISATION["residual"] * np.eye(6)
     pushes = np.zeros((nv, nl))
-    rows, low, high = [], [], []
+    landing, landing_low = [], []
     for k, (height, jacobian) in enumerate(contacts):
         pushes[:, 4 * k:4 * k + 4] = jacobian.T @ edges.T
         across = jacobian[[0, 2]]
@@ -82,28 +78,23 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
         if height <= LANDING_M:
             row = np.zeros(n)
             row[:nv] = jacobian[1]
-            rows.append(row)
-            low.append(-(FLOOR_STIFFNESS * height + FLOOR_DAMPING * (jacobian[1] @ velocity)))
-            high.append(np.inf)
+            landing.append(row)
+            landing_low.append(-(FLOOR_STIFFNESS * height + FLOOR_DAMPING * (jacobian[1] @ velocity)))
     motion_rows = np.concatenate([inertia, -pushes, np.zeros((nv, 6))], axis=1)
     motion_rows[:6, nv + nl:] = -np.eye(6)
-    rows.extend(motion_rows)
-    low.extend(-bias[:6])
-    high.extend(-bias[:6])
-    low.extend(-torque_limits - bias[6:])
-    high.extend(torque_limits - bias[6:])
+    residual = np.array([config.residual_force_n] * 3 + [config.residual_torque_nm] * 3)
     bounds = np.eye(n)[nv:]
-    rows.extend(bounds)
-    residual = [config.residual_force_n] * 3 + [config.residual_torque_nm] * 3
-    low.extend([0.0] * nl + [-r for r in residual])
-    high.extend([np.inf] * nl + residual)
-    solver = osqp.OSQP()
-    solver.setup(sparse.csc_matrix(np.triu(hessian)), gradient, sparse.csc_matrix(np.array(rows)), np.array(low),
-                 np.array(high), verbose=False, eps_abs=1e-4, eps_rel=1e-4, max_iter=4000, polishing=False)
-    result = solver.solve(raise_error=False)
-    x = result.x
-    solved = int(result.info.status_val) in SOLVED and x is not None and np.isfinite(x).all()
-    if not solved or np.abs(x[:nv]).max() > ACCELERATION_LIMIT:
+    # Rows r with r·x >= b: the root's equations of motion first (equalities), then the torque limits both ways,
+    # the landing springs, the forces' pyramid weights (>= 0) and the residual's bounds both ways.
+    rows = np.concatenate([motion_rows[:6], motion_rows[6:], -motion_rows[6:], np.reshape(landing, (-1, n)),
+                           bounds[:nl], bounds[nl:], -bounds[nl:]])
+    low = np.concatenate([-bias[:6], -torque_limits - bias[6:], -(torque_limits - bias[6:]), landing_low,
+                          np.zeros(nl), -residual, -residual])
+    try:
+        x = quadprog.solve_qp(hessian, -gradient, rows.T, low, meq=6)[0]
+    except ValueError:  # the bounds leave no solution
+        return None
+    if not np.isfinite(x).all() or np.abs(x[:nv]).max() > ACCELERATION_LIMIT:
         return None
     return x[:nv], x[nv + nl:], pushes @ x[nv:nv + nl]
 

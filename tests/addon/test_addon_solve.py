@@ -1026,21 +1026,21 @@ def test_the_live_preview_keys_the_avatar_while_a_take_records(bpy, installed, s
 
 
 def test_the_physics_checkbox_tracks_the_solve_or_says_what_it_needs(bpy, installed, session):
-    """With mujoco and osqp in Blender's Python, *Physics* solves through the simulated body (the cache moves a
-    little, its feet on the floor); without them (a user's clean Blender) Solve names the packages in one line."""
+    """With mujoco and quadprog in Blender's Python (the extension's wheels), *Physics* solves through the simulated
+    body (the cache moves a little, its feet on the floor); without them Solve names the packages in one line."""
     import importlib.util
     scene = bpy.context.scene
     _solve(bpy, session["mixamo"])
     kinematic = _cache(installed, bpy)
     scene.vr_avatar.solve.physics = True
     try:
-        if importlib.util.find_spec("mujoco") and importlib.util.find_spec("osqp"):
+        if importlib.util.find_spec("mujoco") and importlib.util.find_spec("quadprog"):
             assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
             simulated = _cache(installed, bpy)
             moved = np.linalg.norm(simulated.positions - kinematic.positions, axis=-1)
             assert 0.0 < moved.mean() < 0.05 and simulated.report["figures"]["physics"]["floor_penetration_cm"] < 0.2
         else:
-            with pytest.raises(RuntimeError, match="the physics pass needs mujoco and osqp"):
+            with pytest.raises(RuntimeError, match="the physics pass needs mujoco and quadprog"):
                 bpy.ops.vr_avatar.solve_stream()
     finally:
         scene.vr_avatar.solve.physics = False

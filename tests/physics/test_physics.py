@@ -17,7 +17,7 @@ from core.solve import load_solver, solve, with_physics
 from core.tools.cli import main
 
 pytest.importorskip("mujoco", reason="the physics pass needs mujoco (pyproject's physics group)")
-pytest.importorskip("osqp", reason="the physics pass needs osqp (pyproject's physics group)")
+pytest.importorskip("quadprog", reason="the physics pass needs quadprog (pyproject's physics group)")
 
 from core.physics.body import BMI, simulated_body, body_height  # noqa: E402
 from core.physics.tracking import track  # noqa: E402
