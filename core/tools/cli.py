@@ -32,7 +32,7 @@ from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from . import bench, demo
 from .arguments import option_problem
 from .eval import calibration as eval_calibration, characters as eval_characters, ik as eval_ik, matching as eval_matching, methods as eval_full, \
-    orientation as eval_orientation, stitch as eval_stitch
+    orientation as eval_orientation, physics_sheet as eval_physics_sheet, stitch as eval_stitch
 from .train import n3p as train_n3p, orientation as train_orientation, stitch as train_stitch, \
     upper_body_ik as fit_upper_body_ik
 
@@ -465,13 +465,9 @@ def _add_train_commands(groups) -> None:
 
 def _add_eval_commands(groups) -> None:
     evaluate = groups.add_parser("eval", help="evaluate against mocap ground truth").add_subparsers(dest="command", required=True)
-    eval_orientation.add_command(evaluate)
-    eval_ik.add_command(evaluate)
-    eval_matching.add_command(evaluate)
-    eval_stitch.add_command(evaluate)
-    eval_full.add_command(evaluate)
-    eval_calibration.add_command(evaluate)
-    eval_characters.add_command(evaluate)
+    for command in (eval_orientation, eval_ik, eval_matching, eval_stitch, eval_full, eval_calibration, eval_characters,
+                    eval_physics_sheet):
+        command.add_command(evaluate)
 
 
 WRITTEN_TOGETHER = (stream_simulate, db_build, solve_stream, stitch_clips)

@@ -97,6 +97,20 @@ def test_solve_with_physics_from_the_command_line(tmp_path, capsys):
     assert {"floor_penetration_cm", "float_cm", "residual_force_n", "balance_frames"} <= set(report["figures"]["physics"])
 
 
+def test_the_contact_sheet_draws_the_three_rows_and_reports_their_soles(tmp_path, capsys):
+    """`eval physics-sheet` on the fixture walk: a PNG, and the soles' figures of the mocap, the solve and the
+    physics pass (the simulated body's soles neither sink nor hover far)."""
+    pytest.importorskip("matplotlib", reason="the sheet is drawn with matplotlib (pyproject's report group)")
+    sheet = tmp_path / "sheet.png"
+    assert main(["eval", "physics-sheet", str(FIXTURE_WALK_1), "-o", str(sheet), "--seconds", "1.5", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert sheet.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(figures) >= {"mocap truth", "default solve", "+physics", "residual_force_n"}
+    assert figures["+physics"]["under_floor_cm"] < 0.05 and abs(figures["+physics"]["lowest_sole_cm"]) < 0.5  # 0.05
+    assert abs(figures["mocap truth"]["lowest_sole_cm"]) < 0.1  # measured on its own skeleton's feet: 0.001
+    assert main(["eval", "physics-sheet", str(FIXTURE_WALK_1), "-o", str(FIXTURE_WALK_1)]) != 0  # an input is refused
+
+
 def _standing(solved, seconds: float, lowered_m: float = 0.0) -> Motion:
     first = solved.motion[:1]
     frames = int(seconds * 60)
