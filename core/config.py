@@ -443,6 +443,10 @@ class PhysicsConfig:
     """Largest such torque, per axis, N m."""
     slide_weight: float = 30.0
     """How hard a sole point on the floor is asked to stop sliding, against following the target."""
+    task_weight: float = 10.0
+    """How hard the hands' and feet's joints are asked to reach the solve's places (their accelerations toward them,
+    in m/s², against the joints' angular ones): the solve put the hands on the controllers and planted the feet;
+    the joints' angles alone let their small errors add up along each limb. 0: the joints alone."""
     teleport_m: float = 1.0
     """A target root this far from the simulated one resets the simulation onto it."""
     body_mass_kg: float | None = None
@@ -451,7 +455,7 @@ class PhysicsConfig:
     def __post_init__(self):
         for name in ("sim_hz", "stiffness", "friction", "torque_scale", "teleport_m"):
             require_positive(self, name)
-        for name in ("damping", "residual_force_n", "residual_torque_nm", "slide_weight"):
+        for name in ("damping", "residual_force_n", "residual_torque_nm", "slide_weight", "task_weight"):
             require_positive(self, name, zero=True)
 
 

@@ -66,6 +66,9 @@ class SimulatedBody:
     """(J,) each joint's capsule radius (0 above the hips)."""
     soles: list
     """Geom ids of the contact spheres under the feet (`soles`)."""
+    ends: np.ndarray
+    """Skeleton indices of the hands and feet (left hand, right hand, left foot, right foot): the tracking's task
+    points."""
 
 
 HEIGHT_OVER_CHAIN = 1.27
@@ -167,4 +170,5 @@ def simulated_body(skeleton: Skeleton, config: PhysicsConfig = PhysicsConfig(), 
     mapping = find_mapping(skeleton)
     feet = np.array([mapping.joints.get(f"{s}_{j}", mapping[f"{s}_foot"]) for s in "lr" for j in ("foot", "toes")])
     soles = [g for g in range(model.ngeom) if (model.geom(g).name or "").startswith("sole")]
-    return SimulatedBody(model, skeleton, np.array(order), mass, limits, feet, radii, soles)
+    ends = np.array([mapping[f"{s}_{j}"] for j in ("hand", "foot") for s in "lr"])
+    return SimulatedBody(model, skeleton, np.array(order), mass, limits, feet, radii, soles, ends)

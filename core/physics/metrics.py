@@ -28,6 +28,31 @@ def soles_and_centre(motion: Motion, body: SimulatedBody) -> tuple[np.ndarray, n
     return np.array(soles), np.array(centres)
 
 
+def lowest_points(motion: Motion, body: SimulatedBody) -> np.ndarray:
+    """(F,) the height of the body's lowest point each frame, over any body part: every capsule and sphere, the feet
+    by their soles (their capsules carry the feet's mass and are thicker than the soles they stand on)."""
+    import mujoco
+
+    model, data = body.model, mujoco.MjData(body.model)
+    capsules = model.geom_type == mujoco.mjtGeom.mjGEOM_CAPSULE
+    feet = [list(body.joints).index(j) + 1 for j in body.feet]
+    counted = ~np.isin(model.geom_bodyid, feet)
+    counted[body.soles] = True
+    radius, half_length = model.geom_size[:, 0], np.where(capsules, model.geom_size[:, 1], 0.0)
+    lowest = []
+    for qpos in target_poses(motion, body):
+        data.qpos[:] = qpos
+        mujoco.mj_kinematics(model, data)
+        axis_height = np.abs(data.geom_xmat.reshape(-1, 3, 3)[:, 1, 2])  # each geom's local z, seen on world y
+        lowest.append(float((data.geom_xpos[:, 1] - half_length * axis_height - radius)[counted].min()))
+    return np.array(lowest)
+
+
+def cross_2d(a: np.ndarray, b: np.ndarray) -> float:
+    """The z of the cross product of two vectors in the plane (numpy 2 refuses 2-D vectors in np.cross)."""
+    return float(a[0] * b[1] - a[1] * b[0])
+
+
 def convex_hull(points: np.ndarray) -> np.ndarray:
     """(H, 2) the convex hull of 2-D points, counter-clockwise (Andrew's monotone chain)."""
     points = np.unique(points, axis=0)
@@ -37,7 +62,7 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
     def half(ordered):
         chain = []
         for p in ordered:
-            while len(chain) >= 2 and np.cross(chain[-1] - chain[-2], p - chain[-2]) <= 0:
+            while len(chain) >= 2 and cross_2d(chain[-1] - chain[-2], p - chain[-2]) <= 0:
                 chain.pop()
             chain.append(p)
         return chain[:-1]
@@ -66,6 +91,8 @@ def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
     outside = [outside_support(centres[t, [0, 2]], soles[t, soles[t, :, 1] < NEAR_FLOOR_M][:, [0, 2]])
                for t in np.flatnonzero(both_planted)]
     return {"floor_penetration_cm": round(100.0 * float(np.maximum(-lowest, 0.0).mean()), 3),
+            "body_penetration_cm": round(100.0 * float(np.maximum(-lowest_points(result.motion, result.body),
+                                                                   0.0).mean()), 3),
             "float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
             else None,
             "foot_skate_cm_s": round(foot_skate_cm_s(toes, result.motion.fps), 3),

@@ -51,10 +51,11 @@ class PhysicsStep:
     """The target jumped (teleport) and the simulation was put onto it."""
 
 
-def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt):
+def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt, tasks=()):
     """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
     where no solution lies within the bounds. `contacts`: (height, Jacobian (3, nv)) of each sole point near the
-    floor. Solved by quadprog (Goldfarb and Idnani's dual active-set method): the program is small and dense."""
+    floor; `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of each point asked to follow its target.
+    Solved by quadprog (Goldfarb and Idnani's dual active-set method): the program is small and dense."""
     import quadprog
 
     nv, edges = len(wanted), PYRAMID * [config.friction, 1.0, config.friction]
@@ -68,6 +69,9 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     gradient[:nv] = -weights * wanted
     hessian[nv:nv + nl, nv:nv + nl] = REGULARISATION["force"] * np.eye(nl)
     hessian[nv + nl:, nv + nl:] = REGULARISATION["residual"] * np.eye(6)
+    for jacobian, acceleration in tasks:
+        hessian[:nv, :nv] += config.task_weight * jacobian.T @ jacobian
+        gradient[:nv] -= config.task_weight * jacobian.T @ acceleration
     pushes = np.zeros((nv, nl))
     landing, landing_low = [], []
     for k, (height, jacobian) in enumerate(contacts):
@@ -106,8 +110,12 @@ class PhysicsTracker:
         import mujoco
 
         self.mujoco, self.body, self.config = mujoco, body, config
-        self.data = mujoco.MjData(body.model)
+        self.data, self.target_data = mujoco.MjData(body.model), mujoco.MjData(body.model)
         self.previous: np.ndarray | None = None
+        simulated = list(body.joints)
+        self.task_bodies = [simulated.index(j) + 1 for j in body.ends]
+        """MuJoCo bodies of the hands and feet (task points at their joints)."""
+        self.previous_ends: np.ndarray | None = None
 
     def reset(self, qpos: np.ndarray, qvel: np.ndarray | None = None) -> None:
         """The body put at `qpos` moving at `qvel` (still without)."""
@@ -115,6 +123,7 @@ class PhysicsTracker:
         self.data.qvel[:] = 0.0 if qvel is None else qvel
         self.mujoco.mj_forward(self.body.model, self.data)
         self.previous = np.array(qpos, dtype=float)
+        self.previous_ends = self.ends_at(qpos)
 
     def velocity(self, start: np.ndarray, end: np.ndarray, dt: float) -> np.ndarray:
         """The generalised velocity that moves `start` to `end` in `dt` seconds."""
@@ -134,6 +143,26 @@ class PhysicsTracker:
                 found.append((float(point[1]), jacobian))
         return found
 
+    def ends_at(self, qpos: np.ndarray) -> np.ndarray:
+        """(K, 3) where the hands' and feet's joints are in the pose `qpos` (none without task_weight)."""
+        if self.config.task_weight <= 0.0:
+            return np.zeros((0, 3))
+        self.target_data.qpos[:] = qpos
+        self.mujoco.mj_kinematics(self.body.model, self.target_data)
+        return self.target_data.xpos[self.task_bodies].copy()
+
+    def tasks(self, ends: np.ndarray, end_velocities: np.ndarray) -> list:
+        """(Jacobian (3, nv), wanted acceleration (3,)) of each hand and foot joint toward its target place `ends`
+        (K, 3) moving at `end_velocities`, critically damped with the joints' gains."""
+        model, data, config = self.body.model, self.data, self.config
+        found = []
+        for body, place, speed in zip(self.task_bodies, ends, end_velocities):
+            jacobian = np.zeros((3, model.nv))
+            self.mujoco.mj_jacBody(model, data, jacobian, None, body)
+            wanted = config.stiffness * (place - data.xpos[body]) + config.damping * (speed - jacobian @ data.qvel)
+            found.append((jacobian, wanted))
+        return found
+
     def out_of_the_floor(self) -> None:
         """Where a sole point has gone under the floor, the body lifted out of it and its fall stopped (the floor
         is rigid: a position-level projection after the step)."""
@@ -145,12 +174,14 @@ class PhysicsTracker:
 
     def step(self, target: np.ndarray, dt: float) -> PhysicsStep:
         """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it."""
+        ends = self.ends_at(target)
         if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
             return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)
         model, data, config = self.body.model, self.data, self.config
         target_velocity = self.velocity(self.previous, target, max(dt, 1e-6))
-        self.previous = np.array(target, dtype=float)
+        end_velocities = (ends - self.previous_ends) / max(dt, 1e-6)
+        self.previous, self.previous_ends = np.array(target, dtype=float), ends
         h = 1.0 / config.sim_hz
         forces, torques = [], []
         for _ in range(max(1, int(round(dt * config.sim_hz)))):
@@ -160,7 +191,7 @@ class PhysicsTracker:
             wanted = (config.stiffness * self.velocity(data.qpos, target, 1.0)
                       + config.damping * (target_velocity - data.qvel))
             solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(), self.body.torque_limits,
-                                 config, data.qvel.copy(), h)
+                                 config, data.qvel.copy(), h, self.tasks(ends, end_velocities))
             if solved is None:  # no step within the bounds: back onto the target, as after a teleport
                 self.reset(target, target_velocity)
                 return PhysicsStep(data.qpos.copy(), 0.0, 0.0, True)

@@ -94,7 +94,9 @@ def test_solve_with_physics_from_the_command_line(tmp_path, capsys):
     assert main(["solve", str(stream), "--physics", "-o", str(out)]) == 0
     assert "physics: floor_penetration_cm" in capsys.readouterr().err
     report = json.loads((tmp_path / "walk.report.json").read_text())
-    assert {"floor_penetration_cm", "float_cm", "residual_force_n", "balance_frames"} <= set(report["figures"]["physics"])
+    physics = report["figures"]["physics"]
+    assert {"floor_penetration_cm", "body_penetration_cm", "float_cm", "residual_force_n", "balance_frames"} <= set(physics)
+    assert physics["body_penetration_cm"] < 0.05  # no body part under the floor on a walk (the soles 0.0)
 
 
 def test_the_contact_sheet_draws_the_three_rows_and_reports_their_soles(tmp_path, capsys):
