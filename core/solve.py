@@ -75,10 +75,7 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     figures; the feet count as planted where the solver had them planted (its own contacts, else the solved toes'
     contact weights). Needs the `physics` requirements (mujoco, quadprog): PhysicsUnavailable names them; the
     extension carries them."""
-    missing = [name for name in PHYSICS_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing:
-        raise PhysicsUnavailable(f"the physics pass needs mujoco and quadprog ({', '.join(missing)} not installed): "
-                                 "pip install mujoco quadprog")
+    require_physics()
     from .physics.metrics import physics_figures
     from .physics.tracking import track
 
@@ -93,6 +90,14 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
 
 PHYSICS_PACKAGES = ("mujoco", "quadprog")
 """What the physics pass imports beyond numpy."""
+
+
+def require_physics() -> None:
+    """PhysicsUnavailable, naming them, where the physics pass's packages are not installed."""
+    missing = [name for name in PHYSICS_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise PhysicsUnavailable(f"the physics pass needs mujoco and quadprog ({', '.join(missing)} not installed): "
+                                 "pip install mujoco quadprog")
 
 
 class PhysicsUnavailable(ValueError):

@@ -79,11 +79,18 @@ SOURCES = {'BLENDER_VR': BlenderVRSource, 'OPENXR': OpenXRRuntimeSource}
 
 
 class LiveAvatar:
-    """One armature posed live by core's LiveRetargeting of the scene's solver; `restore` puts its pose back."""
+    """One armature posed live by core's LiveRetargeting of the scene's solver (with Physics, its steps followed by
+    the simulated body: core/physics/live.py); `restore` puts its pose back."""
 
     def __init__(self, context):
         self.obj, self.target = avatar_target(context)
         self.solver = solver_for_scene(context)
+        if context.scene.vr_avatar.solve.physics:
+            try:
+                core.solve.require_physics()
+            except core.solve.PhysicsUnavailable as error:
+                raise VRAvatarError(str(error)) from None
+            self.solver = core.physics.live.PhysicalSolver(self.solver)
         self.live = core.retarget.live.LiveRetargeting(self.solver, self.target,
                                                        context.scene.vr_avatar.solve.avatar_size.lower())
         self.order = [self.obj.data.bones.find(name) for name in self.target.names]

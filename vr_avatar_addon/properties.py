@@ -221,8 +221,8 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
     stride_scaled: BoolProperty(name="Scale Stride", description="Scale the root's horizontal motion by the "
                                 "avatar's leg length too (the avatar then leaves the headset's track)",
                                 default=False, update=_mark_stale)
-    physics: BoolProperty(name="Physics", description="After the method, a simulated body tracks the solve (core "
-                          "physics pass: MuJoCo and one quadratic program a step): its feet cannot float, sink or "
+    physics: BoolProperty(name="Physics", description="After the method, a simulated body tracks the solve and the "
+                          "live preview (core physics pass: MuJoCo and one quadratic program a step): its feet cannot float, sink or "
                           "slide beyond a bounded root residual. The extension carries mujoco and quadprog for Windows, "
                           "Linux and Apple Silicon Macs",
                           default=False, update=_mark_stale)

@@ -1025,6 +1025,43 @@ def test_the_live_preview_keys_the_avatar_while_a_take_records(bpy, installed, s
     assert action.use_fake_user and (obj.animation_data.action if obj.animation_data else None) == own
 
 
+def test_live_preview_with_physics_steps_the_simulated_body(bpy, installed, session, monkeypatch):
+    """Live Preview with *Physics* on: each tick's pose is the simulated body's following the solver's step (close to
+    the kinematic preview's, not equal); without mujoco and quadprog it refuses to start, naming them."""
+    import importlib.util
+    scene = bpy.context.scene
+    obj = bpy.data.objects[session["mixamo"]]
+    scene.vr_avatar.target_armature = obj
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    stream = read_stream(session["csv"]).resampled(30.0)
+    monkeypatch.setitem(installed.live_preview.SOURCES, 'BLENDER_VR', lambda _context: _StreamDevices(stream))
+
+    def locations(physics: bool) -> np.ndarray:
+        scene.vr_avatar.solve.physics = physics
+        live = installed.live_preview.LivePreview(bpy.context, 'BLENDER_VR')
+        try:
+            poses = []
+            for _ in range(30):
+                live.tick(bpy.context, lambda kind, text: None)
+                poses.append(np.array(live.avatar.pose[1]))
+            return np.array(poses), live.avatar.solver
+        finally:
+            live.stop(bpy.context)
+
+    try:
+        kinematic, _ = locations(False)
+        if importlib.util.find_spec("mujoco") and importlib.util.find_spec("quadprog"):
+            simulated, solver = locations(True)
+            assert type(solver).__name__ == "PhysicalSolver" and np.isfinite(simulated).all()
+            moved = np.linalg.norm(simulated - kinematic, axis=-1)
+            assert 0.0 < moved.mean() < 0.05
+        else:
+            with pytest.raises(installed.errors.VRAvatarError, match="the physics pass needs mujoco and quadprog"):
+                locations(True)
+    finally:
+        scene.vr_avatar.solve.physics = False
+
+
 def test_the_physics_checkbox_tracks_the_solve_or_says_what_it_needs(bpy, installed, session):
     """With mujoco and quadprog in Blender's Python (the extension's wheels), *Physics* solves through the simulated
     body (the cache moves a little, its feet on the floor); without them Solve names the packages in one line."""

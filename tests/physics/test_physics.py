@@ -154,3 +154,24 @@ def test_live_steps_give_the_offline_pass_exactly(solved):
     tracker = PhysicsTracker(offline.body)
     live = np.array([tracker.step(target, 1.0 / motion.fps).qpos for target in target_poses(motion, offline.body)])
     np.testing.assert_allclose(live, target_poses(offline.motion, offline.body), atol=1e-9)
+
+
+def test_a_live_solver_steps_through_the_simulated_body(solved):
+    """PhysicalSolver: the default solver's live steps over a walk's stream come out as the simulated body's, a
+    frame at a time: on the floor (no sole under it), near the kinematic steps, and the solver's own attributes
+    read through."""
+    from core.physics.live import PhysicalSolver
+    from core.physics.metrics import soles_and_centre
+
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)[:90]).stream
+    kinematic, physical = load_solver(), PhysicalSolver(load_solver())
+    assert physical.skeleton is physical.solver.skeleton and physical.waiting_for_hmd
+    steps = [(kinematic.step(p, r, t, 1 / 60), physical.step(p, r, t, 1 / 60))
+             for p, r, t in zip(stream.positions, stream.rotations, stream.tracked)]
+    assert np.abs(physical.body.skeleton.offsets - steps[-1][1].skeleton.offsets).max() <= 0.01  # rebuilt as fitted
+    joints = [np.concatenate([s[k].global_positions() for s in steps]) for k in (0, 1)]
+    soles = np.concatenate([soles_and_centre(s[1], physical.body)[0] for s in steps])
+    assert soles[:, :, 1].min() > -0.002  # measured -0.0002 m
+    assert 1.0 < 100.0 * float(np.linalg.norm(joints[1] - joints[0], axis=-1).mean()) < 3.5  # measured 2.4 cm
+    physical.reset()
+    assert physical.waiting_for_hmd and physical.body is None

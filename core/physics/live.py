@@ -1,0 +1,54 @@
+"""The physics pass live: a solver's every step followed by the simulated body, frame by frame, with the
+PhysicsTracker the offline pass uses (the add-on's Live Preview with Physics on)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..anim.motion import Motion
+from ..config import PhysicsConfig
+from .body import simulated_body
+from .tracking import PhysicsTracker, motion_of, target_poses
+
+
+REBUILT_M = 0.01
+"""The body is built anew when the solver's skeleton has changed this much (it fits the user's arms to the reach
+it sees over the first seconds)."""
+
+
+class PhysicalSolver:
+    """`solver` (a Solver) whose live steps come out as the simulated body's poses; everything else is the solver's.
+    The body is built from the skeleton the solver steps (fitted to the user), its soles under the feet of the
+    solver's standing motion where that has the same skeleton, else of the step's."""
+
+    def __init__(self, solver, config: PhysicsConfig = PhysicsConfig()):
+        self.solver, self.config = solver, config
+        self.body, self.tracker = None, None
+        self.residual_force_n = 0.0
+        """The root's residual force over the last step (N)."""
+
+    def __getattr__(self, name: str):
+        return getattr(self.solver, name)
+
+    def rebuild(self, motion: Motion) -> None:
+        """The body built for the skeleton `motion` is on; a body already moving goes on from its pose and speed."""
+        standing = self.solver.standing_motion()
+        moving = None if self.tracker is None else (self.tracker.data.qpos.copy(), self.tracker.data.qvel.copy())
+        self.body = simulated_body(motion.skeleton, self.config,
+                                   standing if standing.skeleton == motion.skeleton else motion)
+        self.tracker = PhysicsTracker(self.body, self.config)
+        if moving is not None:
+            self.tracker.reset(*moving)
+
+    def reset(self, standing_hmd_height_m: float | None = None) -> None:
+        """Forget the user; the next step builds the body anew on the solver's pose."""
+        self.solver.reset(standing_hmd_height_m)
+        self.body, self.tracker = None, None
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
+        """The solver's step, followed by the simulated body for `dt` seconds."""
+        motion = self.solver.step(positions, rotations, tracked, dt)
+        if self.body is None or np.abs(self.body.skeleton.offsets - motion.skeleton.offsets).max() > REBUILT_M:
+            self.rebuild(motion)
+        step = self.tracker.step(target_poses(motion, self.body)[0], dt)
+        self.residual_force_n = step.residual_force_n
+        return motion_of(step.qpos[None], motion, self.body)
