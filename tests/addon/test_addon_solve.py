@@ -990,15 +990,21 @@ class _StreamDevices:
         pass
 
 
-def test_the_live_preview_keys_the_avatar_while_a_take_records(bpy, installed, session, tmp_path, monkeypatch):
-    """Live Preview running while a take records: when the take stops, the avatar's poses over it become an action
-    named after the take, one key a scene frame from the take's start, and the armature's own action stays."""
-    scene = bpy.context.scene
+def _live_from_the_session_stream(bpy, installed, session, monkeypatch):
+    """The Mixamo avatar mapped as the target, and the VR session source handing out the session's stream at 30 Hz;
+    the armature."""
     obj = bpy.data.objects[session["mixamo"]]
-    scene.vr_avatar.target_armature = obj
+    bpy.context.scene.vr_avatar.target_armature = obj
     assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
     stream = read_stream(session["csv"]).resampled(30.0)
     monkeypatch.setitem(installed.live_preview.SOURCES, 'BLENDER_VR', lambda _context: _StreamDevices(stream))
+    return obj
+
+
+def test_the_live_preview_keys_the_avatar_while_a_take_records(bpy, installed, session, tmp_path, monkeypatch):
+    """Live Preview running while a take records: when the take stops, the avatar's poses over it become an action
+    named after the take, one key a scene frame from the take's start, and the armature's own action stays."""
+    scene, obj = bpy.context.scene, _live_from_the_session_stream(bpy, installed, session, monkeypatch)
     monkeypatch.setattr(installed.recording, "vr_session_running", lambda _context: True)
     monkeypatch.setattr(installed.recording, "xr_poses", lambda _context, _state: (
         np.zeros((3, 3)) + [0.0, 0.0, 1.6], np.tile([1.0, 0.0, 0.0, 0.0], (3, 1))))
@@ -1030,11 +1036,7 @@ def test_live_preview_with_physics_steps_the_simulated_body(bpy, installed, sess
     the kinematic preview's, not equal); without mujoco and quadprog it refuses to start, naming them."""
     import importlib.util
     scene = bpy.context.scene
-    obj = bpy.data.objects[session["mixamo"]]
-    scene.vr_avatar.target_armature = obj
-    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
-    stream = read_stream(session["csv"]).resampled(30.0)
-    monkeypatch.setitem(installed.live_preview.SOURCES, 'BLENDER_VR', lambda _context: _StreamDevices(stream))
+    _live_from_the_session_stream(bpy, installed, session, monkeypatch)
 
     def locations(physics: bool) -> np.ndarray:
         scene.vr_avatar.solve.physics = physics
