@@ -131,6 +131,7 @@ class VIEW3D_PT_vr_avatar_stream(VRAvatarPanel, bpy.types.Panel):
         layout.prop(stream, "record_path")
         row = layout.row(align=True)
         row.prop(stream, "countdown_s")
+        row.prop(stream, "record_rate", text="")
         row.prop(stream, "record_by_button", toggle=True, icon='EVENT_A')
         recording = VR_AVATAR_OT_record_stream.is_recording()
         row = layout.row(align=True)

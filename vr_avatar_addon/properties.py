@@ -105,6 +105,12 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
     countdown_s: FloatProperty(name="Countdown", description="Seconds between Record and the first sample: time to "
                                "put the headset on and take the calibration pose", default=3.0, min=0.0, max=30.0,
                                unit='TIME_ABSOLUTE')
+    record_rate: EnumProperty(
+        name="Rate", description="The take's samples a second: as the source gave them, or resampled (positions "
+        "linear, rotations slerped) onto a regular timeline",
+        items=[('0', "As Sampled", "Every sample the source gave (Blender's VR session ~90 Hz, an OpenXR runtime its "
+                "display rate)"), ('30', "30 Hz", ""), ('60', "60 Hz", ""), ('72', "72 Hz", ""), ('90', "90 Hz", ""),
+               ('120', "120 Hz", "")], default='0')
     record_by_button: BoolProperty(
         name="Controller Button", description="Record OpenXR starts listening: each press of a controller's record "
         "button (A on Index, A or X on Touch, Menu on others) starts or stops a take, after the countdown; Esc or "

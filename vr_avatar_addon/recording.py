@@ -99,6 +99,7 @@ class Recording:
                 report({'WARNING'}, warning)
         self.times, self.positions, self.rotations = [], [], []
         self.countdown_s = context.scene.vr_avatar.stream.countdown_s
+        self.rate = float(context.scene.vr_avatar.stream.record_rate)
         self.takes = context.scene.vr_avatar.stream.takes
         self.presses, self.pressed_once, self.written, self.refused = ButtonPresses(), False, 0, False
         self.start: float | None = None
@@ -189,6 +190,9 @@ class Recording:
         else:
             stream = stream_from_xr_poses(times, positions, rotations)
             comments = ["recorded from Blender's VR session by the VR Avatar add-on"]
+        if self.rate:
+            stream = stream.resampled(self.rate)
+            comments.append(f"resampled to {self.rate:g} Hz")
         if not write_stream_or_report(self.report, self.path, stream, comments):
             self.refused = True
             return

@@ -308,6 +308,30 @@ def test_takes_are_files_of_their_own_listed_and_kept_in_the_blend(bpy, installe
     assert [t.name for t in stream.takes] == ["take_002"] and (tmp_path / "take_001.csv").exists()
 
 
+def test_a_take_is_resampled_to_the_chosen_rate(bpy, installed, empty_scene, tmp_path, monkeypatch):
+    """Rate 30 Hz: the take's samples every 1/30 s from its first, what the session gave in between interpolated,
+    and the file says so."""
+    recording = installed.recording
+    step = iter(range(1000))
+    monkeypatch.setattr(recording, "vr_session_running", lambda _context: True)
+    monkeypatch.setattr(recording, "xr_poses", lambda _context, _state: (
+        np.array([[0.0, -0.01 * next(step), 1.6], [0.3, -0.2, 1.0], [-0.3, -0.2, 1.0]]), np.tile(Y_UP_TO_Z_UP, (3, 1))))
+    stream = empty_scene.vr_avatar.stream
+    stream.record_path, stream.countdown_s, stream.record_rate = str(tmp_path / "rated.csv"), 0.0, '30'
+    assert bpy.ops.vr_avatar.record_stream('INVOKE_DEFAULT') == {'RUNNING_MODAL'}
+    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
+    for _ in range(12):
+        time.sleep(0.012)
+        recorder.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer))
+    assert bpy.ops.vr_avatar.record_stream() == {'FINISHED'}
+    assert recorder.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS', timer=None)) == {'FINISHED'}
+    stream.record_rate = '0'
+    taken = read_stream(tmp_path / "rated_001.csv")
+    np.testing.assert_allclose(np.diff(taken.times), 1.0 / 30.0, atol=2e-3)  # the file's millisecond clock
+    assert 3 <= len(taken) <= 6 and taken.tracked.all()
+    assert "# resampled to 30 Hz" in (tmp_path / "rated_001.csv").read_text()
+
+
 def test_vr_session_poses_convert_to_stream_rows(installed):
     """Poses as Blender's VR session gives them (Blender's frame) become CSV v1 rows in core's frame."""
     level_facing_minus_y = quat.multiply(quat.from_axis_rotation("z", np.pi), Y_UP_TO_Z_UP)
