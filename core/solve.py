@@ -5,7 +5,7 @@ shared interface are in core/solution.py, core/hybrid, core/matching and core/n3
 """
 from __future__ import annotations
 
-import importlib.util
+import importlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -93,8 +93,14 @@ PHYSICS_PACKAGES = ("mujoco", "quadprog")
 
 
 def require_physics() -> None:
-    """PhysicsUnavailable, naming them, where the physics pass's packages are not installed."""
-    missing = [name for name in PHYSICS_PACKAGES if importlib.util.find_spec(name) is None]
+    """PhysicsUnavailable, naming them, where the physics pass's packages do not import (not installed, or, as
+    mujoco without its mujoco-core library on a platform it has no wheel for, installed in part)."""
+    missing = []
+    for name in PHYSICS_PACKAGES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
     if missing:
         raise PhysicsUnavailable(f"the physics pass needs mujoco and quadprog ({', '.join(missing)} not installed): "
                                  "pip install mujoco quadprog")
