@@ -10,7 +10,7 @@ import bpy
 import numpy as np
 
 from . import core, solve_cache
-from .axes import y_up_from_z_up
+from .axes import y_up_from_z_up, z_up_from_y_up
 from .bone_map import bone_map, fill_bone_map
 from .bone_space import matrix_rotations, pose_basis
 from .handlers import pose_frame
@@ -48,6 +48,8 @@ def smoothed_bases(cache, groups: list[str], fps: float, cutoffs: dict[str, floa
     return quat.normalize(basis), locations
 
 
+LEG_JOINTS = ("thigh", "shin", "foot")
+"""The joints of each leg Smooth Solve re-solves: they must be mapped."""
 OVERREACH_MARGIN = 0.995
 """A planted leg reaches at most this share of its length before the hips give back their smoothing."""
 EASE_FRAMES = 6
@@ -132,15 +134,18 @@ def replanted(before: np.ndarray, after: np.ndarray, legs, planted: np.ndarray, 
     return result
 
 
-def held_shifts(before: np.ndarray, toes: list[int], planted: np.ndarray, fps: float,
+def held_shifts(obj, cache, toes: list[int], planted: np.ndarray, fps: float,
                 stabilisation) -> tuple[np.ndarray, np.ndarray]:
-    """(shifts (F, 2, 3), planted (F, 2)): how far each foot moves along the floor (armature X, Y) to stand on its
-    hold's spot (core/anim/foot_holds.py, from the toe bone's head in `before`), and the planted weights, full
-    while held."""
-    shifts, planted = np.zeros((len(before), 2, 3)), planted.copy()
+    """(shifts (F, 2, 3), planted (F, 2)): how far each foot moves, in the armature's space, to stand on its hold's
+    spot (core/anim/foot_holds.py, from the solve's toe along the world's floor, in metres, whatever the armature's
+    units and axes), and the planted weights, full while held."""
+    to_armature = np.linalg.inv(np.array(obj.matrix_world, dtype=float)[:3, :3])
+    shifts, planted = np.zeros((len(cache.positions), 2, 3)), planted.copy()
     for side, toe in enumerate(toes):
-        floor = before[:, toe, :2, 3]
-        shifts[:, side, :2], holds = core.anim.foot_holds.foot_holds(floor, planted[:, side], fps, stabilisation)
+        along, holds = core.anim.foot_holds.foot_holds(cache.positions[:, toe][:, [0, 2]], planted[:, side], fps,
+                                                       stabilisation)
+        world = z_up_from_y_up(np.stack([along[:, 0], np.zeros(len(along)), along[:, 1]], axis=-1))
+        shifts[:, side] = world @ to_armature.T
         planted[holds >= 1.0, side] = 1.0
     return shifts, planted
 
@@ -153,11 +158,11 @@ def cleaned(obj, cache, mapping: dict[str, str], fps: float, cutoffs: dict[str, 
     before, order, parents = armature_space(obj, cache)
     basis, locations = smoothed_bases(cache, bone_groups(obj, cache, mapping), fps, cutoffs, beta)
     after = armature_space(obj, replace(cache, basis=basis, locations=locations))[0]
-    legs = [tuple(cache.bones.index(mapping[f"{s}_{j}"]) for j in ("thigh", "shin", "foot")) for s in "lr"]
+    legs = [tuple(cache.bones.index(mapping[f"{s}_{j}"]) for j in LEG_JOINTS) for s in "lr"]
     if foot_lock in ('AUTO', 'ALWAYS'):
-        toes = [cache.bones.index(mapping.get(f"{s}_toes", mapping[f"{s}_foot"])) for s in "lr"]
+        toes = [cache.bones.index(mapping.get(f"{s}_toes") or mapping[f"{s}_foot"]) for s in "lr"]
         planted = np.stack([lock_weights(foot_lock, cache.positions[:, t], fps) for t in toes], axis=-1)
-        shifts, planted = held_shifts(before, toes, planted, fps, stabilisation)
+        shifts, planted = held_shifts(obj, cache, toes, planted, fps, stabilisation)
         goals = np.stack([before[:, foot, :3, 3] for _, _, foot in legs], axis=1) + shifts
         back = eased(overreaching(after, legs, planted, goals))[:, None, None]
         if back.any():
@@ -184,8 +189,12 @@ def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lo
     settings = scene.vr_avatar
     if not settings.bone_map or settings.bone_map_armature != obj.name:
         fill_bone_map(settings, obj)
-    fps = scene_fps(scene)
-    result = cleaned(obj, cache, bone_map(settings), fps, cutoffs, beta, foot_lock, stabilisation)
+    fps, mapping = scene_fps(scene), bone_map(settings)
+    unmapped = [f"{s}_{j}" for s in "lr" for j in LEG_JOINTS if mapping.get(f"{s}_{j}") not in cache.bones]
+    if unmapped:
+        report({'ERROR'}, f"Smooth Solve re-solves the legs: map {', '.join(unmapped)} on '{obj.name}' first")
+        return {'CANCELLED'}
+    result = cleaned(obj, cache, mapping, fps, cutoffs, beta, foot_lock, stabilisation)
     solve_cache.store(scene, result)
     pose_frame(obj, solve_cache.cached_frame(scene, scene.frame_current))
     before, after = (core.quality.metrics.jitter(c.positions, fps) for c in (cache, result))

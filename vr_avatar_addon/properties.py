@@ -113,7 +113,8 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
                ('120', "120 Hz", "")], default='0')
     record_by_button: BoolProperty(
         name="Controller Button", description="Record OpenXR starts listening: each press of a controller's record "
-        "button (A on Index, A or X on Touch, Menu on others) starts or stops a take, after the countdown; Esc or "
+        "button (A on Index, A or X on Touch and HP Reverb, Menu on others) starts or stops a take, after the "
+        "countdown; Esc or "
         "Stop Recording ends", default=False)
     takes: CollectionProperty(type=VRAvatarTake, name="Takes")
     takes_index: IntProperty(name="Active Take", default=0)

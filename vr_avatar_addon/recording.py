@@ -106,8 +106,8 @@ class Recording:
         """perf_counter time of the take's first sample (after its countdown); None between button takes."""
         Recording.current = self
         if by_button:
-            report({'INFO'}, "Press A (Index, Touch right), X (Touch left) or Menu to start and stop each take; "
-                             "Esc or Stop Recording ends")
+            report({'INFO'}, "Press A (Index; right Touch or HP), X (left Touch or HP) or Menu (others) to start and "
+                             "stop each take; Esc or Stop Recording ends")
         else:
             self.start_take(context)
 

@@ -27,7 +27,7 @@ def foot_holds(floor_positions: np.ndarray, weights: np.ndarray, fps: float,
     if settings.lock_radius_m <= 0.0:
         return shifts, holds
     shortest = max(1, int(round(settings.lock_time_s * fps)))
-    recovery = max(1, int(round(settings.recovery_s * fps)))
+    recovery = int(round(settings.recovery_s * fps))
     fade = 1.0 - np.arange(1, recovery + 1) / (recovery + 1.0)
     fade = fade * fade * (3.0 - 2.0 * fade)
     for start, stop in contact_segments((np.asarray(weights) >= PLANTED).astype(float)):

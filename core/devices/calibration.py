@@ -69,14 +69,14 @@ class StreamCalibration:
     found: bool
     standing_hmd_height_m: float | None = None
     arm_span_m: float | None = None
-    """Wrist to wrist in the T-pose."""
+    """Wrist to wrist with the arms level (from an A-pose: the estimated shoulders' width and the arms' lengths)."""
     grip_offsets_m: tuple = ()
     """Per controller (left, right): the grip's origin from the wrist in the grip's own frame (DeviceOffsets
     assumes (0, -0.08, 0)); None where the wrists did not turn enough to tell."""
     grip_tilts: tuple = ()
     """Per controller: the grip's rotation (w, x, y, z) in the frame DeviceOffsets assumes."""
     pose_s: tuple = ()
-    """(start, end) of the T-pose in stream time."""
+    """(start, end) of the pose in stream time."""
     wrist_turn_deg: tuple = ()
     """RMS turn of each controller about its mean over the pose: how well the offsets are determined."""
     pivot_residual_mm: tuple = ()
@@ -241,7 +241,7 @@ def steady(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> n
 
 def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig(),
                      devices: DeviceOffsets = DeviceOffsets()) -> StreamCalibration:
-    """Estimates from the T-pose with circling wrists in the stream's first seconds (module docstring)."""
+    """Estimates from the T- or A-pose with circling wrists in the stream's first seconds (module docstring)."""
     frames, pose = calibration_pose_frames(stream, config)
     if not len(frames):
         return StreamCalibration(False)

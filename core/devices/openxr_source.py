@@ -208,16 +208,18 @@ class OpenXRSource:
         for profile, extension in PROFILES.items():
             if extension is not None and extension not in offered:
                 continue
-            bindings = [xr.ActionSuggestedBinding(grip, xr.string_to_path(self.instance, f"{h}/input/grip/pose"))
-                        for h in HANDS]
-            bindings += [xr.ActionSuggestedBinding(self._button, xr.string_to_path(self.instance, f"{h}/input/{c}"))
-                         for h, c in zip(HANDS, RECORD_BUTTONS[profile])]
-            try:
-                xr.suggest_interaction_profile_bindings(self.instance, xr.InteractionProfileSuggestedBinding(
-                    interaction_profile=xr.string_to_path(self.instance, profile), suggested_bindings=bindings))
-            except (xr.PathUnsupportedError, xr.PathInvalidError):
-                continue  # a runtime may not know every profile
-            self.profiles.append(profile)
+            grips = [xr.ActionSuggestedBinding(grip, xr.string_to_path(self.instance, f"{h}/input/grip/pose"))
+                     for h in HANDS]
+            buttons = [xr.ActionSuggestedBinding(self._button, xr.string_to_path(self.instance, f"{h}/input/{c}"))
+                       for h, c in zip(HANDS, RECORD_BUTTONS[profile])]
+            for bindings in (grips + buttons, grips):  # a runtime refusing the button still tracks the grips
+                try:
+                    xr.suggest_interaction_profile_bindings(self.instance, xr.InteractionProfileSuggestedBinding(
+                        interaction_profile=xr.string_to_path(self.instance, profile), suggested_bindings=bindings))
+                except (xr.PathUnsupportedError, xr.PathInvalidError):
+                    continue  # a runtime may not know every profile, or its button
+                self.profiles.append(profile)
+                break
         for hand in self._hands:
             self._grips.append(xr.create_action_space(self.session, xr.ActionSpaceCreateInfo(
                 action=grip, subaction_path=hand)))

@@ -3,7 +3,8 @@
 Each step solves one quadratic program (quadprog) over the generalised accelerations q̈, the contact forces and the
 root's residual force r, as PhysCap and PIP do:
 - minimise |q̈ − q̈*|² (q̈*: back onto the target, critically damped: PhysicsConfig stiffness and damping on
-  MuJoCo's `mj_differentiatePos` error) + slide_weight·|sole points in contact stop sliding|² + small |r|², |f|²;
+  MuJoCo's `mj_differentiatePos` error) + task_weight·|the hands' and feet's joints accelerate toward the
+  target's places|² + slide_weight·|sole points in contact stop sliding|² + small |r|², |f|²;
 - subject to the equations of motion's root rows, M_r q̈ + c_r = (Jᵀf)_r + r (the root has no motor: only the
   floor and the bounded residual move it); the joint torques τ = (M q̈ + c − Jᵀf)_joints within their limits;
   each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
@@ -88,14 +89,16 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     motion_rows[:6, nv + nl:] = -np.eye(6)
     residual = np.array([config.residual_force_n] * 3 + [config.residual_torque_nm] * 3)
     bounds = np.eye(n)[nv:]
-    # Rows r with r·x >= b: the root's equations of motion first (equalities), then the torque limits both ways,
-    # the landing springs, the forces' pyramid weights (>= 0) and the residual's bounds both ways.
-    rows = np.concatenate([motion_rows[:6], motion_rows[6:], -motion_rows[6:], np.reshape(landing, (-1, n)),
-                           bounds[:nl], bounds[nl:], -bounds[nl:]])
-    low = np.concatenate([-bias[:6], -torque_limits - bias[6:], -(torque_limits - bias[6:]), landing_low,
-                          np.zeros(nl), -residual, -residual])
+    fixed, free = bounds[nl:][residual <= 0.0], bounds[nl:][residual > 0.0]  # a bound of 0: no residual there
+    # Rows r with r·x >= b: the equalities first (the root's equations of motion, the residual where its bound is 0),
+    # then the torque limits both ways, the landing springs, the forces' pyramid weights (>= 0) and the residual's
+    # bounds both ways (two opposite inequalities with nothing between them leave the active-set method stuck).
+    rows = np.concatenate([motion_rows[:6], fixed, motion_rows[6:], -motion_rows[6:], np.reshape(landing, (-1, n)),
+                           bounds[:nl], free, -free])
+    low = np.concatenate([-bias[:6], np.zeros(len(fixed)), -torque_limits - bias[6:], -(torque_limits - bias[6:]),
+                          landing_low, np.zeros(nl), -residual[residual > 0.0], -residual[residual > 0.0]])
     try:
-        x = quadprog.solve_qp(hessian, -gradient, rows.T, low, meq=6)[0]
+        x = quadprog.solve_qp(hessian, -gradient, rows.T, low, meq=6 + len(fixed))[0]
     except ValueError:  # the bounds leave no solution
         return None
     if not np.isfinite(x).all() or np.abs(x[:nv]).max() > ACCELERATION_LIMIT:

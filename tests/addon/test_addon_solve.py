@@ -878,15 +878,15 @@ def test_bake_takes_puts_each_take_on_an_nla_track_named_after_it(bpy, installed
         takes.clear()
 
 
-def _smoothed_noisy_walk(bpy, installed, session, tmp_path, **options):
-    """(the cache before, after) Smooth Solve with `options` on the Mixamo avatar's solve of a stream written as a
-    real headset writes it (device noise); the session's stream is loaded back by the caller."""
+def _smoothed_noisy_walk(bpy, installed, session, tmp_path, rig: str = "mixamo", **options):
+    """(the cache before, after) Smooth Solve with `options` on the `rig` avatar's (default Mixamo) solve of a stream
+    written as a real headset writes it (device noise); the session's stream is loaded back by the caller."""
     from core.config import DeviceNoise
     clip = read_bvh(session["source"]["stream"])[: int(SECONDS * 30)]
     noisy = tmp_path / "noisy.csv"
     write_stream(noisy, simulate_stream(clip, SimulationConfig(device_noise=DeviceNoise(), seed=5)).stream)
     assert bpy.ops.vr_avatar.load_stream(filepath=str(noisy)) == {'FINISHED'}
-    _solve(bpy, session["mixamo"])
+    _solve(bpy, session[rig])
     before = _cache(installed, bpy)
     assert bpy.ops.vr_avatar.clean_solve(**options) == {'FINISHED'}
     return before, _cache(installed, bpy)
@@ -923,6 +923,45 @@ def test_smoothing_lowers_jitter_without_moving_planted_feet(bpy, installed, ses
         np.testing.assert_allclose(_world_heads(bpy, obj, after.bones), after.positions[40], atol=2e-3)
     finally:
         assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
+
+
+def test_feet_are_held_in_metres_along_the_floor_on_a_rig_in_centimetres_with_y_up(bpy, installed, session,
+                                                                                  tmp_path):
+    """The FBX-style rig (bones in centimetres, +Y up, the object turned and scaled 0.01; no toe bones): the holds
+    read the solve's feet along the world's floor in metres, so its planted ankles stop sliding as the Mixamo
+    avatar's toes do and stay within the lock radius of the solve's (in armature units they would let go at once
+    and shift the feet up or down)."""
+    scene = bpy.context.scene
+    try:
+        before, after = _smoothed_noisy_walk(bpy, installed, session, tmp_path, rig="fbx")
+    finally:
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(session["csv"])) == {'FINISHED'}
+    fps = scene.render.fps
+    mapping, checked = {item.joint: item.bone for item in scene.vr_avatar.bone_map}, 0
+    for side in "lr":
+        ankle = before.bones.index(mapping[f"{side}_foot"])
+        planted = installed.core.anim.contacts.contact_weights(before.positions[:, ankle], fps) >= 0.5
+        if planted.sum() < 10:  # an ankle high over the floor (the Bandai walk's right) is rarely planted
+            continue
+        checked += 1
+        slides = [_planted_sliding(c.positions[:, ankle], planted, fps) for c in (before, after)]
+        moved = np.linalg.norm(after.positions[planted, ankle] - before.positions[planted, ankle], axis=-1)
+        assert slides[1] < 0.6 * slides[0], (side, slides)  # measured 0.00x to 0.51x
+        assert moved.max() < FootStabilisation().lock_radius_m  # measured 2.8 cm at most
+        assert np.abs(after.positions[planted, ankle, 1] - before.positions[planted, ankle, 1]).max() < 0.01
+    assert checked
+
+
+def test_smoothing_with_a_leg_unmapped_says_which_in_one_line(bpy, installed, session):
+    scene = bpy.context.scene
+    _solve(bpy, session["mixamo"])
+    shin = next(item for item in scene.vr_avatar.bone_map if item.joint == "l_shin")
+    bone, shin.bone = shin.bone, ""
+    try:
+        with pytest.raises(RuntimeError, match="Smooth Solve re-solves the legs: map l_shin on 'MixamoAvatar' first"):
+            bpy.ops.vr_avatar.clean_solve()
+    finally:
+        shin.bone = bone
 
 
 def test_every_panel_draws_the_scene_as_it_stands(bpy, installed, session):

@@ -175,3 +175,13 @@ def test_a_live_solver_steps_through_the_simulated_body(solved):
     assert 1.0 < 100.0 * float(np.linalg.norm(joints[1] - joints[0], axis=-1).mean()) < 3.5  # measured 2.4 cm
     physical.reset()
     assert physical.waiting_for_hmd and physical.body is None
+
+
+def test_no_residual_allowed_is_no_residual_and_no_more_resets_than_a_tiny_one(solved):
+    """Bounds of 0 make the residual an equality (0), not two opposite inequalities that leave the active-set method
+    no room: the body then resets as often as with bounds of a micronewton (7 on this walk), not at most steps."""
+    motion = solved.motion[:240]
+    none = track(motion, PhysicsConfig(residual_force_n=0.0, residual_torque_nm=0.0))
+    tiny = track(motion, PhysicsConfig(residual_force_n=1e-6, residual_torque_nm=1e-6))
+    assert none.residual_force_n.max() < 1e-9 and none.residual_torque_nm.max() < 1e-9  # rounding: 1e-12
+    assert none.resets.sum() <= tiny.resets.sum() + 1 and none.resets.sum() < 0.05 * len(motion)

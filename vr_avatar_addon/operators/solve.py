@@ -45,6 +45,11 @@ class SceneSolve:
         """Everything the solve reads from the scene; VRAvatarError for what stops it."""
         scene, settings = context.scene, context.scene.vr_avatar
         obj, target = avatar_target(context)
+        if settings.solve.physics:  # said before the solve runs, not after it
+            try:
+                core.solve.require_physics()
+            except core.solve.PhysicsUnavailable as error:
+                raise VRAvatarError(str(error)) from None
         return cls(obj.name, target, solver_for_scene(context), read_stream(settings), device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
                    settings.solve.physics, bpy.path.abspath(settings.stream.stream_path))
