@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from core.math import quat
 from core.files.bvh import read_bvh
@@ -195,3 +196,35 @@ def test_stream_calibrate_and_solve_from_the_command_line(tmp_path):
     core("stream", "simulate", FIXTURE_WALK_2, "-o", plain)
     assert "no calibration gesture" in core("stream", "calibrate", plain).stdout
     core("stream", "calibrate", stream, "-o", stream, check=False)
+
+
+@st.composite
+def device_streams(draw):
+    """Any stream a tool might write: 1-200 samples at 30-144 Hz, devices anywhere (NaN where lost), turned any way,
+    tracked or not; sometimes a T- or A-like spread of the arms."""
+    from core.files.stream import ThreePointStream
+    frames = draw(st.integers(1, 200))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    rate = draw(st.floats(30.0, 144.0))
+    times = np.cumsum(rng.uniform(0.5, 1.5, frames)) / rate
+    positions = rng.normal([0.0, 1.5, 0.0], draw(st.sampled_from([0.01, 0.3, 2.0])), (frames, 3, 3))
+    if draw(st.booleans()):  # the arms spread level or down, as in the gestures
+        down = draw(st.floats(0.0, 0.8))
+        positions[:, 1] = positions[:, 0] + [0.75, -0.25 - down, 0.0]
+        positions[:, 2] = positions[:, 0] + [-0.75, -0.25 - down, 0.0]
+    rotations = quat.normalize(rng.normal(size=(frames, 3, 4)))
+    tracked = rng.uniform(size=(frames, 3)) < draw(st.floats(0.0, 1.0))
+    positions[~tracked] = np.nan
+    rotations[~tracked] = np.nan
+    return ThreePointStream(times, positions, rotations, tracked)
+
+
+@settings(max_examples=150, deadline=None)
+@given(device_streams())
+def test_any_stream_calibrates_or_says_it_found_nothing(stream):
+    calibration = calibrate_stream(stream)
+    if calibration.found:
+        assert calibration.pose in ("T", "A") and np.isfinite(calibration.arm_span_m)
+        assert np.isfinite(calibration.apply(stream).positions[stream.tracked]).all()
+    else:
+        assert calibration.apply(stream) is stream
