@@ -15,7 +15,7 @@ from core.devices.openxr_frames import (ORIENTATION_TRACKED, ORIENTATION_VALID, 
                                         TRACKED_FLAGS, devices_tracked, frame_from_poses, frames_to_stream,
                                         head_from_eyes, is_tracked, pick_reference_space, posef_array, stream_poses)
 from core.devices.openxr_lifecycle import SessionCall, SessionLifecycle, SessionState, tracking_status
-from core.devices.openxr_source import (NO_RUNTIME, OpenXRSource, OpenXRUnavailable, import_xr, record,
+from core.devices.openxr_source import (NO_RUNTIME, PROFILES, RECORD_BUTTONS, OpenXRSource, OpenXRUnavailable, import_xr, record,
                                         runtime_extensions)
 from core.files.stream import read_stream, write_stream
 
@@ -332,3 +332,12 @@ def test_stream_record_help():
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("usage: python -m core stream record")
     assert "--seconds" in done.stdout and "--rate" in done.stdout
+
+
+def test_every_profile_has_a_record_button_on_each_hand_and_none_the_runtime_keeps():
+    """The record button is a click every profile has on each hand; never the system or Oculus button, which the
+    runtime keeps for itself."""
+    assert set(RECORD_BUTTONS) == set(PROFILES)
+    for left, right in RECORD_BUTTONS.values():
+        assert left.endswith("/click") and right.endswith("/click")
+        assert not {left, right} & {"system/click"}
