@@ -15,8 +15,8 @@ from core.devices.openxr_frames import (ORIENTATION_TRACKED, ORIENTATION_VALID, 
                                         TRACKED_FLAGS, devices_tracked, frame_from_poses, frames_to_stream,
                                         head_from_eyes, is_tracked, pick_reference_space, posef_array, stream_poses)
 from core.devices.openxr_lifecycle import SessionCall, SessionLifecycle, SessionState, tracking_status
-from core.devices.openxr_source import (NO_RUNTIME, PROFILES, RECORD_BUTTONS, OpenXRSource, OpenXRUnavailable, import_xr, record,
-                                        runtime_extensions)
+from core.devices.openxr_source import (NO_RUNTIME, PROFILES, RECORD_BUTTONS, OpenXRSource, OpenXRUnavailable,
+                                        import_xr, record, runtime_extensions)
 from core.files.stream import read_stream, write_stream
 
 xr = pytest.importorskip("xr", reason="pyopenxr is a development dependency")
