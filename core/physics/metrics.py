@@ -12,25 +12,10 @@ from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody
 from .tracking import PhysicsResult, target_poses
 
 
-def soles_and_centre(motion: Motion, body: SimulatedBody) -> tuple[np.ndarray, np.ndarray]:
-    """(the sole points' lowest points (F, S, 3), the whole body's centre of mass (F, 3)) of the motion's poses."""
-    import mujoco
-
-    data = mujoco.MjData(body.model)
-    soles, centres = [], []
-    hips_body = 1
-    for qpos in target_poses(motion, body):
-        data.qpos[:] = qpos
-        mujoco.mj_kinematics(body.model, data)
-        mujoco.mj_comPos(body.model, data)
-        soles.append(data.geom_xpos[body.soles] - [0.0, SOLE_RADIUS_M, 0.0])
-        centres.append(data.subtree_com[hips_body].copy())
-    return np.array(soles), np.array(centres)
-
-
-def lowest_points(motion: Motion, body: SimulatedBody) -> np.ndarray:
-    """(F,) the height of the body's lowest point each frame, over any body part: every capsule and sphere, the feet
-    by their soles (their capsules carry the feet's mass and are thicker than the soles they stand on)."""
+def floor_points(motion: Motion, body: SimulatedBody) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One pass over the motion's poses: (the sole points' lowest points (F, S, 3), the whole body's centre of mass
+    (F, 3), the height of the body's lowest point (F,) over any body part: every capsule and sphere, the feet by
+    their soles, since their capsules carry the feet's mass and are thicker than the soles they stand on)."""
     import mujoco
 
     model, data = body.model, mujoco.MjData(body.model)
@@ -39,13 +24,22 @@ def lowest_points(motion: Motion, body: SimulatedBody) -> np.ndarray:
     counted = ~np.isin(model.geom_bodyid, feet)
     counted[body.soles] = True
     radius, half_length = model.geom_size[:, 0], np.where(capsules, model.geom_size[:, 1], 0.0)
-    lowest = []
+    soles, centres, lowest = [], [], []
+    hips_body = 1
     for qpos in target_poses(motion, body):
         data.qpos[:] = qpos
         mujoco.mj_kinematics(model, data)
+        mujoco.mj_comPos(model, data)
+        soles.append(data.geom_xpos[body.soles] - [0.0, SOLE_RADIUS_M, 0.0])
+        centres.append(data.subtree_com[hips_body].copy())
         axis_height = np.abs(data.geom_xmat.reshape(-1, 3, 3)[:, 1, 2])  # each geom's local z, seen on world y
         lowest.append(float((data.geom_xpos[:, 1] - half_length * axis_height - radius)[counted].min()))
-    return np.array(lowest)
+    return np.array(soles), np.array(centres), np.array(lowest)
+
+
+def soles_and_centre(motion: Motion, body: SimulatedBody) -> tuple[np.ndarray, np.ndarray]:
+    """(the sole points' lowest points (F, S, 3), the whole body's centre of mass (F, 3)) of the motion's poses."""
+    return floor_points(motion, body)[:2]
 
 
 def cross_2d(a: np.ndarray, b: np.ndarray) -> float:
@@ -83,7 +77,7 @@ def outside_support(centre: np.ndarray, contacts: np.ndarray, margin: float = 0.
 
 def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
     """The figures of the tracked motion; `planted` (F, 2): where the solve (or the truth) has each foot planted."""
-    soles, centres = soles_and_centre(result.motion, result.body)
+    soles, centres, lowest_part = floor_points(result.motion, result.body)
     lowest = soles[:, :, 1].min(axis=1)
     any_planted, both_planted = planted.any(axis=1), planted.all(axis=1)
     mapping = find_mapping(result.motion.skeleton)
@@ -91,8 +85,7 @@ def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
     outside = [outside_support(centres[t, [0, 2]], soles[t, soles[t, :, 1] < NEAR_FLOOR_M][:, [0, 2]])
                for t in np.flatnonzero(both_planted)]
     return {"floor_penetration_cm": round(100.0 * float(np.maximum(-lowest, 0.0).mean()), 3),
-            "body_penetration_cm": round(100.0 * float(np.maximum(-lowest_points(result.motion, result.body),
-                                                                   0.0).mean()), 3),
+            "body_penetration_cm": round(100.0 * float(np.maximum(-lowest_part, 0.0).mean()), 3),
             "float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
             else None,
             "foot_skate_cm_s": round(foot_skate_cm_s(toes, result.motion.fps), 3),
