@@ -88,8 +88,9 @@ class Frame:
     button: bool = False
 
 
-def frame_from_poses(time_ns: int, poses: np.ndarray, flags, located_s: float = 0.0) -> Frame:
-    """A frame from stream poses (3, 7) of head, left and right grip and their location flags (3,).
+def frame_from_poses(time_ns: int, poses: np.ndarray, flags, located_s: float = 0.0, button: bool = False) -> Frame:
+    """A frame from stream poses (3, 7) of head, left and right grip, their location flags (3,) and whether the
+    record button is held.
 
     A device is tracked as `devices_tracked` says and only with a finite pose: a runtime handing
     over NaN or infinity with its flags set is not believed.
@@ -100,7 +101,7 @@ def frame_from_poses(time_ns: int, poses: np.ndarray, flags, located_s: float = 
         raise ValueError(f"a frame needs poses shaped (3, 7) and flags (3,), got {poses.shape} and {flags.shape}")
     tracked = usable_samples(poses[:, :3], poses[:, 3:], devices_tracked(flags))  # the flags and the numbers agree
     poses[~tracked] = np.nan
-    return Frame(int(time_ns), poses[:, :3], poses[:, 3:], tracked, flags, located_s)
+    return Frame(int(time_ns), poses[:, :3], poses[:, 3:], tracked, flags, located_s, bool(button))
 
 
 def frames_to_stream(frames: list[Frame], rate: float | None = None) -> ThreePointStream:

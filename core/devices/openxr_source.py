@@ -326,9 +326,7 @@ class OpenXRSource:
         poses = stream_poses(raw)
         if not self.headless:
             poses[0] = head
-        frame = frame_from_poses(display_time, poses, flags, located_s)
-        frame.button = button
-        return frame
+        return frame_from_poses(display_time, poses, flags, located_s, button)
 
     def _locate_space(self, device: int, space, display_time: int) -> tuple[np.ndarray, int]:
         """xrLocateSpace of `space` in the base space into the device's own XrSpaceLocation: the pose as
