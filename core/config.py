@@ -447,6 +447,10 @@ class PhysicsConfig:
     """How hard the hands' and feet's joints are asked to reach the solve's places (their accelerations toward them,
     in m/s², against the joints' angular ones): the solve put the hands on the controllers and planted the feet;
     the joints' angles alone let their small errors add up along each limb. 0: the joints alone."""
+    grounding_m: float = 0.03
+    """The target's lowest sole, where it is within this of the floor, is put on it (fading out up to twice this):
+    the body then stands where the solve's foot is planted rather than float on a contact it never reaches. 0:
+    the target as solved."""
     teleport_m: float = 1.0
     """A target root this far from the simulated one resets the simulation onto it."""
     body_mass_kg: float | None = None
@@ -455,7 +459,7 @@ class PhysicsConfig:
     def __post_init__(self):
         for name in ("sim_hz", "stiffness", "friction", "torque_scale", "teleport_m"):
             require_positive(self, name)
-        for name in ("damping", "residual_force_n", "residual_torque_nm", "slide_weight", "task_weight"):
+        for name in ("damping", "residual_force_n", "residual_torque_nm", "slide_weight", "task_weight", "grounding_m"):
             require_positive(self, name, zero=True)
 
 

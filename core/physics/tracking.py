@@ -4,14 +4,16 @@ Each step solves one quadratic program (quadprog) over the generalised accelerat
 root's residual force r, as PhysCap and PIP do:
 - minimise |q̈ − q̈*|² (q̈*: back onto the target, critically damped: PhysicsConfig stiffness and damping on
   MuJoCo's `mj_differentiatePos` error) + task_weight·|the hands' and feet's joints accelerate toward the
-  target's places|² + slide_weight·|sole points in contact stop sliding|² + small |r|², |f|²;
+  target's places|² + slide_weight·|sole points on the floor (within LANDING_M), or near it with their target
+  standing on it, stop sliding|² + small |r|², |f|² (a foot the target swings just above the floor swings on);
 - subject to the equations of motion's root rows, M_r q̈ + c_r = (Jᵀf)_r + r (the root has no motor: only the
   floor and the bounded residual move it); the joint torques τ = (M q̈ + c − Jᵀf)_joints within their limits;
   each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
   sole points within NEAR_FLOOR_M of the floor; a sole point within LANDING_M of the floor or under it does not
   accelerate into it harder than a spring on its height allows; |r| within PhysicsConfig's bounds.
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
-body out (`out_of_the_floor`). MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m`, or a step the QP finds no answer for within its bounds,
+body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
+MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m`, or a step the QP finds no answer for within its bounds,
 resets the simulation onto the target (reported per frame).
 """
 from __future__ import annotations
@@ -32,7 +34,10 @@ FLOOR_STIFFNESS, FLOOR_DAMPING = 400.0, 40.0
 """A sole point at the floor accelerates down no harder than a critically damped spring on its height allows
 (1/s², 1/s): it lands and stops, and one under the floor comes back up."""
 LANDING_M = 0.005
-"""... from this height up to the floor."""
+"""... from this height up to the floor; from this height down, a sole point is on the floor."""
+STILL_M_S = 0.2
+"""A target sole point on the floor moving slower than this stands there: its simulated one, near the floor, is
+held."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -54,8 +59,9 @@ class PhysicsStep:
 
 def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt, tasks=()):
     """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
-    where no solution lies within the bounds. `contacts`: (height, Jacobian (3, nv)) of each sole point near the
-    floor; `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of each point asked to follow its target.
+    where no solution lies within the bounds. `contacts`: (height, Jacobian (3, nv), held) of each sole point near
+    the floor, held where its target stands on the floor; `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of
+    each point asked to follow its target.
     Solved by quadprog (Goldfarb and Idnani's dual active-set method): the program is small and dense."""
     import quadprog
 
@@ -75,11 +81,12 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
         gradient[:nv] -= config.task_weight * jacobian.T @ acceleration
     pushes = np.zeros((nv, nl))
     landing, landing_low = [], []
-    for k, (height, jacobian) in enumerate(contacts):
+    for k, (height, jacobian, held) in enumerate(contacts):
         pushes[:, 4 * k:4 * k + 4] = jacobian.T @ edges.T
-        across = jacobian[[0, 2]]
-        hessian[:nv, :nv] += config.slide_weight * across.T @ across
-        gradient[:nv] += config.slide_weight * across.T @ (across @ velocity) / dt
+        if held or height <= LANDING_M:
+            across = jacobian[[0, 2]]
+            hessian[:nv, :nv] += config.slide_weight * across.T @ across
+            gradient[:nv] += config.slide_weight * across.T @ (across @ velocity) / dt
         if height <= LANDING_M:
             row = np.zeros(n)
             row[:nv] = jacobian[1]
@@ -119,6 +126,7 @@ class PhysicsTracker:
         self.task_bodies = [simulated.index(j) + 1 for j in body.ends]
         """MuJoCo bodies of the hands and feet (task points at their joints)."""
         self.previous_ends: np.ndarray | None = None
+        self.previous_soles: np.ndarray | None = None
 
     def reset(self, qpos: np.ndarray, qvel: np.ndarray | None = None) -> None:
         """The body put at `qpos` moving at `qvel` (still without)."""
@@ -134,16 +142,17 @@ class PhysicsTracker:
         self.mujoco.mj_differentiatePos(self.body.model, out, dt, start, end)
         return out
 
-    def contacts(self) -> list:
-        """(height, Jacobian (3, nv)) of each sole point within NEAR_FLOOR_M of the floor."""
+    def contacts(self, target_heights: np.ndarray) -> list:
+        """(height, Jacobian (3, nv), held) of each sole point within NEAR_FLOOR_M of the floor; held where its
+        target stands on the floor: `target_heights` (S,) within LANDING_M (inf where the target moves)."""
         model, data = self.body.model, self.data
         found = []
-        for geom in self.body.soles:
+        for geom, target_height in zip(self.body.soles, target_heights):
             point = data.geom_xpos[geom] - [0.0, SOLE_RADIUS_M, 0.0]
             if point[1] < NEAR_FLOOR_M:
                 jacobian = np.zeros((3, model.nv))
                 self.mujoco.mj_jac(model, data, jacobian, None, point, model.geom_bodyid[geom])
-                found.append((float(point[1]), jacobian))
+                found.append((float(point[1]), jacobian, bool(target_height <= LANDING_M)))
         return found
 
     def ends_at(self, qpos: np.ndarray) -> np.ndarray:
@@ -166,6 +175,22 @@ class PhysicsTracker:
             found.append((jacobian, wanted))
         return found
 
+    def grounded(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the target pose lowered or raised so that its lowest sole point stands on the floor where it is within
+        `grounding_m` of it, the correction fading out from there to twice that height (a step or jump's flight
+        is left as it is); the heights of its sole points (S,)). The solve plants its feet on its own skeleton's
+        soles, which stand a little above or below this body's at times; tracked as they are, the body would float
+        on a contact it never reaches."""
+        self.target_data.qpos[:] = target
+        self.mujoco.mj_kinematics(self.body.model, self.target_data)
+        places = self.target_data.geom_xpos[self.body.soles] - [0.0, SOLE_RADIUS_M, 0.0]
+        heights = places[:, 1]
+        band, lowest = self.config.grounding_m, float(heights.min())
+        shift = lowest * float(np.clip(2.0 - lowest / band, 0.0, 1.0)) if band > 0.0 else 0.0
+        grounded = np.array(target, dtype=float)
+        grounded[1] -= shift
+        return grounded, places - [0.0, shift, 0.0]
+
     def out_of_the_floor(self) -> None:
         """Where a sole point has gone under the floor, the body lifted out of it and its fall stopped (the floor
         is rigid: a position-level projection after the step)."""
@@ -177,6 +202,11 @@ class PhysicsTracker:
 
     def step(self, target: np.ndarray, dt: float) -> PhysicsStep:
         """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it."""
+        target, soles = self.grounded(target)
+        still = np.zeros(len(soles), dtype=bool) if self.previous_soles is None else \
+            np.linalg.norm((soles - self.previous_soles)[:, [0, 2]], axis=1) < STILL_M_S * dt
+        self.previous_soles = soles
+        sole_heights = np.where(still, soles[:, 1], np.inf)
         ends = self.ends_at(target)
         if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
@@ -193,7 +223,8 @@ class PhysicsTracker:
             self.mujoco.mj_fullM(model, data, inertia)
             wanted = (config.stiffness * self.velocity(data.qpos, target, 1.0)
                       + config.damping * (target_velocity - data.qvel))
-            solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(), self.body.torque_limits,
+            solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(sole_heights),
+                                 self.body.torque_limits,
                                  config, data.qvel.copy(), h, self.tasks(ends, end_velocities))
             if solved is None:  # no step within the bounds: back onto the target, as after a teleport
                 self.reset(target, target_velocity)
