@@ -13,8 +13,9 @@ root's residual force r, as PhysCap and PIP do:
   accelerate into it harder than a spring on its height allows; |r| within PhysicsConfig's bounds.
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
-MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther than `teleport_m`, or a step the QP finds no answer for within its bounds,
-resets the simulation onto the target (reported per frame).
+MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
+than `teleport_m`, or a step the QP finds no answer for within its bounds, resets the simulation onto the target
+(reported per frame).
 """
 from __future__ import annotations
 
