@@ -451,6 +451,9 @@ class PhysicsConfig:
     """The target's lowest sole, where it is within this of the floor, is put on it (fading out up to twice this):
     the body then stands where the solve's foot is planted rather than float on a contact it never reaches. 0:
     the target as solved."""
+    hands_on_solve: bool = True
+    """After the simulation, the arms bent so that the hands are the solve's, on the controllers (the simulated
+    arms alone leave them about 2 cm off: docs/physics.md). False: the simulated arms as they are."""
     teleport_m: float = 1.0
     """A target root this far from the simulated one resets the simulation onto it."""
     body_mass_kg: float | None = None

@@ -7,6 +7,7 @@ import numpy as np
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from .body import simulated_body
+from .hands import arm_chains, hands_on_solve
 from .tracking import PhysicsTracker, motion_of, target_poses
 
 
@@ -22,7 +23,7 @@ class PhysicalSolver:
 
     def __init__(self, solver, config: PhysicsConfig = PhysicsConfig()):
         self.solver, self.config = solver, config
-        self.body, self.tracker = None, None
+        self.body, self.tracker, self.arms = None, None, None
         self.residual_force_n = 0.0
         """The root's residual force over the last step (N)."""
 
@@ -36,6 +37,7 @@ class PhysicalSolver:
         self.body = simulated_body(motion.skeleton, self.config,
                                    standing if standing.skeleton == motion.skeleton else motion)
         self.tracker = PhysicsTracker(self.body, self.config)
+        self.arms = arm_chains(motion) if self.config.hands_on_solve else None
         if moving is not None:
             self.tracker.reset(*moving)
 
@@ -51,4 +53,4 @@ class PhysicalSolver:
             self.rebuild(motion)
         step = self.tracker.step(target_poses(motion, self.body)[0], dt)
         self.residual_force_n = step.residual_force_n
-        return motion_of(step.qpos[None], motion, self.body)
+        return hands_on_solve(motion_of(step.qpos[None], motion, self.body), motion, self.arms)
