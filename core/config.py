@@ -448,9 +448,9 @@ class PhysicsConfig:
     in m/s², against the joints' angular ones): the solve put the hands on the controllers and planted the feet;
     the joints' angles alone let their small errors add up along each limb. 0: the joints alone."""
     grounding_m: float = 0.03
-    """The target's lowest sole, where it is within this of the floor, is put on it (fading out up to twice this):
-    the body then stands where the solve's foot is planted rather than float on a contact it never reaches. 0:
-    the target as solved."""
+    """The target's lowest sole, where it is under the floor or within this above it, is put on it (fading out up to
+    twice this): the body then stands where the solve's foot is planted rather than float on a contact it never
+    reaches. 0: the target as solved."""
     hands_on_solve: bool = True
     """After the simulation, the arms bent so that the hands are the solve's, on the controllers (the simulated
     arms alone leave them about 2 cm off: docs/physics.md). False: the simulated arms as they are."""

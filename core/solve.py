@@ -76,13 +76,10 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     contact weights). Needs the `physics` requirements (mujoco, quadprog): PhysicsUnavailable names them; the
     extension carries them."""
     require_physics()
-    from .physics.hands import arm_chains, hands_on_solve
+    from .physics.hands import track_to_the_hands
     from .physics.metrics import physics_figures
-    from .physics.tracking import track
 
-    result = track(solution.motion, config)
-    if config.hands_on_solve:
-        result = replace(result, motion=hands_on_solve(result.motion, solution.motion, arm_chains(solution.motion)))
+    result = track_to_the_hands(solution.motion, config)
     planted = solution.contacts
     if planted is None or len(planted) != len(solution.motion):
         mapping = find_mapping(solution.motion.skeleton)

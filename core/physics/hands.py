@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import replace
+
 from ..anim.motion import Motion
+from ..config import PhysicsConfig
 from ..ik.two_bone import Arms, two_bone_ik
 from ..math import quat
+from .tracking import PhysicsResult, track
 
 
 def arm_chains(motion: Motion) -> Arms | None:
@@ -40,3 +44,12 @@ def hands_on_solve(simulated: Motion, solved: Motion, arms: Arms | None) -> Moti
     local = simulated.rotations.copy()
     arms.set(local, chain_rotations, upper, fore, np.ones((len(simulated), 2), dtype=bool))
     return Motion(simulated.skeleton, quat.normalize(local), simulated.positions, simulated.fps, simulated.name)
+
+
+def track_to_the_hands(motion: Motion, config: PhysicsConfig = PhysicsConfig()) -> PhysicsResult:
+    """The offline physics pass over a solved motion (tracking.track), its hands then put back on the motion's
+    where `config.hands_on_solve`."""
+    result = track(motion, config)
+    if not config.hands_on_solve:
+        return result
+    return replace(result, motion=hands_on_solve(result.motion, motion, arm_chains(motion)))

@@ -33,13 +33,13 @@ class PhysicalSolver:
     def rebuild(self, motion: Motion) -> None:
         """The body built for the skeleton `motion` is on; a body already moving goes on from its pose and speed."""
         standing = self.solver.standing_motion()
-        moving = None if self.tracker is None else (self.tracker.data.qpos.copy(), self.tracker.data.qvel.copy())
+        earlier = self.tracker
         self.body = simulated_body(motion.skeleton, self.config,
                                    standing if standing.skeleton == motion.skeleton else motion)
         self.tracker = PhysicsTracker(self.body, self.config)
         self.arms = arm_chains(motion) if self.config.hands_on_solve else None
-        if moving is not None:
-            self.tracker.reset(*moving)
+        if earlier is not None:
+            self.tracker.go_on_from(earlier)
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user; the next step builds the body anew on the solver's pose."""

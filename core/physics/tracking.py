@@ -137,6 +137,16 @@ class PhysicsTracker:
         self.previous = np.array(qpos, dtype=float)
         self.previous_ends = self.ends_at(qpos)
 
+    def go_on_from(self, earlier: "PhysicsTracker") -> None:
+        """Carry on from another tracker's state (a body rebuilt with other bone lengths): its pose and speed, and
+        the last target it followed, so that the next step's target velocity and held soles are as they would
+        have been."""
+        self.reset(earlier.data.qpos.copy(), earlier.data.qvel.copy())
+        if earlier.previous is not None:
+            self.previous = earlier.previous.copy()
+            self.previous_ends = self.ends_at(self.previous)
+        self.previous_soles = None if earlier.previous_soles is None else earlier.previous_soles.copy()
+
     def velocity(self, start: np.ndarray, end: np.ndarray, dt: float) -> np.ndarray:
         """The generalised velocity that moves `start` to `end` in `dt` seconds."""
         out = np.zeros(self.body.model.nv)
@@ -177,9 +187,9 @@ class PhysicsTracker:
         return found
 
     def grounded(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(the target pose lowered or raised so that its lowest sole point stands on the floor where it is within
-        `grounding_m` of it, the correction fading out from there to twice that height (a step or jump's flight
-        is left as it is); the heights of its sole points (S,)). The solve plants its feet on its own skeleton's
+        """(the target pose lowered or raised so that its lowest sole point stands on the floor where it is under
+        it or within `grounding_m` above it, the correction fading out from there to twice that height (a step or
+        jump's flight is left as it is); its sole points (S, 3)). The solve plants its feet on its own skeleton's
         soles, which stand a little above or below this body's at times; tracked as they are, the body would float
         on a contact it never reaches."""
         self.target_data.qpos[:] = target
