@@ -344,3 +344,18 @@ def test_live_retargeting_reads_a_standing_reference_the_predictor_makes(validat
     live = Retargeting.between(motion.skeleton, solver.mapping, target, standing).apply(motion)[0][:, bones]
     apart = np.degrees(2 * np.arccos(np.clip(np.abs(quat.inverse_multiply(live, offline)[..., 0]), 0.0, 1.0)))
     assert apart.mean() < 10.0
+
+
+def test_repeat_lists_a_folders_training_files_as_often_as_asked():
+    """train n3p --repeat: the files under a folder listed TIMES times (the most any enclosing folder asks), the
+    others once; a folder with none of them, or TIMES not a whole number of at least 1, is refused in one line."""
+    from pathlib import Path
+
+    from core.tools.train.n3p import repeated
+
+    files = [Path("data/bandai/a.bvh"), Path("data/other/100style/b.bvh"), Path("data/other/perfume/c.bvh")]
+    listed = repeated(files, [["data/other", "3"], ["data/other/perfume", "2"]])
+    assert [listed.count(f) for f in files] == [1, 3, 3] and listed[:3] == files
+    for folder, times in (("data/cmu", "2"), ("data/other", "0"), ("data/other", "1.5")):
+        with pytest.raises(ValueError, match="--repeat"):
+            repeated(files, [[folder, times]])

@@ -56,3 +56,24 @@ def test_other_studios_solve_with_every_method_clean_and_with_device_noise(solve
     clean, noisy = figures[True], figures[False]
     assert abs(noisy["mpjpe_cm"] - clean["mpjpe_cm"]) < 0.1 * clean["mpjpe_cm"]
     assert abs(noisy["angle_deg"] - clean["angle_deg"]) < 0.1 * clean["angle_deg"] + 0.5
+
+
+@pytest.mark.parametrize("clip", [CLIPS[0], CLIPS[4]], ids=lambda p: p.stem)
+def test_another_studios_capture_is_written_onto_the_solvers_skeleton(clip):
+    """retarget_motion, as `train n3p` writes other studios' clips onto its first file's skeleton: the same frames
+    and rate on the character's joints, the head on the person's (measured 0.000 cm), the wrists on theirs (0.00 cm
+    on average), the hips where theirs travel (0.9 and 1.8 cm across the floor) and no toe under the floor."""
+    from core.retarget.retargeting import retarget_motion
+    from core.rig.humanoid import find_mapping
+
+    person, character = read_bvh(clip)[:900], read_bvh(FIXTURE_WALK_1)
+    written = retarget_motion(person, character)
+    assert written.skeleton.names == character.skeleton.names and len(written) == len(person)
+    assert written.fps == person.fps
+    theirs, ours = find_mapping(person.skeleton), find_mapping(written.skeleton)
+    p, w = person.global_positions(), written.global_positions()
+    hands = [theirs["l_hand"], theirs["r_hand"]], [ours["l_hand"], ours["r_hand"]]
+    assert np.linalg.norm(p[:, theirs["head"]] - w[:, ours["head"]], axis=-1).max() < 1e-4
+    assert np.linalg.norm(p[:, hands[0]] - w[:, hands[1]], axis=-1).mean() < 1e-3
+    assert np.linalg.norm((p[:, theirs["hips"]] - w[:, ours["hips"]])[:, [0, 2]], axis=-1).mean() < 0.025
+    assert w[:, [ours["l_toes"], ours["r_toes"]], 1].min() > -1e-3

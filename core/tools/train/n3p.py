@@ -26,6 +26,7 @@ afresh) through the stages `--stages` names, the minutes shared among them in PH
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from ...n3p.model import GRU_LAYERS, HIDDEN, SIZES, N3PModel, Normalisation
 from ...n3p.state import CONTACTS, FPS, HEADING_CHANGE, J_LO, J_UP, PARENTS, SIGNAL_SIZE, Z_IN_LO, Z_SIZE, BodyStates, \
     OutputSkeleton, body_states, canonical_transforms, reference_orientations, \
     signals_into, tracker_signals
+from ...retarget.retargeting import retarget_motion
 from ...rig.humanoid import CANONICAL_JOINTS
 from ..arguments import add_data_arguments
 
@@ -73,12 +75,18 @@ class TrainingClip:
 def prepare_clips(files, reference: np.ndarray | None = None, look_around_deg: float = TRAINING_LOOK_AROUND_DEG,
                   seed: int = 0, progress=None):
     """Simulate 30 Hz streams from BVH files; (clips, reference orientations, output skeleton, standing head height).
+    Clips of another skeleton than the first file's are retargeted onto it first (the person's size kept): the
+    states measure rotations against the first skeleton's rest and reference, which another skeleton's joints do
+    not share.
 
     The reference orientations are measured on these clips unless given.
     """
-    transforms, signals, names, skeleton, heads = [], [], [], None, []
+    transforms, signals, names, skeleton, heads, first = [], [], [], None, [], None
     for i, path in enumerate(files):
         motion = read_bvh(path)
+        first = first or motion
+        if motion.skeleton.names != first.skeleton.names:  # another studio's: on the first file's skeleton
+            motion = retarget_motion(motion, first)
         simulated = simulate_stream(motion, SimulationConfig(fps=FPS, look_around_deg=look_around_deg,
                                                              seed=seed * 100003 + i))
         rotations, positions = canonical_transforms(simulated.truth, simulated.mapping)
@@ -473,6 +481,22 @@ def plot_curve(path: Path, curve: list[dict]) -> None:
         pyplot.close(figure)
 
 
+def repeated(files: list[Path], repeats: list) -> list[Path]:
+    """The training files with those under each (folder, times) of `repeats` listed `times` times (the most any of
+    their folders asks): each listing is simulated anew (its own look-around), so a small studio's few clips weigh
+    more against a large one's."""
+    times = {}
+    for folder, count in repeats:
+        if not str(count).isdigit() or int(count) < 1:
+            raise ValueError(f"--repeat {folder} {count}: TIMES must be a whole number of at least 1")
+        count, root = int(count), os.path.abspath(folder)
+        ours = [f for f in files if os.path.abspath(f).startswith(root + os.sep)]
+        if not ours:
+            raise ValueError(f"--repeat {folder}: no training file lies under it")
+        times.update({f: max(count, times.get(f, 1)) for f in ours})
+    return files + [f for f in files for _ in range(times.get(f, 1) - 1)]
+
+
 def run(args) -> int:
     """Train the Neural3Points pose predictor on simulated streams; write the model and its record."""
     import torch
@@ -492,6 +516,7 @@ def run(args) -> int:
     training_files, validation_files = split_by_file(files)
     if args.limit:
         training_files, validation_files = training_files[:args.limit], validation_files[:max(1, args.limit // 4)]
+    training_files = repeated(training_files, args.repeat or [])
     print(f"train n3p: {len(training_files)} training and {len(validation_files)} validation files, "
           f"{args.minutes:g} minutes", file=sys.stderr)
 
@@ -512,7 +537,7 @@ def run(args) -> int:
     def record(curve):
         return {
             "paper": "Neural3Points (Ye et al. 2022) §4: decoupled G_sig / G_lo / G_up, 3 GRU layers each",
-            "data": [str(p) for p in args.data], "training_files": len(training_files),
+            "data": [str(p) for p in args.data], "repeat": args.repeat or [], "training_files": len(training_files),
             "validation_files": len(validation_files), "training_frames": int(sum(len(c.signals) for c in clips)),
             "fps": FPS, "look_around_deg": args.look_around, "episode": EPISODE, "batch_size": BATCH_SIZE,
             "learning_rate": LEARNING_RATE, "hidden": HIDDEN, "stage_shares": PHASE_SHARES, "minutes": args.minutes,
@@ -560,6 +585,9 @@ def add_command(train_group) -> None:
     parser.add_argument("--stages", default=",".join(PHASE_SHARES), metavar="LIST",
                         help=f"stages to run, in order (default {','.join(PHASE_SHARES)}); the minutes are shared "
                         "among them in their default proportions")
+    parser.add_argument("--repeat", nargs=2, action="append", metavar=("FOLDER", "TIMES"),
+                        help="list the training files under FOLDER (one of --data's) TIMES times, each simulated anew "
+                        "(default once); may be given again")
     parser.add_argument("--foot-sliding", type=float, default=0.0, metavar="W",
                         help="weight of the toes' sliding during the data's contacts (default 0: the paper's losses)")
     parser.set_defaults(run=run)
