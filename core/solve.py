@@ -70,22 +70,30 @@ def solve(stream: ThreePointStream, solver: Solver,
     return solution
 
 
+def solver_contacts(solution: Solution) -> np.ndarray | None:
+    """(F, 2) where the solver had each foot planted, frame by frame, or None where it keeps no contacts."""
+    contacts = solution.contacts
+    if contacts is None or len(contacts) != len(solution.motion):
+        return None
+    return np.asarray(contacts) >= 0.5
+
+
 def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> Solution:
     """The solve with its motion replaced by a simulated body's that tracks it (core/physics/), and that pass's
-    figures; the feet count as planted where the solver had them planted (its own contacts, else the solved toes'
-    contact weights). Needs the `physics` requirements (mujoco, quadprog): PhysicsUnavailable names them; the
-    extension carries them."""
+    figures; the body holds the feet the solver has planted (its own contacts), and the figures count them as
+    planted (else the solved toes' contact weights). Needs the `physics` requirements (mujoco, quadprog):
+    PhysicsUnavailable names them; the extension carries them."""
     require_physics()
     from .physics.hands import track_to_the_hands
     from .physics.metrics import physics_figures
 
-    result = track_to_the_hands(solution.motion, config)
-    planted = solution.contacts
-    if planted is None or len(planted) != len(solution.motion):
+    planted = solver_contacts(solution)
+    result = track_to_the_hands(solution.motion, config, planted)
+    if planted is None:
         mapping = find_mapping(solution.motion.skeleton)
         toes = solution.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
-        planted = np.stack([contact_weights(toes[:, k], solution.motion.fps) for k in (0, 1)], axis=1)
-    return replace(solution, motion=result.motion, physics=physics_figures(result, np.asarray(planted) >= 0.5))
+        planted = np.stack([contact_weights(toes[:, k], solution.motion.fps) for k in (0, 1)], axis=1) >= 0.5
+    return replace(solution, motion=result.motion, physics=physics_figures(result, planted))
 
 
 PHYSICS_PACKAGES = ("mujoco", "quadprog")

@@ -109,6 +109,8 @@ class HybridSolver:
         self.live_facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None
         self.previous_yaw: float | None = None
+        self.contacts: np.ndarray | None = None
+        """The feet's contacts of the last step (left, right), as the offline solve's `contacts` has them."""
 
     @waits_for_hmd
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
@@ -136,6 +138,7 @@ class HybridSolver:
             yaw = yaw if self.previous_yaw is None else unwrapped_after(self.previous_yaw, yaw)
             self.previous_yaw = yaw
             facing = np.array([self.live_facing.add(yaw)])
+        self.contacts = np.asarray(contacts)
         rotations_out, positions_out = self.combine(body, pose, matched, facing, np.array([weight]), contacts[None],
                                                     dt, np.array([placed]), *self.wrists(*(d[None] for d in devices)))
         return Motion(body.skeleton, rotations_out, positions_out, self.fps)

@@ -46,10 +46,11 @@ def hands_on_solve(simulated: Motion, solved: Motion, arms: Arms | None) -> Moti
     return Motion(simulated.skeleton, quat.normalize(local), simulated.positions, simulated.fps, simulated.name)
 
 
-def track_to_the_hands(motion: Motion, config: PhysicsConfig = PhysicsConfig()) -> PhysicsResult:
-    """The offline physics pass over a solved motion (tracking.track), its hands then put back on the motion's
-    where `config.hands_on_solve`."""
-    result = track(motion, config)
+def track_to_the_hands(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None
+                       ) -> PhysicsResult:
+    """The offline physics pass over a solved motion (tracking.track, `planted` (F, 2) the solver's contacts if it
+    has them), its hands then put back on the motion's where `config.hands_on_solve`."""
+    result = track(motion, config, planted)
     if not config.hands_on_solve:
         return result
     return replace(result, motion=hands_on_solve(result.motion, motion, arm_chains(motion)))

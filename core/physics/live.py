@@ -51,6 +51,8 @@ class PhysicalSolver:
         motion = self.solver.step(positions, rotations, tracked, dt)
         if self.body is None or np.abs(self.body.skeleton.offsets - motion.skeleton.offsets).max() > REBUILT_M:
             self.rebuild(motion)
-        step = self.tracker.step(target_poses(motion, self.body)[0], dt)
+        contacts = getattr(self.solver, "contacts", None)
+        step = self.tracker.step(target_poses(motion, self.body)[0], dt,
+                                 None if contacts is None else np.asarray(contacts) >= 0.5)
         self.residual_force_n = step.residual_force_n
         return hands_on_solve(motion_of(step.qpos[None], motion, self.body), motion, self.arms)

@@ -4,8 +4,9 @@ Each step solves one quadratic program (quadprog) over the generalised accelerat
 root's residual force r, as PhysCap and PIP do:
 - minimise |q̈ − q̈*|² (q̈*: back onto the target, critically damped: PhysicsConfig stiffness and damping on
   MuJoCo's `mj_differentiatePos` error) + task_weight·|the hands' and feet's joints accelerate toward the
-  target's places|² + slide_weight·|sole points on the floor (within LANDING_M), or near it with their target
-  standing on it, stop sliding|² + small |r|², |f|² (a foot the target swings just above the floor swings on);
+  target's places|² + slide_weight·|sole points on the floor (within LANDING_M), or near it where their foot
+  stands (the solver has it planted, or its target stands still on the floor), stop sliding|² + small |r|², |f|²
+  (a foot the target swings just above the floor swings on);
 - subject to the equations of motion's root rows, M_r q̈ + c_r = (Jᵀf)_r + r (the root has no motor: only the
   floor and the bounded residual move it); the joint torques τ = (M q̈ + c − Jᵀf)_joints within their limits;
   each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
@@ -61,7 +62,7 @@ class PhysicsStep:
 def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt, tasks=()):
     """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
     where no solution lies within the bounds. `contacts`: (height, Jacobian (3, nv), held) of each sole point near
-    the floor, held where its target stands on the floor; `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of
+    the floor, held where its foot stands (PhysicsTracker.step); `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of
     each point asked to follow its target.
     Solved by quadprog (Goldfarb and Idnani's dual active-set method): the program is small and dense."""
     import quadprog
@@ -128,6 +129,9 @@ class PhysicsTracker:
         """MuJoCo bodies of the hands and feet (task points at their joints)."""
         self.previous_ends: np.ndarray | None = None
         self.previous_soles: np.ndarray | None = None
+        left = {simulated.index(j) + 1 for j in body.feet[:2]}
+        self.sole_sides = np.array([0 if body.model.geom_bodyid[g] in left else 1 for g in body.soles])
+        """(S,) each sole point's foot: 0 left, 1 right."""
 
     def reset(self, qpos: np.ndarray, qvel: np.ndarray | None = None) -> None:
         """The body put at `qpos` moving at `qvel` (still without)."""
@@ -153,17 +157,17 @@ class PhysicsTracker:
         self.mujoco.mj_differentiatePos(self.body.model, out, dt, start, end)
         return out
 
-    def contacts(self, target_heights: np.ndarray) -> list:
-        """(height, Jacobian (3, nv), held) of each sole point within NEAR_FLOOR_M of the floor; held where its
-        target stands on the floor: `target_heights` (S,) within LANDING_M (inf where the target moves)."""
+    def contacts(self, standing: np.ndarray) -> list:
+        """(height, Jacobian (3, nv), held) of each sole point within NEAR_FLOOR_M of the floor; held where
+        `standing` (S,) says its foot stands."""
         model, data = self.body.model, self.data
         found = []
-        for geom, target_height in zip(self.body.soles, target_heights):
+        for geom, stands in zip(self.body.soles, standing):
             point = data.geom_xpos[geom] - [0.0, SOLE_RADIUS_M, 0.0]
             if point[1] < NEAR_FLOOR_M:
                 jacobian = np.zeros((3, model.nv))
                 self.mujoco.mj_jac(model, data, jacobian, None, point, model.geom_bodyid[geom])
-                found.append((float(point[1]), jacobian, bool(target_height <= LANDING_M)))
+                found.append((float(point[1]), jacobian, bool(stands)))
         return found
 
     def ends_at(self, qpos: np.ndarray) -> np.ndarray:
@@ -211,13 +215,17 @@ class PhysicsTracker:
             self.data.qpos[1] += depth
             self.data.qvel[1] = max(float(self.data.qvel[1]), 0.0)
 
-    def step(self, target: np.ndarray, dt: float) -> PhysicsStep:
-        """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it."""
+    def step(self, target: np.ndarray, dt: float, planted: np.ndarray | None = None) -> PhysicsStep:
+        """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it.
+        `planted` (2,): where the solver has each foot (left, right) planted, if it says; a planted foot's soles
+        near the floor are held, as are those whose target stands still on it."""
         target, soles = self.grounded(target)
-        still = np.zeros(len(soles), dtype=bool) if self.previous_soles is None else \
-            np.linalg.norm((soles - self.previous_soles)[:, [0, 2]], axis=1) < STILL_M_S * dt
+        standing = np.zeros(len(soles), dtype=bool) if self.previous_soles is None else \
+            (np.linalg.norm((soles - self.previous_soles)[:, [0, 2]], axis=1) < STILL_M_S * dt) & (
+                soles[:, 1] <= LANDING_M)
         self.previous_soles = soles
-        sole_heights = np.where(still, soles[:, 1], np.inf)
+        if planted is not None:
+            standing |= np.asarray(planted, dtype=bool)[self.sole_sides]
         ends = self.ends_at(target)
         if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
@@ -234,7 +242,7 @@ class PhysicsTracker:
             self.mujoco.mj_fullM(model, data, inertia)
             wanted = (config.stiffness * self.velocity(data.qpos, target, 1.0)
                       + config.damping * (target_velocity - data.qvel))
-            solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(sole_heights),
+            solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(standing),
                                  self.body.torque_limits,
                                  config, data.qvel.copy(), h, self.tasks(ends, end_velocities))
             if solved is None:  # no step within the bounds: back onto the target, as after a teleport
@@ -286,12 +294,15 @@ class PhysicsResult:
     body: SimulatedBody
 
 
-def track(motion: Motion, config: PhysicsConfig = PhysicsConfig()) -> PhysicsResult:
-    """The motion as the simulated body follows it, frame by frame at the motion's rate (module docstring)."""
+def track(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None
+          ) -> PhysicsResult:
+    """The motion as the simulated body follows it, frame by frame at the motion's rate (module docstring);
+    `planted` (F, 2): where the solver has each foot planted, if it says."""
     body = simulated_body(motion.skeleton, config, motion)
     tracker = PhysicsTracker(body, config)
     started = time.perf_counter()
-    steps = [tracker.step(target, 1.0 / motion.fps) for target in target_poses(motion, body)]
+    steps = [tracker.step(target, 1.0 / motion.fps, None if planted is None else planted[k])
+             for k, target in enumerate(target_poses(motion, body))]
     elapsed = time.perf_counter() - started
     return PhysicsResult(motion_of(np.array([s.qpos for s in steps]), motion, body),
                          np.array([s.residual_force_n for s in steps]), np.array([s.residual_torque_nm for s in steps]),

@@ -250,3 +250,22 @@ def test_the_hands_stay_where_the_solve_put_them_offline_and_live(solved):
         measured[hands_on_solve] = (_hands_cm(with_physics(solved, config).motion, solved.motion).mean(), np.mean(live))
     assert measured[True][0] < 0.05 and measured[True][1] < 0.3
     assert min(measured[False]) > 1.0
+
+
+@pytest.mark.parametrize("method", ["hybrid", "n3p"])
+def test_the_body_holds_the_feet_the_solver_plants_the_same_live_and_offline(method):
+    """The solver's contacts hold a planted foot's soles near the floor (PhysicsTracker.step's `planted`): live,
+    PhysicalSolver reads them off the solver's last step, offline with_physics off the solve; they are the same
+    frame by frame, so both paths hold the same feet."""
+    from core.config import SolveConfig
+    from core.solve import solver_contacts
+
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)).stream
+    offline = solver_contacts(solve(stream, load_solver(SolveConfig(method=method))))
+    live = load_solver(SolveConfig(method=method))
+    stepped = []
+    for frame in zip(stream.positions, stream.rotations, stream.tracked):
+        live.step(*frame, 1 / 60)
+        stepped.append(np.asarray(live.contacts) >= 0.5)
+    assert offline is not None and 0.2 < offline.mean() < 0.9
+    np.testing.assert_array_equal(np.array(stepped), offline)

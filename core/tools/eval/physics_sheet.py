@@ -18,7 +18,7 @@ from ...physics.body import simulated_body
 from ...physics.metrics import soles_and_centre
 from ...physics.hands import track_to_the_hands
 from ...rig.humanoid import find_mapping
-from ...solve import load_solver, solve
+from ...solve import load_solver, solve, solver_contacts
 from ..arguments import add_json_argument
 
 ROWS = ("mocap truth", "default solve", "+physics")
@@ -39,7 +39,7 @@ def sheet_series(clip: Motion, start_s: float, seconds: float, physics: PhysicsC
         raise ValueError(f"{clip.name}: no frames from {start_s:g} s for {seconds:g} s")
     simulated = simulate_stream(window, SimulationConfig())
     solution = solve(simulated.stream, load_solver(SolveConfig()))
-    result = track_to_the_hands(solution.motion, physics)
+    result = track_to_the_hands(solution.motion, physics, solver_contacts(solution))
     truth = simulated.truth.resampled(solution.motion.fps) if simulated.truth.fps != solution.motion.fps \
         else simulated.truth
     frames = min(len(truth), len(solution.motion))
