@@ -359,3 +359,20 @@ def test_repeat_lists_a_folders_training_files_as_often_as_asked():
     for folder, times in (("data/cmu", "2"), ("data/other", "0"), ("data/other", "1.5")):
         with pytest.raises(ValueError, match="--repeat"):
             repeated(files, [[folder, times]])
+
+
+def test_training_goes_on_the_first_datas_skeleton_and_a_resumed_model_must_share_it(tmp_path):
+    """train n3p's character is the first file of the first --data, whatever the order of the files (other
+    studios' clips are retargeted onto it); resuming a model on another skeleton is refused in one line."""
+    import shutil
+
+    from conftest import FIXTURES, TESTS
+    from core.n3p.model import N3PModel
+    from core.tools.train.n3p import training_character
+
+    shutil.copy(TESTS / "data" / "cmu_3dsmax_names.bvh", tmp_path / "a_cmu.bvh")
+    fixture = read_bvh(FIXTURE_WALK_1)
+    assert training_character([FIXTURES, tmp_path], None).skeleton.names == fixture.skeleton.names
+    assert training_character([tmp_path, FIXTURES], None).skeleton.names != fixture.skeleton.names
+    with pytest.raises(ValueError, match="not the resumed model's"):
+        training_character([tmp_path], N3PModel.load())

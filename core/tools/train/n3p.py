@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...anim.motion import Motion
 from ...config import SimulationConfig
 from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs, save_figure, write_text
@@ -73,20 +74,20 @@ class TrainingClip:
 
 
 def prepare_clips(files, reference: np.ndarray | None = None, look_around_deg: float = TRAINING_LOOK_AROUND_DEG,
-                  seed: int = 0, progress=None):
+                  seed: int = 0, progress=None, character: Motion | None = None):
     """Simulate 30 Hz streams from BVH files; (clips, reference orientations, output skeleton, standing head height).
-    Clips of another skeleton than the first file's are retargeted onto it first (the person's size kept): the
-    states measure rotations against the first skeleton's rest and reference, which another skeleton's joints do
-    not share.
+    Clips of another skeleton than `character`'s (default: the first file's) are retargeted onto it first (the
+    person's size kept): the states measure rotations against that skeleton's rest and reference, which another
+    skeleton's joints do not share.
 
     The reference orientations are measured on these clips unless given.
     """
-    transforms, signals, names, skeleton, heads, first = [], [], [], None, [], None
+    transforms, signals, names, skeleton, heads = [], [], [], None, []
     for i, path in enumerate(files):
         motion = read_bvh(path)
-        first = first or motion
-        if motion.skeleton.names != first.skeleton.names:  # another studio's: on the first file's skeleton
-            motion = retarget_motion(motion, first)
+        character = character or motion
+        if motion.skeleton.names != character.skeleton.names:  # another studio's: on the character's skeleton
+            motion = retarget_motion(motion, character)
         simulated = simulate_stream(motion, SimulationConfig(fps=FPS, look_around_deg=look_around_deg,
                                                              seed=seed * 100003 + i))
         rotations, positions = canonical_transforms(simulated.truth, simulated.mapping)
@@ -497,6 +498,18 @@ def repeated(files: list[Path], repeats: list) -> list[Path]:
     return files + [f for f in files for _ in range(times.get(f, 1) - 1)]
 
 
+def training_character(data, resume: N3PModel | None) -> Motion:
+    """The skeleton the model is trained on: the first file of the first `--data` (other studios' clips are
+    retargeted onto it), which must be the resumed model's where one is resumed."""
+    from ...files.mocap import find_bvh_files
+
+    character = read_bvh(find_bvh_files([data[0]])[0])
+    if resume is not None and list(character.skeleton.names) != list(resume.output.skeleton.names):
+        raise ValueError(f"--data {data[0]}: its first file's skeleton is not the resumed model's; give first the "
+                         "data the model was trained on")
+    return character
+
+
 def run(args) -> int:
     """Train the Neural3Points pose predictor on simulated streams; write the model and its record."""
     import torch
@@ -525,9 +538,11 @@ def run(args) -> int:
             print(f"  simulated {done}/{total} files", file=sys.stderr)
 
     started = time.perf_counter()
+    character = training_character(args.data, resume)
     clips, reference, output, head = prepare_clips(training_files, resume.reference if resume else None,
-                                                   args.look_around, args.seed, progress)
-    validation, _, _, _ = prepare_clips(validation_files, reference, args.look_around, 10_000 + args.seed, progress)
+                                                   args.look_around, args.seed, progress, character)
+    validation, _, _, _ = prepare_clips(validation_files, reference, args.look_around, 10_000 + args.seed, progress,
+                                        character)
     if resume:  # the model goes on from the standing state and head height it was made with
         initial_up, initial_lo, head = resume.initial_up, resume.initial_lo, resume.standing_head_m
     else:
