@@ -361,9 +361,9 @@ def test_repeat_lists_a_folders_training_files_as_often_as_asked():
             repeated(files, [[folder, times]])
 
 
-def test_training_goes_on_the_first_datas_skeleton_and_a_resumed_model_must_share_it(tmp_path):
-    """train n3p's character is the first file of the first --data, whatever the order of the files (other
-    studios' clips are retargeted onto it); resuming a model on another skeleton is refused in one line."""
+def test_training_goes_on_the_first_datas_skeleton_or_the_resumed_models(tmp_path):
+    """train n3p's character is the first file of the first --data, whatever the order of the files, or the resumed
+    model's skeleton in its rest pose; other skeletons' clips are retargeted onto it."""
     import shutil
 
     from conftest import FIXTURES, TESTS
@@ -374,5 +374,5 @@ def test_training_goes_on_the_first_datas_skeleton_and_a_resumed_model_must_shar
     fixture = read_bvh(FIXTURE_WALK_1)
     assert training_character([FIXTURES, tmp_path], None).skeleton.names == fixture.skeleton.names
     assert training_character([tmp_path, FIXTURES], None).skeleton.names != fixture.skeleton.names
-    with pytest.raises(ValueError, match="not the resumed model's"):
-        training_character([tmp_path], N3PModel.load())
+    model = N3PModel.load()
+    assert training_character([tmp_path], model).skeleton.names == model.output.skeleton.names

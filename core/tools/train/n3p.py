@@ -499,15 +499,14 @@ def repeated(files: list[Path], repeats: list) -> list[Path]:
 
 
 def training_character(data, resume: N3PModel | None) -> Motion:
-    """The skeleton the model is trained on: the first file of the first `--data` (other studios' clips are
-    retargeted onto it), which must be the resumed model's where one is resumed."""
+    """The skeleton the model is trained on, other studios' clips retargeted onto it: the resumed model's (the
+    model standing, as live retargeting reads it), else that of the first file of the first `--data`."""
     from ...files.mocap import find_bvh_files
+    from ...n3p.solver import N3PSolver
 
-    character = read_bvh(find_bvh_files([data[0]])[0])
-    if resume is not None and list(character.skeleton.names) != list(resume.output.skeleton.names):
-        raise ValueError(f"--data {data[0]}: its first file's skeleton is not the resumed model's; give first the "
-                         "data the model was trained on")
-    return character
+    if resume is not None:
+        return N3PSolver(resume).standing_motion()
+    return read_bvh(find_bvh_files([data[0]])[0])
 
 
 def run(args) -> int:
