@@ -32,8 +32,7 @@ class DeviceOffsets:
 @dataclass(frozen=True)
 class DeviceNoise:
     """What a real headset's stream has and a simulated one has not (`stream simulate --device-noise`): a recorded
-    HTC Vive Pro runs at 71 Hz with millisecond timestamps, gaps of 20-35 ms and quaternions rounded to two
-    decimals. Drawn per clip from its seed."""
+    HTC Vive Pro runs at 71 Hz, millisecond stamps, 20-35 ms gaps, quaternions to two decimals. Drawn per clip."""
 
     rates_hz: tuple[float, ...] = (72.0, 90.0, 120.0)
     """The device's rate, one of these per clip (the simulation's own `fps` stays the truth's)."""
@@ -74,8 +73,7 @@ class SimulationConfig:
     attachment_noise_deg: float = 0.0
     """... and turned in the fist (about its grip centre) by a random rotation up to this angle (issue 28: 15)."""
     calibration_pose_s: float = 0.0
-    """The person first holds a T-pose this long, circling the wrists (calibration.py's gesture), then eases
-    into the clip; 0: the stream is the clip alone."""
+    """The person first holds the calibration gesture this long (calibration.py), then eases into the clip."""
     calibration_arms: str = "T"
     """The calibration pose's arms: "T" level, "A" 45 degrees below level."""
     device_noise: DeviceNoise | None = None
@@ -87,8 +85,7 @@ class SimulationConfig:
     the same object this far past the right fist along the grip's -Z (the fist's tube), turned as the right one is.
     The truth's left arm does not follow it. 0: each controller in its own hand."""
     grip: str = "openxr"
-    """The controllers reported as this named grip (devices/grips.py: "index-openvr" is SteamVR's device pose of an
-    Index controller) instead of OpenXR's grip pose."""
+    """The controllers reported as this named grip (devices/grips.py: "index-openvr" is SteamVR's Index pose)."""
 
     def __post_init__(self):
         require_positive(self, "fps")
@@ -411,8 +408,8 @@ class FootStabilisation:
     lock_time_s: float = 0.1
     """A contact shorter than this is not held: a toe brushing the floor is not a step."""
     lock_radius_m: float = 0.03
-    """A held foot stays on the spot where it landed while the solve's own foot stays within this distance of it
-    (along the floor); past it the hold lets go. 0: the foot follows the solve's own planted foot."""
+    """A held foot stays where it landed while the solve's own foot is within this of it along the floor; past it
+    the hold lets go. 0: the foot follows the solve's own planted foot."""
     recovery_s: float = 0.15
     """A released hold hands the foot back to the solve over this time, so it never jumps."""
 
@@ -444,16 +441,13 @@ class PhysicsConfig:
     slide_weight: float = 30.0
     """How hard a sole point on the floor is asked to stop sliding, against following the target."""
     task_weight: float = 10.0
-    """How hard the hands' and feet's joints are asked to reach the solve's places (their accelerations toward them,
-    in m/s², against the joints' angular ones): the solve put the hands on the controllers and planted the feet;
-    the joints' angles alone let their small errors add up along each limb. 0: the joints alone."""
+    """How hard the hands' and feet's joints are pulled to the solve's places (accelerations in m/s², against the
+    joints' angular ones): joint angles alone add their small errors up each limb. 0: the joints alone."""
     grounding_m: float = 0.03
-    """The target's lowest sole, where it is under the floor or within this above it, is put on it (fading out up to
-    twice this): the body then stands where the solve's foot is planted rather than float on a contact it never
-    reaches. 0: the target as solved."""
+    """The target's lowest sole, under the floor or within this above it, is put on it (fading out to twice this),
+    so the body stands where the solve plants a foot. 0: the target as solved."""
     hands_on_solve: bool = True
-    """After the simulation, the arms bent so that the hands are the solve's, on the controllers (the simulated
-    arms alone leave them about 2 cm off: docs/physics.md). False: the simulated arms as they are."""
+    """After each step the arms are bent so that the hands are the solve's, on the controllers. False: as simulated."""
     teleport_m: float = 1.0
     """A target root this far from the simulated one resets the simulation onto it."""
     body_mass_kg: float | None = None
@@ -462,7 +456,8 @@ class PhysicsConfig:
     def __post_init__(self):
         for name in ("sim_hz", "stiffness", "friction", "torque_scale", "teleport_m"):
             require_positive(self, name)
-        for name in ("damping", "residual_force_n", "residual_torque_nm", "slide_weight", "task_weight", "grounding_m"):
+        for name in ("damping", "residual_force_n", "residual_torque_nm", "slide_weight", "task_weight",
+                     "grounding_m"):
             require_positive(self, name, zero=True)
 
 

@@ -65,7 +65,7 @@ def test_another_studios_capture_is_written_onto_the_solvers_skeleton(clip, star
     the character's joints, the head on the person's (measured 0.000 cm; sized from the person's most upright
     frames, so a clip that starts in a crouch is sized as well), the wrists on theirs (0.00 cm on average), the
     hips where theirs travel (0.9 and 1.8 cm across the floor) and no toe under the floor."""
-    from core.retarget.retargeting import retarget_motion
+    from core.retarget.capture import retarget_motion
     from core.rig.humanoid import find_mapping
 
     person, character = read_bvh(clip)[start:start + 900], read_bvh(FIXTURE_WALK_1)

@@ -44,7 +44,7 @@ from ...n3p.model import GRU_LAYERS, HIDDEN, SIZES, N3PModel, Normalisation
 from ...n3p.state import CONTACTS, FPS, HEADING_CHANGE, J_LO, J_UP, PARENTS, SIGNAL_SIZE, Z_IN_LO, Z_SIZE, BodyStates, \
     OutputSkeleton, body_states, canonical_transforms, reference_orientations, \
     signals_into, tracker_signals
-from ...retarget.retargeting import retarget_motion
+from ...retarget.capture import retarget_motion
 from ...rig.humanoid import CANONICAL_JOINTS
 from ..arguments import add_data_arguments
 
