@@ -15,7 +15,7 @@ from .errors import VRAvatarError
 from .handlers import pose_frame
 from .recording import NO_VR_SESSION, vr_session_running
 from .scene_timing import scene_fps
-from .scene_solver import avatar_target, solver_for_scene
+from .scene_solver import avatar_target, require_physics, solver_for_scene
 from .stream_objects import stream_from_xr_poses, xr_poses
 
 TICK_S = 1.0 / 90.0
@@ -86,10 +86,7 @@ class LiveAvatar:
         self.obj, self.target = avatar_target(context)
         self.solver = solver_for_scene(context)
         if context.scene.vr_avatar.solve.physics:
-            try:
-                core.solve.require_physics()
-            except core.solve.PhysicsUnavailable as error:
-                raise VRAvatarError(str(error)) from None
+            require_physics(context.scene.vr_avatar)
             self.solver = core.physics.live.PhysicalSolver(self.solver)
         self.live = core.retarget.live.LiveRetargeting(self.solver, self.target,
                                                        context.scene.vr_avatar.solve.avatar_size.lower())

@@ -114,8 +114,7 @@ class VRAvatarStreamSettings(bpy.types.PropertyGroup):
     record_by_button: BoolProperty(
         name="Controller Button", description="Record OpenXR starts listening: each press of a controller's record "
         "button (A on Index, A or X on Touch and HP Reverb, Menu on others) starts or stops a take, after the "
-        "countdown; Esc or "
-        "Stop Recording ends", default=False)
+        "countdown; Esc or Stop Recording ends", default=False)
     takes: CollectionProperty(type=VRAvatarTake, name="Takes")
     takes_index: IntProperty(name="Active Take", default=0)
     grip: EnumProperty(
@@ -229,8 +228,8 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
                                 "avatar's leg length too (the avatar then leaves the headset's track)",
                                 default=False, update=_mark_stale)
     physics: BoolProperty(name="Physics", description="After the method, a simulated body tracks the solve and the "
-                          "live preview (core physics pass: MuJoCo and one quadratic program a step): its feet cannot float, sink or "
-                          "slide beyond a bounded root residual. The extension carries mujoco and quadprog for Windows, "
+                          "live preview (core physics pass: MuJoCo and one quadratic program a step): its feet "
+                          "cannot float, sink or slide beyond a bounded root residual. The extension carries mujoco and quadprog for Windows, "
                           "Linux and Apple Silicon Macs",
                           default=False, update=_mark_stale)
     avatar_size: EnumProperty(

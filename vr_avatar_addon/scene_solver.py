@@ -94,6 +94,15 @@ def solver_for_scene(context):
         raise VRAvatarError(str(error)) from None
 
 
+def require_physics(settings) -> None:
+    """VRAvatarError naming the missing packages where the scene asks for Physics and they do not import."""
+    if settings.solve.physics:
+        try:
+            core.solve.require_physics()
+        except core.solve.PhysicsUnavailable as error:
+            raise VRAvatarError(str(error)) from None
+
+
 def database_paths(settings) -> list[str]:
     """Absolute paths of the scene's motion databases; settings: scene.vr_avatar or its library section."""
     library = getattr(settings, "library", settings)

@@ -190,10 +190,11 @@ class PhysicsTracker:
             found.append((jacobian, wanted))
         return found
 
-    def grounded(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def grounded(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(the target pose lowered or raised so that its lowest sole point stands on the floor where it is under
         it or within `grounding_m` above it, the correction fading out from there to twice that height (a step or
-        jump's flight is left as it is); its sole points (S, 3)). The solve plants its feet on its own skeleton's
+        jump's flight is left as it is); its sole points (S, 3); its hands' and feet's joints (K, 3), as `ends_at`),
+        from one kinematics pass. The solve plants its feet on its own skeleton's
         soles, which stand a little above or below this body's at times; tracked as they are, the body would float
         on a contact it never reaches."""
         self.target_data.qpos[:] = target
@@ -204,7 +205,9 @@ class PhysicsTracker:
         shift = lowest * float(np.clip(2.0 - lowest / band, 0.0, 1.0)) if band > 0.0 else 0.0
         grounded = np.array(target, dtype=float)
         grounded[1] -= shift
-        return grounded, places - [0.0, shift, 0.0]
+        ends = self.target_data.xpos[self.task_bodies] - [0.0, shift, 0.0] if self.config.task_weight > 0.0 \
+            else np.zeros((0, 3))
+        return grounded, places - [0.0, shift, 0.0], ends
 
     def out_of_the_floor(self) -> None:
         """Where a sole point has gone under the floor, the body lifted out of it and its fall stopped (the floor
@@ -219,14 +222,13 @@ class PhysicsTracker:
         """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it.
         `planted` (2,): where the solver has each foot (left, right) planted, if it says; a planted foot's soles
         near the floor are held, as are those whose target stands still on it."""
-        target, soles = self.grounded(target)
+        target, soles, ends = self.grounded(target)
         standing = np.zeros(len(soles), dtype=bool) if self.previous_soles is None else \
             (np.linalg.norm((soles - self.previous_soles)[:, [0, 2]], axis=1) < STILL_M_S * dt) & (
                 soles[:, 1] <= LANDING_M)
         self.previous_soles = soles
         if planted is not None:
             standing |= np.asarray(planted, dtype=bool)[self.sole_sides]
-        ends = self.ends_at(target)
         if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
             return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)

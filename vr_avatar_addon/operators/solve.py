@@ -14,7 +14,8 @@ from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
 from ..handlers import pose_frame
-from ..scene_solver import avatar_target, device_calibration, keep_calibration, read_stream, solver_for_scene
+from ..scene_solver import avatar_target, device_calibration, keep_calibration, read_stream, require_physics, \
+    solver_for_scene
 from ..scene_timing import scene_fps
 
 STABILISATION = core.config.FootStabilisation()
@@ -45,11 +46,7 @@ class SceneSolve:
         """Everything the solve reads from the scene; VRAvatarError for what stops it."""
         scene, settings = context.scene, context.scene.vr_avatar
         obj, target = avatar_target(context)
-        if settings.solve.physics:  # said before the solve runs, not after it
-            try:
-                core.solve.require_physics()
-            except core.solve.PhysicsUnavailable as error:
-                raise VRAvatarError(str(error)) from None
+        require_physics(settings)  # said before the solve runs, not after it
         return cls(obj.name, target, solver_for_scene(context), read_stream(settings), device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
                    settings.solve.physics, bpy.path.abspath(settings.stream.stream_path))
