@@ -11,7 +11,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .anim.motion import Motion
-from .anim.contacts import contact_weights
 from .config import CalibrationConfig, PhysicsConfig, SolveConfig
 from .devices.calibration import StreamCalibration, calibrate_stream
 from .devices.plausibility import without_unusable_samples
@@ -21,7 +20,6 @@ from .matching.solver import load_matching_solver
 from .n3p.model import N3PModel
 from .n3p.solver import N3PSolver
 from .orientation.facing import load_facing_model
-from .rig.humanoid import find_mapping
 from .solution import Solution, Solver
 
 
@@ -85,14 +83,12 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     PhysicsUnavailable names them; the extension carries them."""
     require_physics()
     from .physics.hands import track_to_the_hands
-    from .physics.metrics import physics_figures
+    from .physics.metrics import physics_figures, toe_contacts
 
     planted = solver_contacts(solution)
     result = track_to_the_hands(solution.motion, config, planted)
     if planted is None:
-        mapping = find_mapping(solution.motion.skeleton)
-        toes = solution.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
-        planted = np.stack([contact_weights(toes[:, k], solution.motion.fps) for k in (0, 1)], axis=1) >= 0.5
+        planted = toe_contacts(solution.motion)
     return replace(solution, motion=result.motion, physics=physics_figures(result, planted))
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..anim.contacts import contact_weights
 from ..anim.motion import Motion
+from ..config import PhysicsConfig
 from ..quality.metrics import foot_skate_cm_s
 from ..rig.humanoid import find_mapping
-from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody
+from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody, simulated_body
+from .support import outside_support
 from .tracking import PhysicsResult, target_poses
 
 
@@ -42,48 +45,36 @@ def soles_and_centre(motion: Motion, body: SimulatedBody) -> tuple[np.ndarray, n
     return floor_points(motion, body)[:2]
 
 
-def cross_2d(a: np.ndarray, b: np.ndarray) -> float:
-    """The z of the cross product of two vectors in the plane (numpy 2 refuses 2-D vectors in np.cross)."""
-    return float(a[0] * b[1] - a[1] * b[0])
+def toe_contacts(motion: Motion) -> np.ndarray:
+    """(F, 2) where the motion's own toes are planted (left, right), from their height and speed."""
+    mapping = find_mapping(motion.skeleton)
+    toes = motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+    return np.stack([contact_weights(toes[:, k], motion.fps) for k in (0, 1)], axis=1) >= 0.5
 
 
-def convex_hull(points: np.ndarray) -> np.ndarray:
-    """(H, 2) the convex hull of 2-D points, counter-clockwise (Andrew's monotone chain)."""
-    points = np.unique(points, axis=0)
-    if len(points) < 3:
-        return points
-
-    def half(ordered):
-        chain = []
-        for p in ordered:
-            while len(chain) >= 2 and cross_2d(chain[-1] - chain[-2], p - chain[-2]) <= 0:
-                chain.pop()
-            chain.append(p)
-        return chain[:-1]
-
-    ordered = points[np.lexsort((points[:, 1], points[:, 0]))]
-    return np.array(half(ordered) + half(ordered[::-1]))
+def balance_frames(soles: np.ndarray, centres: np.ndarray, planted: np.ndarray) -> float | None:
+    """The share of the frames with both feet planted (F, 2) whose centre of mass (F, 3) lies more than 2 cm outside
+    the support of the sole points (F, S, 3) within NEAR_FLOOR_M of the floor; None without such frames."""
+    outside = [outside_support(centres[t, [0, 2]], soles[t, soles[t, :, 1] < NEAR_FLOOR_M][:, [0, 2]])
+               for t in np.flatnonzero(planted.all(axis=1))]
+    return round(float(np.mean(outside)), 4) if outside else None
 
 
-def outside_support(centre: np.ndarray, contacts: np.ndarray, margin: float = 0.02) -> bool:
-    """Whether the point (2,) lies farther than `margin` outside the convex hull of the contact points (K, 2)."""
-    hull = convex_hull(contacts)
-    if len(hull) < 3:
-        return bool(np.min(np.linalg.norm(contacts - centre, axis=1)) > margin) if len(contacts) else True
-    edges = np.roll(hull, -1, axis=0) - hull
-    normals = np.stack([edges[:, 1], -edges[:, 0]], axis=1) / np.linalg.norm(edges, axis=1, keepdims=True)
-    return bool(np.max(np.sum((centre - hull) * normals, axis=1)) > margin)
+def truth_balance(motion: Motion, config: PhysicsConfig = PhysicsConfig()) -> float | None:
+    """`balance_frames` of a motion as captured: its own skeleton's body and soles, its own toe contacts (what the
+    person's balance measures by the same rule)."""
+    body = simulated_body(motion.skeleton, config, motion)
+    soles, centres, _ = floor_points(motion, body)
+    return balance_frames(soles, centres, toe_contacts(motion))
 
 
 def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
     """The figures of the tracked motion; `planted` (F, 2): where the solve (or the truth) has each foot planted."""
     soles, centres, lowest_part = floor_points(result.motion, result.body)
     lowest = soles[:, :, 1].min(axis=1)
-    any_planted, both_planted = planted.any(axis=1), planted.all(axis=1)
+    any_planted = planted.any(axis=1)
     mapping = find_mapping(result.motion.skeleton)
     toes = result.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
-    outside = [outside_support(centres[t, [0, 2]], soles[t, soles[t, :, 1] < NEAR_FLOOR_M][:, [0, 2]])
-               for t in np.flatnonzero(both_planted)]
     return {"floor_penetration_cm": round(100.0 * float(np.maximum(-lowest, 0.0).mean()), 3),
             "body_penetration_cm": round(100.0 * float(np.maximum(-lowest_part, 0.0).mean()), 3),
             "float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
@@ -91,5 +82,5 @@ def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
             "foot_skate_cm_s": round(foot_skate_cm_s(toes, result.motion.fps), 3),
             "residual_force_n": round(float(result.residual_force_n.mean()), 1),
             "residual_torque_nm": round(float(result.residual_torque_nm.mean()), 1),
-            "balance_frames": round(float(np.mean(outside)), 4) if outside else None,
+            "balance_frames": balance_frames(soles, centres, planted),
             "resets": int(result.resets.sum()), "ms_per_frame": round(result.ms_per_frame, 2)}

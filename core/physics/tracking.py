@@ -40,6 +40,9 @@ LANDING_M = 0.005
 STILL_M_S = 0.2
 """A target sole point on the floor moving slower than this stands there: its simulated one, near the floor, is
 held."""
+UNITS = {"force": 100.0, "residual": 10.0}
+"""The QP's contact forces and residual are solved for in these units (N, N and N·m): with the forces' small weight
+in newtons the program is so ill-conditioned that quadprog's active-set method can cycle without end."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -106,8 +109,10 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
                            bounds[:nl], free, -free])
     low = np.concatenate([-bias[:6], np.zeros(len(fixed)), -torque_limits - bias[6:], -(torque_limits - bias[6:]),
                           landing_low, np.zeros(nl), -residual[residual > 0.0], -residual[residual > 0.0]])
-    try:
-        x = quadprog.solve_qp(hessian, -gradient, rows.T, low, meq=6 + len(fixed))[0]
+    units = np.concatenate([np.ones(nv), np.full(nl, UNITS["force"]), np.full(6, UNITS["residual"])])
+    try:  # solved for x / units: the same answer, on a better conditioned program
+        x = units * quadprog.solve_qp(units[:, None] * hessian * units, -units * gradient, (rows * units).T, low,
+                                      meq=6 + len(fixed))[0]
     except ValueError:  # the bounds leave no solution
         return None
     if not np.isfinite(x).all() or np.abs(x[:nv]).max() > ACCELERATION_LIMIT:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from conftest import FIXTURE_WALK_1
+from conftest import FIXTURE_WALK_1, TESTS
 
 from core.anim.motion import Motion
 from core.config import PhysicsConfig
@@ -21,6 +21,9 @@ pytest.importorskip("quadprog", reason="the physics pass needs quadprog (pyproje
 
 from core.physics.body import BMI, simulated_body, body_height  # noqa: E402
 from core.physics.tracking import track  # noqa: E402
+
+CYCLING_QP = TESTS / "data" / "physics" / "cycling_qp.npz"
+"""One step's program, recorded from mm+physics on a Bandai run, that quadprog never returned from in newtons."""
 
 
 @pytest.fixture(scope="module")
@@ -269,3 +272,37 @@ def test_the_body_holds_the_feet_the_solver_plants_the_same_live_and_offline(met
         stepped.append(np.asarray(live.contacts) >= 0.5)
     assert offline is not None and 0.2 < offline.mean() < 0.9
     np.testing.assert_array_equal(np.array(stepped), offline)
+
+
+def _solve_cycling_qp(queue):
+    from core.physics import tracking
+
+    data = np.load(CYCLING_QP)
+    contacts = list(zip(data["contact_heights"], data["contact_jacobians"], data["contact_held"]))
+    tasks = list(zip(data["task_jacobians"], data["task_accelerations"]))
+    answers = []
+    for units in (tracking.UNITS, {"force": 1000.0, "residual": 100.0}):  # the same answer in other units
+        tracking.UNITS = units
+        solved = tracking.tracking_qp(data["inertia"], data["bias"], data["wanted"], contacts, data["torque_limits"],
+                                      PhysicsConfig(), data["velocity"], float(data["dt"]), tasks)
+        answers.append(None if solved is None else [np.asarray(part) for part in solved])
+    queue.put(answers)
+
+
+def test_a_program_that_made_the_active_set_method_cycle_is_solved_and_obeys_the_equations_of_motion():
+    import multiprocessing
+
+    queue = multiprocessing.get_context("spawn").Queue()
+    worker = multiprocessing.get_context("spawn").Process(target=_solve_cycling_qp, args=(queue,))
+    worker.start()
+    worker.join(120)
+    if worker.is_alive():
+        worker.kill()
+        pytest.fail("quadprog did not return")
+    answer, in_other_units = queue.get(timeout=5)
+    acceleration, residual, pushes = answer
+    assert np.allclose(acceleration, in_other_units[0], atol=1e-4) and np.allclose(residual, in_other_units[1], atol=1e-3)
+    data = np.load(CYCLING_QP)
+    root = data["inertia"][:6] @ acceleration + data["bias"][:6] - pushes[:6] - residual
+    assert np.abs(root).max() < 1e-6
+    assert np.abs(residual[:3]).max() <= PhysicsConfig().residual_force_n + 1e-6

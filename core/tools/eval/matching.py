@@ -35,8 +35,9 @@ PAPER = {"root_cm": {"mm": 19.0, "db25": 22.0, "db10": 27.0}, "poses_used": {"mm
 METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "foot_skate_cm_s",
            "jitter")
 PHYSICS = ("floor_penetration_cm", "body_penetration_cm", "float_cm", "residual_force_n", "residual_torque_nm",
-           "balance_frames")
-"""The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them."""
+           "balance_frames", "balance_frames_gt")
+"""The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them;
+`balance_frames_gt`: the truth's own balance by the same rule (its own body, soles and toe contacts)."""
 
 
 def solvers(database: PoseDatabase, config: MatchingConfig, model, methods) -> dict[str, MotionMatchingSolver]:
@@ -88,7 +89,7 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
         implied = joints_from_devices(on_truth.positions, on_truth.rotations, simulated.offsets)[clip, 1:]
         hands_tracked = on_truth.tracked[clip, 1:]
         truth = simulated.truth[clip]
-        reachable = None
+        reachable, truth_physics = None, {}
         if simulation.two_handed_m > 0:  # a hold the person's arms could not reach is no hand's failure
             reachable = within_reach(truth, implied)
             hands_tracked = hands_tracked[:len(reachable)] & reachable
@@ -107,6 +108,10 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
                 scores["poses"] = set(zip(solution.databases.tolist(), solution.frames.tolist()))
             if solution.physics:
                 scores.update({k: solution.physics[k] for k in PHYSICS if solution.physics.get(k) is not None})
+                if "balance" not in truth_physics:  # once per clip, for the first method with physics
+                    truth_physics["balance"] = physics_truth_balance(truth)
+                if truth_physics["balance"] is not None:
+                    scores["balance_frames_gt"] = truth_physics["balance"]
             rows[method].append((path.stem, scores))
         if progress:
             progress(i + 1, len(files), path.stem)
@@ -121,6 +126,14 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
         result[method]["files"] = {name: summarise([s]) for name, s in r}
     result["clips"] = len(files)
     return result
+
+
+def physics_truth_balance(truth) -> float | None:
+    """The truth's balance_frames (core/physics/metrics.py truth_balance); the physics pass's packages are there
+    wherever a row has physics figures."""
+    from ...physics.metrics import truth_balance
+
+    return truth_balance(truth)
 
 
 def summarise(scores: list[dict]) -> dict:
