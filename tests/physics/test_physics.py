@@ -306,3 +306,15 @@ def test_a_program_that_made_the_active_set_method_cycle_is_solved_and_obeys_the
     root = data["inertia"][:6] @ acceleration + data["bias"][:6] - pushes[:6] - residual
     assert np.abs(root).max() < 1e-6
     assert np.abs(residual[:3]).max() <= PhysicsConfig().residual_force_n + 1e-6
+
+
+def test_eval_full_prints_the_truths_own_balance_beside_the_physics_rows(capsys):
+    """`balance_frames_gt`: the mocap by the balance figure's rule, on its own body and toe contacts."""
+    from core.physics.metrics import truth_balance
+
+    assert main(["eval", "full", "--data", str(FIXTURE_WALK_1.parent), "--split", "all", "--limit", "1",
+                 "--methods", "n3p", "--physics", "--plot", "", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["n3p+physics"]
+    clip = read_bvh(sorted(FIXTURE_WALK_1.parent.glob("*.bvh"))[0])
+    assert row["balance_frames_gt"] == pytest.approx(truth_balance(clip), abs=1e-3)
+    assert 0.0 <= row["balance_frames_gt"] < 0.1 and 0.0 <= row["balance_frames"] <= 1.0
