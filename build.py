@@ -38,7 +38,7 @@ def venv_python() -> Path:
 
 GROUPS = {"blender": "Blender as a Python module: the demo's scene, the add-on's tests",
           "report": "the evaluations' and training curves' plots", "live": "the live path against an OpenXR runtime",
-          "train": "training the networks (the tests train small ones)", "physics": "the physics pass (MuJoCo, quadprog)",
+          "train": "training the networks (the tests train small ones)", "physics": "the physics pass (MuJoCo, DAQP)",
           "test": "the test runner"}
 """pyproject.toml's optional dependency groups, and what each is for."""
 NEEDS = {"demo": ("blender",), "test": tuple(GROUPS), "bench": ("blender", "live"),
@@ -147,11 +147,11 @@ DESKTOPS = ["manylinux_2_28_x86_64", "win_amd64", "macosx_11_0_arm64"]
 WHEELS = {"pyopenxr": ("pyopenxr==1.1.6501", ["any"]), "PyOpenGL": ("PyOpenGL==3.1.10", ["any"]),
           "glfw": ("glfw==2.11.0", [*DESKTOPS, "macosx_10_6_intel"]),
           "mujoco": ("mujoco==4.0.0", ["any"]), "mujoco_core": ("mujoco-core==4.0.0", DESKTOPS),
-          "quadprog": ("quadprog==0.1.14", [*DESKTOPS, "macosx_10_13_x86_64"])}
+          "daqp": ("daqp==0.11.0", [*DESKTOPS, "macosx_10_13_x86_64"])}
 """What the extension imports beyond Blender, and the platforms each wheel is fetched for ("any": pure Python), for
 each Python of BLENDERS. Live preview: pyopenxr, PyOpenGL to load it, glfw for a runtime without a headless session
 (no wheel for Linux on ARM, where live preview needs a headless runtime). The physics pass: mujoco (its Python
-part; mujoco-core its library, none for Intel Macs, where the pass says it is missing) and quadprog. Blender
+part; mujoco-core its library, none for Intel Macs, where the pass says it is missing) and daqp. Blender
 installs the wheels of its own platform and Python."""
 
 

@@ -79,7 +79,7 @@ def solver_contacts(solution: Solution) -> np.ndarray | None:
 def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> Solution:
     """The solve with its motion replaced by a simulated body's that tracks it (core/physics/), and that pass's
     figures; the body holds the feet the solver has planted (its own contacts), and the figures count them as
-    planted (else the solved toes' contact weights). Needs the `physics` requirements (mujoco, quadprog):
+    planted (else the solved toes' contact weights). Needs the `physics` requirements (mujoco, daqp):
     PhysicsUnavailable names them; the extension carries them."""
     require_physics()
     from .physics.hands import track_to_the_hands
@@ -92,7 +92,7 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     return replace(solution, motion=result.motion, physics=physics_figures(result, planted))
 
 
-PHYSICS_PACKAGES = ("mujoco", "quadprog")
+PHYSICS_PACKAGES = ("mujoco", "daqp")
 """What the physics pass imports beyond numpy."""
 
 
@@ -106,8 +106,8 @@ def require_physics() -> None:
         except ImportError:
             missing.append(name)
     if missing:
-        raise PhysicsUnavailable(f"the physics pass needs mujoco and quadprog ({', '.join(missing)} not installed): "
-                                 "pip install mujoco quadprog")
+        raise PhysicsUnavailable(f"the physics pass needs mujoco and daqp ({', '.join(missing)} not installed): "
+                                 "pip install mujoco daqp")
 
 
 class PhysicsUnavailable(ValueError):

@@ -31,7 +31,8 @@ def convex_hull(points: np.ndarray) -> np.ndarray:
 def nearest_on_segment(point: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """(2,) the point of the segment between `start` and `end` nearest to `point`."""
     along = end - start
-    share = float(np.clip((point - start) @ along / max(float(along @ along), 1e-12), 0.0, 1.0))
+    length_squared = float(along @ along)
+    share = float(np.clip((point - start) @ along / length_squared, 0.0, 1.0)) if length_squared > 0.0 else 0.0
     return start + share * along
 
 

@@ -1,6 +1,6 @@
 """Tracking a solved motion with the simulated body, one step at a time (live and offline share `PhysicsTracker`).
 
-Each step solves one quadratic program (quadprog) over the generalised accelerations q̈, the contact forces and the
+Each step solves one quadratic program (DAQP) over the generalised accelerations q̈, the contact forces and the
 root's residual force r, as PhysCap and PIP do:
 - minimise |q̈ − q̈*|² (q̈*: back onto the target, critically damped: PhysicsConfig stiffness and damping on
   MuJoCo's `mj_differentiatePos` error) + task_weight·|the hands' and feet's joints accelerate toward the
@@ -15,7 +15,7 @@ root's residual force r, as PhysCap and PIP do:
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
 MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
-than `teleport_m`, or a step the QP finds no answer for within its bounds, resets the simulation onto the target
+than `teleport_m`, or a step the QP finds no answer for within its bounds and ITERATION_LIMIT, resets the simulation onto the target
 (reported per frame).
 """
 from __future__ import annotations
@@ -42,7 +42,11 @@ STILL_M_S = 0.2
 held."""
 UNITS = {"force": 100.0, "residual": 10.0}
 """The QP's contact forces and residual are solved for in these units (N, N and N·m): with the forces' small weight
-in newtons the program is so ill-conditioned that quadprog's active-set method can cycle without end."""
+in newtons the program is ill-conditioned (quadprog's active-set method cycled without end on it)."""
+INFINITE, EQUALITY = 1e30, 5
+"""DAQP's unbounded side, and its sense flag for a row held with equality."""
+ITERATION_LIMIT = 1000
+"""Active-set iterations a step may take; a step that needs more is reset onto its target (reported)."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -67,8 +71,8 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     where no solution lies within the bounds. `contacts`: (height, Jacobian (3, nv), held) of each sole point near
     the floor, held where its foot stands (PhysicsTracker.step); `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of
     each point asked to follow its target.
-    Solved by quadprog (Goldfarb and Idnani's dual active-set method): the program is small and dense."""
-    import quadprog
+    Solved by DAQP (Arnström's dual active-set method, with an iteration limit): the program is small and dense."""
+    import daqp
 
     nv, edges = len(wanted), PYRAMID * [config.friction, 1.0, config.friction]
     nl = 4 * len(contacts)
@@ -100,21 +104,23 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     motion_rows = np.concatenate([inertia, -pushes, np.zeros((nv, 6))], axis=1)
     motion_rows[:6, nv + nl:] = -np.eye(6)
     residual = np.array([config.residual_force_n] * 3 + [config.residual_torque_nm] * 3)
-    bounds = np.eye(n)[nv:]
-    fixed, free = bounds[nl:][residual <= 0.0], bounds[nl:][residual > 0.0]  # a bound of 0: no residual there
-    # Rows r with r·x >= b: the equalities first (the root's equations of motion, the residual where its bound is 0),
-    # then the torque limits both ways, the landing springs, the forces' pyramid weights (>= 0) and the residual's
-    # bounds both ways (two opposite inequalities with nothing between them leave the active-set method stuck).
-    rows = np.concatenate([motion_rows[:6], fixed, motion_rows[6:], -motion_rows[6:], np.reshape(landing, (-1, n)),
-                           bounds[:nl], free, -free])
-    low = np.concatenate([-bias[:6], np.zeros(len(fixed)), -torque_limits - bias[6:], -(torque_limits - bias[6:]),
-                          landing_low, np.zeros(nl), -residual[residual > 0.0], -residual[residual > 0.0]])
     units = np.concatenate([np.ones(nv), np.full(nl, UNITS["force"]), np.full(6, UNITS["residual"])])
-    try:  # solved for x / units: the same answer, on a better conditioned program
-        x = units * quadprog.solve_qp(units[:, None] * hessian * units, -units * gradient, (rows * units).T, low,
-                                      meq=6 + len(fixed))[0]
-    except ValueError:  # the bounds leave no solution
+    # Bounds on x / units first (accelerations free, forces' pyramid weights >= 0, the residual within its bounds),
+    # then rows: the root's equations of motion (equalities), the joint torques within their limits, the landing springs.
+    rows = np.concatenate([motion_rows, np.reshape(landing, (-1, n))]) * units
+    free = np.full(nv, INFINITE)
+    lower = np.concatenate([-free, np.zeros(nl), -residual / UNITS["residual"], -bias[:6],
+                            -torque_limits - bias[6:], landing_low])
+    upper = np.concatenate([free, np.full(nl, INFINITE), residual / UNITS["residual"], -bias[:6],
+                            torque_limits - bias[6:], np.full(len(landing), INFINITE)])
+    sense = np.zeros(len(lower), dtype=np.intc)
+    sense[n:n + 6] = EQUALITY
+    sense[nv + nl:n][residual <= 0.0] = EQUALITY
+    x, _, exit_flag, _ = daqp.solve(units[:, None] * hessian * units, units * gradient, rows, upper, lower, sense,
+                                    iter_limit=ITERATION_LIMIT)
+    if exit_flag < 1:  # no answer within the bounds, or none found within the iterations
         return None
+    x = units * np.asarray(x)
     if not np.isfinite(x).all() or np.abs(x[:nv]).max() > ACCELERATION_LIMIT:
         return None
     return x[:nv], x[nv + nl:], pushes @ x[nv:nv + nl]

@@ -420,7 +420,7 @@ def _add_solve_command(groups) -> None:
     solve_parser.add_argument("--physics", action="store_true",
                               help="after the method, a simulated body tracks the solve (MuJoCo, one quadratic program "
                                    "a step): no floating, sinking or sliding beyond a bounded root residual; needs "
-                                   "mujoco and quadprog")
+                                   "mujoco and daqp")
     solve_parser.add_argument("--no-calibrate", action="store_true",
                               help="take the controllers as held the default way (default: a calibration stored with "
                                    "the stream, else one from the gesture in its first seconds, `stream calibrate`)")

@@ -1072,7 +1072,7 @@ def test_the_live_preview_keys_the_avatar_while_a_take_records(bpy, installed, s
 
 def test_live_preview_with_physics_steps_the_simulated_body(bpy, installed, session, monkeypatch):
     """Live Preview with *Physics* on: each tick's pose is the simulated body's following the solver's step (close to
-    the kinematic preview's, not equal); without mujoco and quadprog it refuses to start, naming them."""
+    the kinematic preview's, not equal); without mujoco and daqp it refuses to start, naming them."""
     import importlib.util
     scene = bpy.context.scene
     _live_from_the_session_stream(bpy, installed, session, monkeypatch)
@@ -1091,20 +1091,20 @@ def test_live_preview_with_physics_steps_the_simulated_body(bpy, installed, sess
 
     try:
         kinematic, _ = locations(False)
-        if importlib.util.find_spec("mujoco") and importlib.util.find_spec("quadprog"):
+        if importlib.util.find_spec("mujoco") and importlib.util.find_spec("daqp"):
             simulated, solver = locations(True)
             assert type(solver).__name__ == "PhysicalSolver" and np.isfinite(simulated).all()
             moved = np.linalg.norm(simulated - kinematic, axis=-1)
             assert 0.0 < moved.mean() < 0.05
         else:
-            with pytest.raises(installed.errors.VRAvatarError, match="the physics pass needs mujoco and quadprog"):
+            with pytest.raises(installed.errors.VRAvatarError, match="the physics pass needs mujoco and daqp"):
                 locations(True)
     finally:
         scene.vr_avatar.solve.physics = False
 
 
 def test_the_physics_checkbox_tracks_the_solve_or_says_what_it_needs(bpy, installed, session):
-    """With mujoco and quadprog in Blender's Python (the extension's wheels), *Physics* solves through the simulated
+    """With mujoco and daqp in Blender's Python (the extension's wheels), *Physics* solves through the simulated
     body (the cache moves a little, its feet on the floor); without them Solve names the packages in one line."""
     import importlib.util
     scene = bpy.context.scene
@@ -1112,13 +1112,13 @@ def test_the_physics_checkbox_tracks_the_solve_or_says_what_it_needs(bpy, instal
     kinematic = _cache(installed, bpy)
     scene.vr_avatar.solve.physics = True
     try:
-        if importlib.util.find_spec("mujoco") and importlib.util.find_spec("quadprog"):
+        if importlib.util.find_spec("mujoco") and importlib.util.find_spec("daqp"):
             assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
             simulated = _cache(installed, bpy)
             moved = np.linalg.norm(simulated.positions - kinematic.positions, axis=-1)
             assert 0.0 < moved.mean() < 0.05 and simulated.report["figures"]["physics"]["floor_penetration_cm"] < 0.2
         else:
-            with pytest.raises(RuntimeError, match="the physics pass needs mujoco and quadprog"):
+            with pytest.raises(RuntimeError, match="the physics pass needs mujoco and daqp"):
                 bpy.ops.vr_avatar.solve_stream()
     finally:
         scene.vr_avatar.solve.physics = False

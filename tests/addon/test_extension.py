@@ -113,12 +113,12 @@ def test_installed_extension_registers_operator_and_panel(bpy, installed):
 @pytest.mark.skipif(not EXTENSION_WHEELS, reason="the zip under test carries no wheels (build.py test-blender "
                                                  "gives it the extension's own)")
 def test_the_installed_extension_brings_what_live_preview_and_physics_import(bpy, installed):
-    """In a clean environment (build.py test-blender) pyopenxr and PyOpenGL (live preview), mujoco and quadprog (the
+    """In a clean environment (build.py test-blender) pyopenxr and PyOpenGL (live preview), mujoco and daqp (the
     physics pass) come from the zip's wheels, those of this Blender's platform and Python, installed by Blender's
     extension installer beside the add-on, not from the environment."""
     import importlib
 
-    for name in ("xr", "OpenGL", "mujoco", "quadprog"):
+    for name in ("xr", "OpenGL", "mujoco", "daqp"):
         module = importlib.import_module(name)
         assert not Path(module.__file__).is_relative_to(Path(sys.prefix)), (name, module.__file__)
 

@@ -17,13 +17,14 @@ from core.solve import load_solver, solve, with_physics
 from core.tools.cli import main
 
 pytest.importorskip("mujoco", reason="the physics pass needs mujoco (pyproject's physics group)")
-pytest.importorskip("quadprog", reason="the physics pass needs quadprog (pyproject's physics group)")
+pytest.importorskip("daqp", reason="the physics pass needs daqp (pyproject's physics group)")
 
 from core.physics.body import BMI, simulated_body, body_height  # noqa: E402
 from core.physics.tracking import track  # noqa: E402
 
 CYCLING_QP = TESTS / "data" / "physics" / "cycling_qp.npz"
-"""One step's program, recorded from mm+physics on a Bandai run, that quadprog never returned from in newtons."""
+"""One step's program, recorded from mm+physics on a Bandai run, that quadprog (the solver before DAQP) never
+returned from in newtons."""
 
 
 @pytest.fixture(scope="module")
@@ -289,7 +290,7 @@ def _solve_cycling_qp(queue):
     queue.put(answers)
 
 
-def test_a_program_that_made_the_active_set_method_cycle_is_solved_and_obeys_the_equations_of_motion():
+def test_a_program_quadprog_cycled_on_is_solved_and_obeys_the_equations_of_motion():
     import multiprocessing
 
     queue = multiprocessing.get_context("spawn").Queue()
@@ -298,7 +299,7 @@ def test_a_program_that_made_the_active_set_method_cycle_is_solved_and_obeys_the
     worker.join(120)
     if worker.is_alive():
         worker.kill()
-        pytest.fail("quadprog did not return")
+        pytest.fail("the program was not solved")
     answer, in_other_units = queue.get(timeout=5)
     acceleration, residual, pushes = answer
     assert np.allclose(acceleration, in_other_units[0], atol=1e-4) and np.allclose(residual, in_other_units[1], atol=1e-3)

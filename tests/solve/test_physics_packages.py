@@ -10,7 +10,7 @@ from core.solve import PHYSICS_PACKAGES, PhysicsUnavailable, require_physics
 @pytest.mark.parametrize("absent", PHYSICS_PACKAGES)
 def test_a_package_that_does_not_import_is_named(monkeypatch, absent):
     monkeypatch.setitem(sys.modules, absent, None)  # `import absent` raises ImportError
-    with pytest.raises(PhysicsUnavailable, match=rf"the physics pass needs mujoco and quadprog \({absent} not installed\)"):
+    with pytest.raises(PhysicsUnavailable, match=rf"the physics pass needs mujoco and daqp \({absent} not installed\)"):
         require_physics()
 
 
