@@ -68,7 +68,7 @@ class PhysicsStep:
 
 def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt, tasks=()):
     """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
-    where no solution lies within the bounds. `contacts`: (height, Jacobian (3, nv), held) of each sole point near
+    where DAQP finds no solution within the bounds (or gives up: a cycle, ITERATION_LIMIT). `contacts`: (height, Jacobian (3, nv), held) of each sole point near
     the floor, held where its foot stands (PhysicsTracker.step); `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of
     each point asked to follow its target.
     Solved by DAQP (Arnström's dual active-set method, with an iteration limit): the program is small and dense."""

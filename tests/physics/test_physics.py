@@ -24,7 +24,7 @@ from core.physics.tracking import track  # noqa: E402
 
 CYCLING_QP = TESTS / "data" / "physics" / "cycling_qp.npz"
 """One step's program, recorded from mm+physics on a Bandai run, that quadprog (the solver before DAQP) never
-returned from in newtons."""
+returned from in newtons; with quadprog's answer to it in the units it solved it in (reference_*)."""
 
 
 @pytest.fixture(scope="module")
@@ -307,6 +307,9 @@ def test_a_program_quadprog_cycled_on_is_solved_and_obeys_the_equations_of_motio
     root = data["inertia"][:6] @ acceleration + data["bias"][:6] - pushes[:6] - residual
     assert np.abs(root).max() < 1e-6
     assert np.abs(residual[:3]).max() <= PhysicsConfig().residual_force_n + 1e-6
+    # quadprog's answer to the same program in the new units (reference_*), where it returned
+    assert np.allclose(acceleration, data["reference_acceleration"], atol=1e-6)
+    assert np.allclose(residual, data["reference_residual"], atol=1e-6)
 
 
 def test_eval_full_prints_the_truths_own_balance_beside_the_physics_rows(capsys):
