@@ -1,5 +1,5 @@
 """The support of the feet on the floor, seen from above: the convex hull of the sole points that touch it, and how
-far a centre of mass lies outside it (the balance figure's and the balance term's geometry)."""
+far a centre of mass lies outside it (the balance figure's geometry)."""
 from __future__ import annotations
 
 import numpy as np

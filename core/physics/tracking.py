@@ -15,8 +15,8 @@ root's residual force r, as PhysCap and PIP do:
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
 MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
-than `teleport_m`, or a step the QP finds no answer for within its bounds and ITERATION_LIMIT, resets the simulation onto the target
-(reported per frame).
+than `teleport_m`, or a step the QP finds no answer for within its bounds and ITERATION_LIMIT, resets the simulation
+onto the target (reported per frame).
 """
 from __future__ import annotations
 
@@ -68,9 +68,9 @@ class PhysicsStep:
 
 def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsConfig, velocity, dt, tasks=()):
     """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
-    where DAQP finds no solution within the bounds (or gives up: a cycle, ITERATION_LIMIT). `contacts`: (height, Jacobian (3, nv), held) of each sole point near
-    the floor, held where its foot stands (PhysicsTracker.step); `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of
-    each point asked to follow its target.
+    where DAQP finds no solution within the bounds (or gives up: a cycle, ITERATION_LIMIT). `contacts`: (height,
+    Jacobian (3, nv), held) of each sole point near the floor, held where its foot stands (PhysicsTracker.step);
+    `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of each point asked to follow its target.
     Solved by DAQP (Arnström's dual active-set method, with an iteration limit): the program is small and dense."""
     import daqp
 
@@ -106,7 +106,8 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     residual = np.array([config.residual_force_n] * 3 + [config.residual_torque_nm] * 3)
     units = np.concatenate([np.ones(nv), np.full(nl, UNITS["force"]), np.full(6, UNITS["residual"])])
     # Bounds on x / units first (accelerations free, forces' pyramid weights >= 0, the residual within its bounds),
-    # then rows: the root's equations of motion (equalities), the joint torques within their limits, the landing springs.
+    # then rows: the root's equations of motion (equalities), the joint torques within their limits, the landing
+    # springs.
     rows = np.concatenate([motion_rows, np.reshape(landing, (-1, n))]) * units
     free = np.full(nv, INFINITE)
     lower = np.concatenate([-free, np.zeros(nl), -residual / UNITS["residual"], -bias[:6],

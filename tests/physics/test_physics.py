@@ -302,7 +302,8 @@ def test_a_program_quadprog_cycled_on_is_solved_and_obeys_the_equations_of_motio
         pytest.fail("the program was not solved")
     answer, in_other_units = queue.get(timeout=5)
     acceleration, residual, pushes = answer
-    assert np.allclose(acceleration, in_other_units[0], atol=1e-4) and np.allclose(residual, in_other_units[1], atol=1e-3)
+    assert np.allclose(acceleration, in_other_units[0], atol=1e-4)
+    assert np.allclose(residual, in_other_units[1], atol=1e-3)
     data = np.load(CYCLING_QP)
     root = data["inertia"][:6] @ acceleration + data["bias"][:6] - pushes[:6] - residual
     assert np.abs(root).max() < 1e-6
