@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .anim.contacts import planted
 from .anim.motion import Motion
 from .config import CalibrationConfig, PhysicsConfig, SolveConfig
 from .devices.calibration import StreamCalibration, calibrate_stream
@@ -73,7 +74,7 @@ def solver_contacts(solution: Solution) -> np.ndarray | None:
     contacts = solution.contacts
     if contacts is None or len(contacts) != len(solution.motion):
         return None
-    return np.asarray(contacts) >= 0.5
+    return planted(contacts)
 
 
 def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> Solution:

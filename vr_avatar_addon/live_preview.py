@@ -85,8 +85,8 @@ class LiveAvatar:
     def __init__(self, context):
         self.obj, self.target = avatar_target(context)
         self.solver = solver_for_scene(context)
+        require_physics(context.scene.vr_avatar)
         if context.scene.vr_avatar.solve.physics:
-            require_physics(context.scene.vr_avatar)
             self.solver = core.physics.live.PhysicalSolver(self.solver)
         self.live = core.retarget.live.LiveRetargeting(self.solver, self.target,
                                                        context.scene.vr_avatar.solve.avatar_size.lower())

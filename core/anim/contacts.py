@@ -13,6 +13,8 @@ CONTACT_HEIGHT_M = (0.03, 0.06)
 """A source toe this high above its planted height is fully planted (first) or free (second)."""
 CONTACT_SPEED_M_S = (0.25, 0.6)
 """A source toe this fast horizontally is fully planted (first) or free (second)."""
+PLANTED_WEIGHT = 0.5
+"""A foot whose contact weight is at least this is planted."""
 
 
 def floor_height(toe_heights: np.ndarray) -> float:
@@ -26,6 +28,11 @@ def foot_contacts(toes: np.ndarray, fps: float, speed_m_s: float, height_m: floa
     speed[1:] = np.linalg.norm(np.diff(toes, axis=0), axis=-1) * fps
     speed[0] = speed[1] if len(speed) > 1 else 0.0
     return (speed < speed_m_s) & (toes[..., 1] - floor_height(toes[..., 1]) < height_m)
+
+
+def planted(weights) -> np.ndarray:
+    """Where contact weights (any shape) say a foot is planted."""
+    return np.asarray(weights) >= PLANTED_WEIGHT
 
 
 def contact_weight(height, speed):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..anim.contacts import planted
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from .body import simulated_body
@@ -53,6 +54,6 @@ class PhysicalSolver:
             self.rebuild(motion)
         contacts = getattr(self.solver, "contacts", None)
         step = self.tracker.step(target_poses(motion, self.body)[0], dt,
-                                 None if contacts is None else np.asarray(contacts) >= 0.5)
+                                 None if contacts is None else planted(contacts))
         self.residual_force_n = step.residual_force_n
         return hands_on_solve(motion_of(step.qpos[None], motion, self.body), motion, self.arms)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..anim.contacts import contact_weights
+from ..anim.contacts import contact_weights, planted
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from ..quality.metrics import foot_skate_cm_s
@@ -49,7 +49,7 @@ def toe_contacts(motion: Motion) -> np.ndarray:
     """(F, 2) where the motion's own toes are planted (left, right), from their height and speed."""
     mapping = find_mapping(motion.skeleton)
     toes = motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
-    return np.stack([contact_weights(toes[:, k], motion.fps) for k in (0, 1)], axis=1) >= 0.5
+    return planted(np.stack([contact_weights(toes[:, k], motion.fps) for k in (0, 1)], axis=1))
 
 
 def balance_frames(soles: np.ndarray, centres: np.ndarray, planted: np.ndarray) -> float | None:

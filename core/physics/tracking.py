@@ -188,7 +188,12 @@ class PhysicsTracker:
             return np.zeros((0, 3))
         self.target_data.qpos[:] = qpos
         self.mujoco.mj_kinematics(self.body.model, self.target_data)
-        return self.target_data.xpos[self.task_bodies].copy()
+        return self.target_ends()
+
+    def target_ends(self) -> np.ndarray:
+        """(K, 3) the hands' and feet's joints in the pose `target_data` was last posed in (none without
+        task_weight)."""
+        return self.target_data.xpos[self.task_bodies].copy() if self.config.task_weight > 0.0 else np.zeros((0, 3))
 
     def tasks(self, ends: np.ndarray, end_velocities: np.ndarray) -> list:
         """(Jacobian (3, nv), wanted acceleration (3,)) of each hand and foot joint toward its target place `ends`
@@ -217,9 +222,7 @@ class PhysicsTracker:
         shift = lowest * float(np.clip(2.0 - lowest / band, 0.0, 1.0)) if band > 0.0 else 0.0
         grounded = np.array(target, dtype=float)
         grounded[1] -= shift
-        ends = self.target_data.xpos[self.task_bodies] - [0.0, shift, 0.0] if self.config.task_weight > 0.0 \
-            else np.zeros((0, 3))
-        return grounded, places - [0.0, shift, 0.0], ends
+        return grounded, places - [0.0, shift, 0.0], self.target_ends() - [0.0, shift, 0.0]
 
     def out_of_the_floor(self) -> None:
         """Where a sole point has gone under the floor, the body lifted out of it and its fall stopped (the floor

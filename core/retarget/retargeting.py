@@ -479,4 +479,3 @@ def on_bvh_skeleton(retargeted: RetargetedMotion, skeleton: Skeleton, fps: float
     local_positions = np.where(parents[:, None] >= 0, quat.inverse_rotate(
         rotations[:, np.maximum(parents, 0)], positions - positions[:, np.maximum(parents, 0)]), positions)
     return Motion(skeleton.scaled(retargeted.scale), local_rotations, local_positions, fps)
-

@@ -85,7 +85,7 @@ def prepare_clips(files, reference: np.ndarray | None = None, look_around_deg: f
     transforms, signals, names, skeleton, heads = [], [], [], None, []
     for i, path in enumerate(files):
         motion = read_bvh(path)
-        character = character or motion
+        character = motion if character is None else character
         if motion.skeleton.names != character.skeleton.names:  # another studio's: on the character's skeleton
             motion = retarget_motion(motion, character)
         simulated = simulate_stream(motion, SimulationConfig(fps=FPS, look_around_deg=look_around_deg,
