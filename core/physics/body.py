@@ -90,24 +90,55 @@ NEAR_FLOOR_M = 0.02
 """A sole point this near the floor may push on it in the tracking's quadratic program."""
 PLANTED_BAND_M = 0.01
 """A foot joint within this of its lowest heights (5th percentile) counts as planted when its sole is measured."""
+BALL_BREADTH = 0.055
+"""The foot's breadth across the ball, over body height (Drillis and Contini 1966's foot breadth)."""
+HEEL_BREADTH = 0.04
+"""The heel's breadth over body height (about 7 cm at 1.75 m: some 70 % of the ball's, as adults' feet are)."""
+TOE_LENGTH = 0.03
+"""How far past the ball the toe tip's sphere sits, over body height, where the skeleton gives its toes no end:
+the toes are about a quarter of a foot length of 0.152 (Drillis and Contini), less the sphere's radius."""
 
 
-def soles(motion: Motion, feet: list[int]) -> dict[int, list[np.ndarray]]:
-    """Per foot joint (heel: the foot; ball: the toes), the contact points under it in its own frame: straight
-    down (the floor's normal as the joint sees it when planted) by its planted height less SOLE_RADIUS_M, and for
-    the toes also under the toe tip (its end site)."""
+def sole_frame(motion: Motion, joint: int, ahead: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the point straight below `joint` at its sole: down, the floor's normal as the joint sees it when planted,
+    by its planted height less SOLE_RADIUS_M; the foot's forward along the floor and its across, unit vectors) in
+    the joint's own frame; `ahead` (F, 3): the foot's heel-to-ball direction in the world."""
     rotations, positions = motion.global_transforms()
+    height = positions[:, joint, 1]
+    planted = height <= np.percentile(height, 5) + PLANTED_BAND_M
+    down = quat.inverse_rotate(rotations[planted, joint], np.array([0.0, -1.0, 0.0])).mean(axis=0)
+    down /= np.linalg.norm(down)
+    forward = quat.inverse_rotate(rotations[planted, joint], ahead[planted]).mean(axis=0)
+    forward -= (forward @ down) * down
+    forward /= max(float(np.linalg.norm(forward)), 1e-9)
+    drop = max(float(np.median(height[planted])) - SOLE_RADIUS_M, 0.0)
+    return down * drop, forward, np.cross(down, forward)
+
+
+def soles(motion: Motion, body_height_m: float) -> dict[int, list[np.ndarray]]:
+    """Per foot joint, the contact points under it in its own frame: under the heel (the foot joint) and the ball
+    (the toes joint) a pair across the foot's breadth (HEEL_BREADTH, BALL_BREADTH), and one under the toe tip (the
+    toes' end site, or TOE_LENGTH past the ball); a foot without toes stands on one point under it and one under
+    its end site, if it has one."""
+    mapping = find_mapping(motion.skeleton)
+    positions = motion.global_positions()
     end_sites = dict(motion.skeleton.end_sites)
     points = {}
-    for j in feet:
-        height = positions[:, j, 1]
-        planted = height <= np.percentile(height, 5) + PLANTED_BAND_M
-        down = quat.inverse_rotate(rotations[planted, j], np.array([0.0, -1.0, 0.0])).mean(axis=0)
-        down /= np.linalg.norm(down)
-        drop = max(float(np.median(height[planted])) - SOLE_RADIUS_M, 0.0)
-        points[j] = [down * drop]
-        if j in end_sites:
-            points[j].append(np.asarray(end_sites[j], dtype=float) + down * drop)
+    for side in "lr":
+        foot, toes = mapping[f"{side}_foot"], mapping.joints.get(f"{side}_toes")
+        if toes is None:
+            below = sole_frame(motion, foot, np.zeros_like(positions[:, foot]))[0]
+            points[foot] = [below] + [np.asarray(end_sites[foot], dtype=float) + below] * (foot in end_sites)
+            continue
+        ahead = positions[:, toes] - positions[:, foot]
+        for joint, breadth in ((foot, HEEL_BREADTH), (toes, BALL_BREADTH)):
+            below, forward, across = sole_frame(motion, joint, ahead)
+            half = max(breadth * body_height_m / 2.0 - SOLE_RADIUS_M, 0.0)
+            points[joint] = [below - half * across, below + half * across]
+        tip = np.asarray(end_sites.get(toes, (0.0, 0.0, 0.0)), dtype=float)
+        if np.linalg.norm(tip) < SOLE_RADIUS_M:
+            tip = TOE_LENGTH * body_height_m * forward
+        points[toes].append(tip + below)
     return points
 
 
@@ -122,9 +153,7 @@ def body_xml(skeleton: Skeleton, config: PhysicsConfig, motion: Motion | None = 
     children = {j: [c for c in range(len(skeleton)) if skeleton.parents[c] == j] for j in range(len(skeleton))}
     end_sites = dict(skeleton.end_sites)
     radii = np.array([RADIUS_M[p] * size if p else 0.0 for p in parts])
-    mapping = find_mapping(skeleton)
-    feet = [mapping.joints[f"{s}_{j}"] for s in "lr" for j in ("foot", "toes") if f"{s}_{j}" in mapping.joints]
-    sole = soles(motion, feet) if motion is not None else {}
+    sole = soles(motion, height) if motion is not None else {}
     order: list[int] = []
 
     def body(j: int, depth: int) -> str:
