@@ -11,7 +11,8 @@ root's residual force r, as PhysCap and PIP do:
   floor and the bounded residual move it); the joint torques τ = (M q̈ + c − Jᵀf)_joints within their limits;
   each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
   sole points within NEAR_FLOOR_M of the floor; a sole point within LANDING_M of the floor or under it does not
-  accelerate into it harder than a spring on its height allows; |r| within PhysicsConfig's bounds.
+  accelerate into it harder than a spring on its height allows, nor, where the solver has its foot planted, slide
+  or lift (HOLD_BAND_M_S2; let go where its target drags it LET_GO_M away); |r| within PhysicsConfig's bounds.
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
 MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
@@ -47,6 +48,14 @@ INFINITE, EQUALITY = 1e30, 5
 """DAQP's unbounded side, and its sense flag for a row held with equality."""
 ITERATION_LIMIT = 1000
 """Active-set iterations a step may take; a step that needs more is reset onto its target (reported)."""
+HOLD_BAND_M_S2 = 0.1
+"""A sole point of a planted foot on the floor is held in place: its acceleration along the floor within this of
+stopping it in one step, and upward within this of the floor's spring (it neither slides nor lifts)."""
+LET_GO_M = 0.1
+"""... until its target is this far from it along the floor (the solver's contact is wrong, or its target drags the
+foot away): then it is only asked to stop sliding, as other held points are, until it is back within CAUGHT_M of
+its target or off the floor."""
+CAUGHT_M = 0.02
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -70,7 +79,8 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     """(q̈ (nv,), residual (6,), contact forces' generalised force (nv,)) of one step (module docstring), or None
     where DAQP finds no solution within the bounds (or gives up: a cycle, ITERATION_LIMIT). `contacts`: (height,
     Jacobian (3, nv), held) of each sole point near the floor, held where its foot stands (PhysicsTracker.step);
-    `tasks`: (Jacobian (3, nv), wanted acceleration (3,)) of each point asked to follow its target.
+    (pinned: held in place, `PhysicsTracker.held_in_place`); `tasks`: (Jacobian (3, nv), wanted acceleration
+    (3,)) of each point asked to follow its target.
     Solved by DAQP (Arnström's dual active-set method, with an iteration limit): the program is small and dense."""
     import daqp
 
@@ -89,31 +99,35 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
         hessian[:nv, :nv] += config.task_weight * jacobian.T @ jacobian
         gradient[:nv] -= config.task_weight * jacobian.T @ acceleration
     pushes = np.zeros((nv, nl))
-    landing, landing_low = [], []
-    for k, (height, jacobian, held) in enumerate(contacts):
+    bands = []  # (Jacobian row, lowest and highest acceleration allowed)
+    for k, (height, jacobian, held, pinned) in enumerate(contacts):
         pushes[:, 4 * k:4 * k + 4] = jacobian.T @ edges.T
         if held or height <= LANDING_M:
             across = jacobian[[0, 2]]
             hessian[:nv, :nv] += config.slide_weight * across.T @ across
             gradient[:nv] += config.slide_weight * across.T @ (across @ velocity) / dt
         if height <= LANDING_M:
-            row = np.zeros(n)
-            row[:nv] = jacobian[1]
-            landing.append(row)
-            landing_low.append(-(FLOOR_STIFFNESS * height + FLOOR_DAMPING * (jacobian[1] @ velocity)))
+            spring = -(FLOOR_STIFFNESS * height + FLOOR_DAMPING * (jacobian[1] @ velocity))
+            bands.append((jacobian[1], spring, INFINITE))
+            if pinned:
+                stops = -(jacobian[[0, 2]] @ velocity) / dt
+                bands.extend((jacobian[axis], stop - HOLD_BAND_M_S2, stop + HOLD_BAND_M_S2)
+                             for axis, stop in zip((0, 2), stops))
     motion_rows = np.concatenate([inertia, -pushes, np.zeros((nv, 6))], axis=1)
     motion_rows[:6, nv + nl:] = -np.eye(6)
     residual = np.array([config.residual_force_n] * 3 + [config.residual_torque_nm] * 3)
     units = np.concatenate([np.ones(nv), np.full(nl, UNITS["force"]), np.full(6, UNITS["residual"])])
     # Bounds on x / units first (accelerations free, forces' pyramid weights >= 0, the residual within its bounds),
     # then rows: the root's equations of motion (equalities), the joint torques within their limits, the landing
-    # springs.
-    rows = np.concatenate([motion_rows, np.reshape(landing, (-1, n))]) * units
+    # springs and the planted soles' holds.
+    band_rows = np.zeros((len(bands), n))
+    band_rows[:, :nv] = [row for row, _, _ in bands] if bands else np.zeros((0, nv))
+    rows = np.concatenate([motion_rows, band_rows]) * units
     free = np.full(nv, INFINITE)
     lower = np.concatenate([-free, np.zeros(nl), -residual / UNITS["residual"], -bias[:6],
-                            -torque_limits - bias[6:], landing_low])
+                            -torque_limits - bias[6:], [low for _, low, _ in bands]])
     upper = np.concatenate([free, np.full(nl, INFINITE), residual / UNITS["residual"], -bias[:6],
-                            torque_limits - bias[6:], np.full(len(landing), INFINITE)])
+                            torque_limits - bias[6:], [high for _, _, high in bands]])
     sense = np.zeros(len(lower), dtype=np.intc)
     sense[n:n + 6] = EQUALITY
     sense[nv + nl:n][residual <= 0.0] = EQUALITY
@@ -141,6 +155,8 @@ class PhysicsTracker:
         """MuJoCo bodies of the hands and feet (task points at their joints)."""
         self.previous_ends: np.ndarray | None = None
         self.previous_soles: np.ndarray | None = None
+        self.let_go = np.zeros(len(body.soles), dtype=bool)
+        """(S,) sole points of a planted foot let go (`held_in_place`)."""
         left = {simulated.index(j) + 1 for j in body.feet[:2]}
         self.sole_sides = np.array([0 if body.model.geom_bodyid[g] in left else 1 for g in body.soles])
         """(S,) each sole point's foot: 0 left, 1 right."""
@@ -162,6 +178,7 @@ class PhysicsTracker:
             self.previous = earlier.previous.copy()
             self.previous_ends = self.ends_at(self.previous)
         self.previous_soles = None if earlier.previous_soles is None else earlier.previous_soles.copy()
+        self.let_go = earlier.let_go.copy()
 
     def velocity(self, start: np.ndarray, end: np.ndarray, dt: float) -> np.ndarray:
         """The generalised velocity that moves `start` to `end` in `dt` seconds."""
@@ -169,17 +186,28 @@ class PhysicsTracker:
         self.mujoco.mj_differentiatePos(self.body.model, out, dt, start, end)
         return out
 
-    def contacts(self, standing: np.ndarray) -> list:
-        """(height, Jacobian (3, nv), held) of each sole point within NEAR_FLOOR_M of the floor; held where
-        `standing` (S,) says its foot stands."""
+    def held_in_place(self, planted: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        """(S,) the sole points held in place this step (HOLD_BAND_M_S2): those of the feet the solver has planted
+        (`planted` (S,)), but for those let go, whose target `targets` (S, 3) has gone LET_GO_M from them along the
+        floor and not yet come back within CAUGHT_M, nor left the floor."""
+        self.mujoco.mj_kinematics(self.body.model, self.data)
+        now = self.data.geom_xpos[self.body.soles] - [0.0, SOLE_RADIUS_M, 0.0]
+        apart = np.linalg.norm((now - targets)[:, [0, 2]], axis=1)
+        caught = (now[:, 1] > NEAR_FLOOR_M) | (apart < CAUGHT_M)
+        self.let_go = ~caught & (self.let_go | (apart > LET_GO_M))
+        return planted & ~self.let_go
+
+    def contacts(self, standing: np.ndarray, pinned: np.ndarray) -> list:
+        """(height, Jacobian (3, nv), held, pinned) of each sole point within NEAR_FLOOR_M of the floor; held where
+        `standing` (S,) says its foot stands, pinned where `pinned` (S,) holds it in place."""
         model, data = self.body.model, self.data
         found = []
-        for geom, stands in zip(self.body.soles, standing):
+        for geom, stands, pin in zip(self.body.soles, standing, pinned):
             point = data.geom_xpos[geom] - [0.0, SOLE_RADIUS_M, 0.0]
             if point[1] < NEAR_FLOOR_M:
                 jacobian = np.zeros((3, model.nv))
                 self.mujoco.mj_jac(model, data, jacobian, None, point, model.geom_bodyid[geom])
-                found.append((float(point[1]), jacobian, bool(stands)))
+                found.append((float(point[1]), jacobian, bool(stands), bool(pin)))
         return found
 
     def ends_at(self, qpos: np.ndarray) -> np.ndarray:
@@ -236,14 +264,16 @@ class PhysicsTracker:
     def step(self, target: np.ndarray, dt: float, planted: np.ndarray | None = None) -> PhysicsStep:
         """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it.
         `planted` (2,): where the solver has each foot (left, right) planted, if it says; a planted foot's soles
-        near the floor are held, as are those whose target stands still on it."""
+        near the floor are held, as are those whose target stands still on it, and those on it held in place."""
         target, soles, ends = self.grounded(target)
         standing = np.zeros(len(soles), dtype=bool) if self.previous_soles is None else \
             (np.linalg.norm((soles - self.previous_soles)[:, [0, 2]], axis=1) < STILL_M_S * dt) & (
                 soles[:, 1] <= LANDING_M)
         self.previous_soles = soles
-        if planted is not None:
-            standing |= np.asarray(planted, dtype=bool)[self.sole_sides]
+        planted_soles = np.zeros(len(soles), dtype=bool) if planted is None else \
+            np.asarray(planted, dtype=bool)[self.sole_sides]
+        standing |= planted_soles
+        pinned = self.held_in_place(planted_soles, soles)
         if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
             return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)
@@ -259,7 +289,7 @@ class PhysicsTracker:
             self.mujoco.mj_fullM(model, data, inertia)
             wanted = (config.stiffness * self.velocity(data.qpos, target, 1.0)
                       + config.damping * (target_velocity - data.qvel))
-            solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(standing),
+            solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(standing, pinned),
                                  self.body.torque_limits,
                                  config, data.qvel.copy(), h, self.tasks(ends, end_velocities))
             if solved is None:  # no step within the bounds: back onto the target, as after a teleport

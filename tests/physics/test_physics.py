@@ -205,6 +205,50 @@ def test_a_target_just_above_the_floor_is_stood_on_it(solved):
     np.testing.assert_array_equal(PhysicsTracker(body).grounded(flight)[0], flight)
 
 
+def test_a_planted_foot_stays_put_while_the_target_drags_it(solved):
+    """A standing target 1 cm above the floor slid along it, the solver saying both feet are planted: dragged 8 cm in
+    a second, the planted soles stay where they stood (measured 6 mm) while the hips follow (8 cm); without the
+    solver's contacts they slide 2-3.5 cm. Dragged 30 cm, the soles are let go once their target is LET_GO_M away,
+    so that a wrong contact cannot anchor the body (measured: they move 13-18 cm, the hips 30 cm)."""
+    from core.physics.metrics import soles_and_centre
+    from core.physics.tracking import PhysicsTracker, motion_of, target_poses
+
+    body = simulated_body(solved.motion.skeleton, PhysicsConfig(), _standing(solved, 1.0))
+    moved = []
+    for slide_m, planted in ((0.08, np.ones(2, dtype=bool)), (0.08, None), (0.3, np.ones(2, dtype=bool))):
+        target = _standing(solved, 3.0, lowered_m=-0.01)
+        target.positions[:, 1, 0] += slide_m * np.clip((np.arange(len(target)) - 60) / 60.0, 0.0, 1.0)
+        tracker = PhysicsTracker(body)
+        qpos = np.array([tracker.step(pose, 1.0 / 60.0, planted).qpos for pose in target_poses(target, body)])
+        soles = soles_and_centre(motion_of(qpos, target, body), body)[0]
+        moved.append((np.linalg.norm((soles[-1] - soles[59])[:, [0, 2]], axis=1).max(), qpos[-1, 0] - qpos[59, 0]))
+    (held, hips), (unheld, _), (let_go, hips_far) = moved
+    assert held < 0.01 and hips > 0.06
+    assert unheld > 0.015
+    assert let_go > 0.1 and hips_far > 0.25
+
+
+def test_a_planted_foot_is_let_go_when_its_target_goes_and_caught_when_it_comes_back(solved):
+    """held_in_place: a planted sole on the floor is held while its target is near; once the target is LET_GO_M away
+    along the floor it is let go, and stays so (5 cm away again) until the target is back within CAUGHT_M."""
+    from core.physics.body import NEAR_FLOOR_M, SOLE_RADIUS_M
+    from core.physics.tracking import CAUGHT_M, LET_GO_M, PhysicsTracker, target_poses
+
+    standing = _standing(solved, 0.1)
+    body = simulated_body(standing.skeleton, PhysicsConfig(), standing)
+    tracker = PhysicsTracker(body)
+    tracker.reset(target_poses(standing, body)[0])
+    soles = tracker.data.geom_xpos[body.soles] - [0.0, SOLE_RADIUS_M, 0.0]
+    planted = np.ones(len(body.soles), dtype=bool)
+    held = [tracker.held_in_place(planted, soles + [away, 0.0, 0.0])
+            for away in (0.05, LET_GO_M + 0.01, 0.05, CAUGHT_M / 2)]
+    on_floor = soles[:, 1] < NEAR_FLOOR_M
+    assert on_floor.any() and held[0][on_floor].all()
+    assert not held[1][on_floor].any() and not held[2][on_floor].any()
+    assert held[3][on_floor].all()
+    assert not tracker.held_in_place(np.zeros_like(planted), soles).any()
+
+
 def test_live_steps_give_the_offline_pass_exactly(solved):
     """The live path is the offline one, a frame at a time: PhysicsTracker.step over the targets as they come."""
     from core.physics.tracking import PhysicsTracker, target_poses
@@ -315,7 +359,8 @@ def _solve_cycling_qp(queue):
     from core.physics import tracking
 
     data = np.load(CYCLING_QP)
-    contacts = list(zip(data["contact_heights"], data["contact_jacobians"], data["contact_held"]))
+    contacts = list(zip(data["contact_heights"], data["contact_jacobians"], data["contact_held"],
+                        np.zeros(len(data["contact_held"]), dtype=bool)))  # recorded before planted soles were pinned
     tasks = list(zip(data["task_jacobians"], data["task_accelerations"]))
     answers = []
     for units in (tracking.UNITS, {"force": 1000.0, "residual": 100.0}):  # the same answer in other units

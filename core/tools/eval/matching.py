@@ -35,9 +35,10 @@ PAPER = {"root_cm": {"mm": 19.0, "db25": 22.0, "db10": 27.0}, "poses_used": {"mm
 METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "foot_skate_cm_s",
            "jitter")
 PHYSICS = ("floor_penetration_cm", "body_penetration_cm", "float_cm", "residual_force_n", "residual_torque_nm",
-           "balance_frames", "balance_frames_gt")
+           "balance_frames", "balance_frames_gt", "reset_frames")
 """The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them;
-`balance_frames_gt`: the truth's own balance by the same rule (its own body, soles and toe contacts)."""
+`balance_frames_gt`: the truth's own balance by the same rule (its own body, soles and toe contacts);
+`reset_frames`: the share of frames where the simulation was put back onto its target."""
 
 
 def solvers(database: PoseDatabase, config: MatchingConfig, model, methods) -> dict[str, MotionMatchingSolver]:
