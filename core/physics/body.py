@@ -100,8 +100,8 @@ the toes are about a quarter of a foot length of 0.152 (Drillis and Contini), le
 
 
 def sole_frame(motion: Motion, joint: int, ahead: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(the point straight below `joint` at its sole: down, the floor's normal as the joint sees it when planted,
-    by its planted height less SOLE_RADIUS_M; the foot's forward along the floor and its across, unit vectors) in
+    """(down: the floor's normal as `joint` sees it while planted (within PLANTED_BAND_M of its lowest heights);
+    the foot's forward along the floor and its across, unit vectors, or zeros where `ahead` gives no forward) in
     the joint's own frame; `ahead` (F, 3): the foot's heel-to-ball direction in the world."""
     rotations, positions = motion.global_transforms()
     height = positions[:, joint, 1]
@@ -110,35 +110,51 @@ def sole_frame(motion: Motion, joint: int, ahead: np.ndarray) -> tuple[np.ndarra
     down /= np.linalg.norm(down)
     forward = quat.inverse_rotate(rotations[planted, joint], ahead[planted]).mean(axis=0)
     forward -= (forward @ down) * down
-    forward /= max(float(np.linalg.norm(forward)), 1e-9)
-    drop = max(float(np.median(height[planted])) - SOLE_RADIUS_M, 0.0)
-    return down * drop, forward, np.cross(down, forward)
+    length = float(np.linalg.norm(forward))
+    if length < 1e-6:
+        return down, np.zeros(3), np.zeros(3)
+    forward /= length
+    return down, forward, np.cross(down, forward)
+
+
+def on_the_sole(motion: Motion, joint: int, point: np.ndarray, down: np.ndarray, lowest: float = 0.0) -> np.ndarray:
+    """`point` (3,) in `joint`'s frame moved along `down` so that a contact sphere there rests on the floor while
+    the joint is planted: by the point's median height over those frames less SOLE_RADIUS_M, at least `lowest`."""
+    rotations, positions = motion.global_transforms()
+    planted = positions[:, joint, 1] <= np.percentile(positions[:, joint, 1], 5) + PLANTED_BAND_M
+    heights = positions[planted, joint, 1] + quat.rotate(rotations[planted, joint], point)[:, 1]
+    return point + down * max(float(np.median(heights)) - SOLE_RADIUS_M, lowest)
 
 
 def soles(motion: Motion, body_height_m: float) -> dict[int, list[np.ndarray]]:
-    """Per foot joint, the contact points under it in its own frame: under the heel (the foot joint) and the ball
-    (the toes joint) a pair across the foot's breadth (HEEL_BREADTH, BALL_BREADTH), and one under the toe tip (the
-    toes' end site, or TOE_LENGTH past the ball); a foot without toes stands on one point under it and one under
-    its end site, if it has one."""
+    """Per foot joint, the contact points under it in its own frame, each resting on the floor while planted
+    (`on_the_sole`): under the heel (the foot joint) and the ball (the toes joint) a pair across the foot's breadth
+    (HEEL_BREADTH, BALL_BREADTH), and one under the toe tip (the toes' end site, or TOE_LENGTH past the ball); a
+    foot without toes, or whose toes sit on it, stands on one point under it and one under its end site, if it
+    has one."""
     mapping = find_mapping(motion.skeleton)
     positions = motion.global_positions()
     end_sites = dict(motion.skeleton.end_sites)
+    origin = np.zeros(3)
     points = {}
     for side in "lr":
         foot, toes = mapping[f"{side}_foot"], mapping.joints.get(f"{side}_toes")
-        if toes is None:
-            below = sole_frame(motion, foot, np.zeros_like(positions[:, foot]))[0]
-            points[foot] = [below] + [np.asarray(end_sites[foot], dtype=float) + below] * (foot in end_sites)
+        ahead = positions[:, toes] - positions[:, foot] if toes is not None else np.zeros_like(positions[:, foot])
+        down, forward, across = sole_frame(motion, foot, ahead)
+        if toes is None or not forward.any():
+            below = on_the_sole(motion, foot, origin, down)
+            points[foot] = [below] + [on_the_sole(motion, foot, np.asarray(end_sites[foot], dtype=float), down,
+                                                  -np.inf)] * (foot in end_sites)
             continue
-        ahead = positions[:, toes] - positions[:, foot]
         for joint, breadth in ((foot, HEEL_BREADTH), (toes, BALL_BREADTH)):
-            below, forward, across = sole_frame(motion, joint, ahead)
+            if joint == toes:
+                down, forward, across = sole_frame(motion, toes, ahead)
+            below = on_the_sole(motion, joint, origin, down)
             half = max(breadth * body_height_m / 2.0 - SOLE_RADIUS_M, 0.0)
             points[joint] = [below - half * across, below + half * across]
-        tip = np.asarray(end_sites.get(toes, (0.0, 0.0, 0.0)), dtype=float)
-        if np.linalg.norm(tip) < SOLE_RADIUS_M:
-            tip = TOE_LENGTH * body_height_m * forward
-        points[toes].append(tip + below)
+        tip = np.asarray(end_sites.get(toes, origin), dtype=float)
+        points[toes].append(on_the_sole(motion, toes, tip, down, -np.inf) if np.linalg.norm(tip) >= SOLE_RADIUS_M
+                            else below + TOE_LENGTH * body_height_m * forward)
     return points
 
 

@@ -12,7 +12,7 @@ root's residual force r, as PhysCap and PIP do:
   each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
   sole points within NEAR_FLOOR_M of the floor; a sole point within LANDING_M of the floor or under it does not
   accelerate into it harder than a spring on its height allows, nor, where the solver has its foot planted, slide
-  or lift (HOLD_BAND_M_S2; let go where its target drags it LET_GO_M away); |r| within PhysicsConfig's bounds.
+  along it (HOLD_BAND_M_S2; let go where its target drags it LET_GO_M away); |r| within PhysicsConfig's bounds.
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
 MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
@@ -49,8 +49,8 @@ INFINITE, EQUALITY = 1e30, 5
 ITERATION_LIMIT = 1000
 """Active-set iterations a step may take; a step that needs more is reset onto its target (reported)."""
 HOLD_BAND_M_S2 = 0.1
-"""A sole point of a planted foot on the floor is held in place: its acceleration along the floor within this of
-stopping it in one step, and upward within this of the floor's spring (it neither slides nor lifts)."""
+"""A sole point of a planted foot on the floor is held in place along it: its acceleration along the floor within
+this of stopping it in one step (m/s²)."""
 LET_GO_M = 0.1
 """... until its target is this far from it along the floor (the solver's contact is wrong, or its target drags the
 foot away): then it is only asked to stop sliding, as other held points are, until it is back within CAUGHT_M of
@@ -165,6 +165,7 @@ class PhysicsTracker:
         """The body put at `qpos` moving at `qvel` (still without)."""
         self.data.qpos[:] = qpos
         self.data.qvel[:] = 0.0 if qvel is None else qvel
+        self.let_go[:] = False
         self.mujoco.mj_forward(self.body.model, self.data)
         self.previous = np.array(qpos, dtype=float)
         self.previous_ends = self.ends_at(qpos)
@@ -194,7 +195,7 @@ class PhysicsTracker:
         now = self.data.geom_xpos[self.body.soles] - [0.0, SOLE_RADIUS_M, 0.0]
         apart = np.linalg.norm((now - targets)[:, [0, 2]], axis=1)
         caught = (now[:, 1] > NEAR_FLOOR_M) | (apart < CAUGHT_M)
-        self.let_go = ~caught & (self.let_go | (apart > LET_GO_M))
+        self.let_go = planted & ~caught & (self.let_go | (apart > LET_GO_M))
         return planted & ~self.let_go
 
     def contacts(self, standing: np.ndarray, pinned: np.ndarray) -> list:
@@ -273,10 +274,10 @@ class PhysicsTracker:
         planted_soles = np.zeros(len(soles), dtype=bool) if planted is None else \
             np.asarray(planted, dtype=bool)[self.sole_sides]
         standing |= planted_soles
-        pinned = self.held_in_place(planted_soles, soles)
         if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
             return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)
+        pinned = self.held_in_place(planted_soles, soles)
         model, data, config = self.body.model, self.data, self.config
         target_velocity = self.velocity(self.previous, target, max(dt, 1e-6))
         end_velocities = (ends - self.previous_ends) / max(dt, 1e-6)

@@ -63,8 +63,8 @@ def _soles_by_foot(body, motion: Motion) -> list[np.ndarray]:
 def test_each_foot_stands_on_its_breadth_and_its_toes(solved):
     """Under each heel and ball a pair of contact spheres the foot's breadth apart (HEEL_BREADTH, BALL_BREADTH of
     the body's height, less the spheres' radii), and one under the toe tip: TOE_LENGTH past the ball where the
-    skeleton's toes end where they start (these fixtures), at their end site where they have one (a CMU
-    skeleton); a standing pose stands on all of them."""
+    skeleton's toes end where they start (these fixtures), under their end site where they have one (a CMU
+    skeleton), resting on the floor; a standing pose stands on all of them."""
     from core.physics.body import BALL_BREADTH, HEEL_BREADTH, SOLE_RADIUS_M, TOE_LENGTH
 
     standing = _standing(solved, 0.5)
@@ -81,8 +81,9 @@ def test_each_foot_stands_on_its_breadth_and_its_toes(solved):
     cmu = read_bvh(TESTS / "data" / "cmu_3dsmax_names.bvh")
     body = simulated_body(cmu.skeleton, PhysicsConfig(), cmu)
     toe_end = np.linalg.norm(dict(cmu.skeleton.end_sites)[body.feet[1]])
-    for foot in _soles_by_foot(body, cmu):
-        assert np.linalg.norm(foot[4] - foot[2:4].mean(axis=0)) == pytest.approx(toe_end, abs=1e-5)
+    for foot in _soles_by_foot(body, cmu):  # its tip rests on the floor, its end site's length ahead of the ball
+        assert abs(foot[4, 1]) < 0.005
+        assert np.linalg.norm((foot[4] - foot[2:4].mean(axis=0))[[0, 2]]) == pytest.approx(toe_end, abs=0.005)
 
 
 def test_standing_still_the_floor_carries_the_body(solved):
@@ -208,8 +209,8 @@ def test_a_target_just_above_the_floor_is_stood_on_it(solved):
 def test_a_planted_foot_stays_put_while_the_target_drags_it(solved):
     """A standing target 1 cm above the floor slid along it, the solver saying both feet are planted: dragged 8 cm in
     a second, the planted soles stay where they stood (measured 6 mm) while the hips follow (8 cm); without the
-    solver's contacts they slide 2-3.5 cm. Dragged 30 cm, the soles are let go once their target is LET_GO_M away,
-    so that a wrong contact cannot anchor the body (measured: they move 13-18 cm, the hips 30 cm)."""
+    solver's contacts they slide 2-3.5 cm. Dragged 30 cm, the legs lean and the soles lift off the floor, where they
+    are not held: the hold is along the floor, not onto it (measured: they move 13-18 cm, the hips 30 cm)."""
     from core.physics.metrics import soles_and_centre
     from core.physics.tracking import PhysicsTracker, motion_of, target_poses
 
@@ -230,7 +231,8 @@ def test_a_planted_foot_stays_put_while_the_target_drags_it(solved):
 
 def test_a_planted_foot_is_let_go_when_its_target_goes_and_caught_when_it_comes_back(solved):
     """held_in_place: a planted sole on the floor is held while its target is near; once the target is LET_GO_M away
-    along the floor it is let go, and stays so (5 cm away again) until the target is back within CAUGHT_M."""
+    along the floor it is let go, and stays so (5 cm away again) until the target is back within CAUGHT_M or the
+    foot has left the floor."""
     from core.physics.body import NEAR_FLOOR_M, SOLE_RADIUS_M
     from core.physics.tracking import CAUGHT_M, LET_GO_M, PhysicsTracker, target_poses
 
@@ -246,37 +248,49 @@ def test_a_planted_foot_is_let_go_when_its_target_goes_and_caught_when_it_comes_
     assert on_floor.any() and held[0][on_floor].all()
     assert not held[1][on_floor].any() and not held[2][on_floor].any()
     assert held[3][on_floor].all()
+    assert not tracker.held_in_place(planted, soles + [LET_GO_M + 0.01, 0.0, 0.0])[on_floor].any()
+    tracker.data.qpos[1] += 0.05  # the body lifted: its feet leave the floor
+    assert tracker.held_in_place(planted, soles + [LET_GO_M + 0.01, 0.0, 0.0]).all()
+    tracker.data.qpos[1] -= 0.05
+    assert tracker.held_in_place(planted, soles + [0.05, 0.0, 0.0])[on_floor].all()
     assert not tracker.held_in_place(np.zeros_like(planted), soles).any()
 
 
 def test_live_steps_give_the_offline_pass_exactly(solved):
-    """The live path is the offline one, a frame at a time: PhysicsTracker.step over the targets as they come."""
+    """The live path is the offline one, a frame at a time: PhysicsTracker.step over the targets and the solver's
+    contacts as they come."""
     from core.physics.tracking import PhysicsTracker, target_poses
+    from core.solve import solver_contacts
 
-    motion = solved.motion[:45]
-    offline = track(motion)
+    motion, planted = solved.motion[:45], solver_contacts(solved)[:45]
+    offline = track(motion, PhysicsConfig(), planted)
     tracker = PhysicsTracker(offline.body)
-    live = np.array([tracker.step(target, 1.0 / motion.fps).qpos for target in target_poses(motion, offline.body)])
+    live = np.array([tracker.step(target, 1.0 / motion.fps, feet).qpos
+                     for target, feet in zip(target_poses(motion, offline.body), planted)])
     np.testing.assert_allclose(live, target_poses(offline.motion, offline.body), atol=1e-9)
 
 
 def test_a_rebuilt_tracker_goes_on_as_the_one_it_replaces(solved):
     """PhysicalSolver rebuilds the body as the solver fits the arms: the new tracker goes on from the old one's
     state and last target, so its steps are the old one's (resetting onto the simulated pose alone would take the
-    target's velocity from it, and forget which soles stood)."""
+    target's velocity from it, and forget which soles stood, and which planted ones were let go)."""
     from core.physics.tracking import PhysicsTracker, target_poses
+    from core.solve import solver_contacts
 
-    motion = solved.motion[:40]
+    motion, planted = solved.motion[:60], solver_contacts(solved)[:60]
     body = simulated_body(motion.skeleton, PhysicsConfig(), motion)
     targets = target_poses(motion, body)
     going, replaced = PhysicsTracker(body), PhysicsTracker(body)
-    for target in targets[:30]:
-        going.step(target, 1 / 60)
-        replaced.step(target, 1 / 60)
+    for target, feet in zip(targets[:30], planted):
+        going.step(target, 1 / 60, feet)
+        replaced.step(target, 1 / 60, feet)
+    going.let_go[:], replaced.let_go[:] = True, True  # as if every planted sole's target had just gone
     rebuilt = PhysicsTracker(body)
     rebuilt.go_on_from(replaced)
-    for target in targets[30:]:
-        np.testing.assert_allclose(rebuilt.step(target, 1 / 60).qpos, going.step(target, 1 / 60).qpos, atol=1e-9)
+    assert rebuilt.let_go.all()
+    for target, feet in zip(targets[30:], planted[30:]):
+        np.testing.assert_allclose(rebuilt.step(target, 1 / 60, feet).qpos, going.step(target, 1 / 60, feet).qpos,
+                                   atol=1e-9)
 
 
 def test_a_live_solver_steps_through_the_simulated_body(solved):

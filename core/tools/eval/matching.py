@@ -38,7 +38,7 @@ PHYSICS = ("floor_penetration_cm", "body_penetration_cm", "float_cm", "residual_
            "balance_frames", "balance_frames_gt", "reset_frames")
 """The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them;
 `balance_frames_gt`: the truth's own balance by the same rule (its own body, soles and toe contacts);
-`reset_frames`: the share of frames where the simulation was put back onto its target."""
+`reset_frames`: the share of frames after the first where the simulation was put back onto its target."""
 
 
 def solvers(database: PoseDatabase, config: MatchingConfig, model, methods) -> dict[str, MotionMatchingSolver]:
