@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from conftest import FIXTURE_WALK_1, TESTS
 
 from core.anim.motion import Motion
+from core.anim.skeleton import Skeleton
 from core.config import PhysicsConfig, SimulationConfig
 from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh
@@ -84,6 +85,37 @@ def test_each_foot_stands_on_its_breadth_and_its_toes(solved):
     for foot in _soles_by_foot(body, cmu):  # its tip rests on the floor, its end site's length ahead of the ball
         assert abs(foot[4, 1]) < 0.005
         assert np.linalg.norm((foot[4] - foot[2:4].mean(axis=0))[[0, 2]]) == pytest.approx(toe_end, abs=0.005)
+
+
+@settings(max_examples=25, deadline=None)
+@given(frames=st.integers(1, 30), start=st.integers(0, 200), scale=st.floats(0.5, 2.0), tremor_deg=st.floats(0.0, 40.0),
+       seed=st.integers(0, 2 ** 16), toe_end=st.sampled_from([None, (0.0, -0.013, 0.049), (0.0, 0.0, 0.0)]))
+def test_any_stretch_of_any_size_stands_on_finite_soles(frames, start, scale, tremor_deg, seed, toe_end):
+    """Soles from user motion: a few frames or many, a person of any size, joints turned at random, toes with an end
+    site pointing down, none, or one of no length: five finite points a foot, each pair the foot's breadth apart."""
+    from core.math import quat
+    from core.physics.body import HEEL_BREADTH, SOLE_RADIUS_M, soles
+
+    clip = read_bvh(FIXTURE_WALK_1)
+    clip = clip[start % len(clip):][:frames].scaled(scale)
+    turns = np.random.default_rng(seed).normal(size=clip.rotations.shape[:2] + (3,))
+    turns *= np.radians(tremor_deg) / np.maximum(np.linalg.norm(turns, axis=-1, keepdims=True), 1e-9)
+    sites = dict(clip.skeleton.end_sites)
+    toes = [j for j, name in enumerate(clip.skeleton.names) if "toe" in name.lower()]
+    for j in toes:
+        sites.pop(j, None)
+        if toe_end is not None:
+            sites[j] = tuple(scale * c for c in toe_end)
+    skeleton = Skeleton(clip.skeleton.names, clip.skeleton.parents, clip.skeleton.offsets, tuple(sites.items()))
+    motion = Motion(skeleton, quat.multiply(clip.rotations, quat.from_rotation_vector(turns)), clip.positions,
+                    clip.fps)
+    height = body_height(skeleton)
+    points = soles(motion, height)
+    assert len(points) == 4 and all(np.isfinite(p).all() for p in points.values())
+    heels = [points[j] for j in points if j not in toes]
+    for heel in heels:
+        assert np.linalg.norm(heel[0] - heel[1]) == pytest.approx(HEEL_BREADTH * height - 2 * SOLE_RADIUS_M, abs=1e-9)
+    assert sum(len(p) for p in points.values()) == 10
 
 
 def test_standing_still_the_floor_carries_the_body(solved):
