@@ -99,13 +99,17 @@ TOE_LENGTH = 0.03
 the toes are about a quarter of a foot length of 0.152 (Drillis and Contini), less the sphere's radius."""
 
 
-def sole_frame(motion: Motion, joint: int, ahead: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(down: the floor's normal as `joint` sees it while planted (within PLANTED_BAND_M of its lowest heights);
-    the foot's forward along the floor and its across, unit vectors, or zeros where `ahead` gives no forward) in
-    the joint's own frame; `ahead` (F, 3): the foot's heel-to-ball direction in the world."""
-    rotations, positions = motion.global_transforms()
-    height = positions[:, joint, 1]
-    planted = height <= np.percentile(height, 5) + PLANTED_BAND_M
+def planted_frames(heights: np.ndarray) -> np.ndarray:
+    """Where a joint at `heights` (F,) counts as planted: within PLANTED_BAND_M of its lowest heights."""
+    return heights <= np.percentile(heights, 5) + PLANTED_BAND_M
+
+
+def sole_frame(rotations: np.ndarray, positions: np.ndarray, joint: int, ahead: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(down: the floor's normal as `joint` sees it while planted; the foot's forward along the floor and its
+    across, unit vectors, or zeros where `ahead` gives no forward) in the joint's own frame, from a motion's global
+    rotations and positions (F, J, ...); `ahead` (F, 3): the foot's heel-to-ball direction in the world."""
+    planted = planted_frames(positions[:, joint, 1])
     down = quat.inverse_rotate(rotations[planted, joint], np.array([0.0, -1.0, 0.0])).mean(axis=0)
     down /= np.linalg.norm(down)
     forward = quat.inverse_rotate(rotations[planted, joint], ahead[planted]).mean(axis=0)
@@ -117,11 +121,11 @@ def sole_frame(motion: Motion, joint: int, ahead: np.ndarray) -> tuple[np.ndarra
     return down, forward, np.cross(down, forward)
 
 
-def on_the_sole(motion: Motion, joint: int, point: np.ndarray, down: np.ndarray, lowest: float = 0.0) -> np.ndarray:
+def on_the_sole(rotations: np.ndarray, positions: np.ndarray, joint: int, point: np.ndarray, down: np.ndarray,
+                lowest: float = 0.0) -> np.ndarray:
     """`point` (3,) in `joint`'s frame moved along `down` so that a contact sphere there rests on the floor while
     the joint is planted: by the point's median height over those frames less SOLE_RADIUS_M, at least `lowest`."""
-    rotations, positions = motion.global_transforms()
-    planted = positions[:, joint, 1] <= np.percentile(positions[:, joint, 1], 5) + PLANTED_BAND_M
+    planted = planted_frames(positions[:, joint, 1])
     heights = positions[planted, joint, 1] + quat.rotate(rotations[planted, joint], point)[:, 1]
     return point + down * max(float(np.median(heights)) - SOLE_RADIUS_M, lowest)
 
@@ -133,27 +137,28 @@ def soles(motion: Motion, body_height_m: float) -> dict[int, list[np.ndarray]]:
     foot without toes, or whose toes sit on it, stands on one point under it and one under its end site, if it
     has one."""
     mapping = find_mapping(motion.skeleton)
-    positions = motion.global_positions()
+    pose = motion.global_transforms()
+    positions = pose[1]
     end_sites = dict(motion.skeleton.end_sites)
     origin = np.zeros(3)
     points = {}
     for side in "lr":
         foot, toes = mapping[f"{side}_foot"], mapping.joints.get(f"{side}_toes")
         ahead = positions[:, toes] - positions[:, foot] if toes is not None else np.zeros_like(positions[:, foot])
-        down, forward, across = sole_frame(motion, foot, ahead)
+        down, forward, across = sole_frame(*pose, foot, ahead)
         if toes is None or not forward.any():
-            below = on_the_sole(motion, foot, origin, down)
-            points[foot] = [below] + [on_the_sole(motion, foot, np.asarray(end_sites[foot], dtype=float), down,
+            below = on_the_sole(*pose, foot, origin, down)
+            points[foot] = [below] + [on_the_sole(*pose, foot, np.asarray(end_sites[foot], dtype=float), down,
                                                   -np.inf)] * (foot in end_sites)
             continue
         for joint, breadth in ((foot, HEEL_BREADTH), (toes, BALL_BREADTH)):
             if joint == toes:
-                down, forward, across = sole_frame(motion, toes, ahead)
-            below = on_the_sole(motion, joint, origin, down)
+                down, forward, across = sole_frame(*pose, toes, ahead)
+            below = on_the_sole(*pose, joint, origin, down)
             half = max(breadth * body_height_m / 2.0 - SOLE_RADIUS_M, 0.0)
             points[joint] = [below - half * across, below + half * across]
         tip = np.asarray(end_sites.get(toes, origin), dtype=float)
-        points[toes].append(on_the_sole(motion, toes, tip, down, -np.inf) if np.linalg.norm(tip) >= SOLE_RADIUS_M
+        points[toes].append(on_the_sole(*pose, toes, tip, down, -np.inf) if np.linalg.norm(tip) >= SOLE_RADIUS_M
                             else below + TOE_LENGTH * body_height_m * forward)
     return points
 

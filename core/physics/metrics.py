@@ -83,5 +83,6 @@ def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
             "residual_force_n": round(float(result.residual_force_n.mean()), 1),
             "residual_torque_nm": round(float(result.residual_torque_nm.mean()), 1),
             "balance_frames": balance_frames(soles, centres, planted),
-            "resets": int(result.resets.sum()), "reset_frames": round(float(result.resets[1:].mean()), 4) if len(result.resets) > 1 else 0.0,
+            "resets": int(result.resets.sum()),
+            "reset_frames": round(float(result.resets[1:].mean()), 4) if len(result.resets) > 1 else 0.0,
             "ms_per_frame": round(result.ms_per_frame, 2)}

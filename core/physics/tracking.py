@@ -56,6 +56,7 @@ LET_GO_M = 0.1
 foot away): then it is only asked to stop sliding, as other held points are, until it is back within CAUGHT_M of
 its target or off the floor."""
 CAUGHT_M = 0.02
+"""A let-go sole point whose target is back within this of it along the floor is held in place again."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
