@@ -425,7 +425,7 @@ class PhysicsConfig:
     step (PhysCap's formulation) in place of Neural3Points' trained policy (§5)."""
 
     sim_hz: float = 60.0
-    """Simulation steps a second."""
+    """Simulation steps a second, at least: a frame of a faster stream is one step of its own length."""
     stiffness: float = 400.0
     """Tracking gain on the pose error, 1/s^2 (the joints come back at about 3 Hz)."""
     damping: float = 40.0

@@ -57,6 +57,9 @@ foot away): then it is only asked to stop sliding, as other held points are, unt
 its target or off the floor."""
 CAUGHT_M = 0.02
 """A let-go sole point whose target is back within this of it along the floor is held in place again."""
+SHORTEST_STEP_S = 1e-3
+"""A frame's time is simulated in equal steps no longer than 1/sim_hz, and at least this long (a stream that
+repeats a timestamp still moves the body a millisecond)."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -283,9 +286,10 @@ class PhysicsTracker:
         target_velocity = self.velocity(self.previous, target, max(dt, 1e-6))
         end_velocities = (ends - self.previous_ends) / max(dt, 1e-6)
         self.previous, self.previous_ends = np.array(target, dtype=float), ends
-        h = 1.0 / config.sim_hz
+        steps = max(1, int(np.ceil(dt * config.sim_hz - 1e-6)))
+        h = max(dt, SHORTEST_STEP_S) / steps
         forces, torques = [], []
-        for _ in range(max(1, int(round(dt * config.sim_hz)))):
+        for _ in range(steps):
             self.mujoco.mj_forward(model, data)
             inertia = np.zeros((model.nv, model.nv))
             self.mujoco.mj_fullM(model, data, inertia)
