@@ -16,8 +16,8 @@ root's residual force r, as PhysCap and PIP do:
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
 MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
-than `teleport_m`, or a step the QP finds no answer for within its bounds and ITERATION_LIMIT, resets the simulation
-onto the target (reported per frame).
+than `teleport_m`, a frame longer than LONGEST_FRAME_S, or a step the QP finds no answer for within its bounds and
+ITERATION_LIMIT, resets the simulation onto the target (reported per frame).
 """
 from __future__ import annotations
 
@@ -60,6 +60,9 @@ CAUGHT_M = 0.02
 SHORTEST_STEP_S = 1e-3
 """A frame's time is simulated in equal steps no longer than 1/sim_hz, and at least this long (a stream that
 repeats a timestamp still moves the body a millisecond)."""
+LONGEST_FRAME_S = 0.25
+"""A frame longer than this (tracking lost, the stream paused) resets the body onto its target, as a teleport does,
+rather than simulating the gap in up to sim_hz steps a second."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -278,7 +281,8 @@ class PhysicsTracker:
         planted_soles = np.zeros(len(soles), dtype=bool) if planted is None else \
             np.asarray(planted, dtype=bool)[self.sole_sides]
         standing |= planted_soles
-        if self.previous is None or np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
+        if self.previous is None or dt > LONGEST_FRAME_S or \
+                np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
             return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)
         pinned = self.held_in_place(planted_soles, soles)

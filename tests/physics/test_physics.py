@@ -150,6 +150,19 @@ def test_a_teleport_resets_the_body_onto_its_target(solved):
     assert np.isfinite(result.motion.positions).all()
 
 
+def test_a_long_gap_in_a_live_stream_resets_the_body_onto_its_target(solved):
+    """Tracking lost for two seconds: the next frame puts the body on its target (reported) instead of simulating
+    the gap in 120 steps; a frame of a fifth of a second is simulated."""
+    from core.physics.tracking import LONGEST_FRAME_S, PhysicsTracker, target_poses
+
+    targets = target_poses(solved.motion[:60], simulated_body(solved.motion.skeleton, PhysicsConfig(), solved.motion))
+    tracker = PhysicsTracker(simulated_body(solved.motion.skeleton, PhysicsConfig(), solved.motion))
+    steps = [tracker.step(target, dt) for target, dt in zip(targets, [1 / 60] * 30 + [2.0] + [1 / 60] * 14 +
+                                                           [0.8 * LONGEST_FRAME_S] + [1 / 60] * 14)]
+    assert [k for k, step in enumerate(steps) if step.reset] == [0, 30]
+    np.testing.assert_allclose(steps[30].qpos[3:], targets[30][3:], atol=1e-12)
+
+
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(friction=st.floats(0.2, 2.0), torque_scale=st.floats(0.3, 3.0), residual=st.floats(0.0, 600.0),
        start=st.integers(0, 60), frames=st.integers(1, 40))
