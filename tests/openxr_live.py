@@ -291,6 +291,7 @@ def extension_wheel(zip_path: str, folder: str) -> dict:
         for name in [n for n in sys.modules if n.startswith("xr.")]:
             sys.modules.pop(name)
         sys.path.insert(0, str(unpacked[0]))  # ahead of this environment's own pyopenxr
+        importlib.invalidate_caches()  # a directory listed while the install was writing it would hide modules
         bundled = importlib.import_module("xr")
         result["xr_file"] = bundled.__file__
         result["extensions"] = sorted(str(e) for e in bundled.enumerate_instance_extension_properties())
