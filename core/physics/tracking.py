@@ -5,8 +5,9 @@ root's residual force r, as PhysCap and PIP do:
 - minimise |q̈ − q̈*|² (q̈*: back onto the target, critically damped: PhysicsConfig stiffness and damping on
   MuJoCo's `mj_differentiatePos` error) + task_weight·|the hands' and feet's joints accelerate toward the
   target's places|² + slide_weight·|sole points on the floor (within LANDING_M), or near it where their foot
-  stands (the solver has it planted, or its target stands still on the floor), stop sliding|² + small |r|², |f|²
-  (a foot the target swings just above the floor swings on);
+  stands (the solver has it planted, or its target stands still on the floor), stop sliding|² +
+  PLANTED_DOWN_WEIGHT·|sole points held in place stay down|² + small |r|², |f|² (a foot the target swings just
+  above the floor swings on);
 - subject to the equations of motion's root rows, M_r q̈ + c_r = (Jᵀf)_r + r (the root has no motor: only the
   floor and the bounded residual move it); the joint torques τ = (M q̈ + c − Jᵀf)_joints within their limits;
   each contact force a non-negative sum of its friction pyramid's edges (unilateral, within friction), at the
@@ -57,6 +58,9 @@ foot away): then it is only asked to stop sliding, as other held points are, unt
 its target or off the floor."""
 CAUGHT_M = 0.02
 """A let-go sole point whose target is back within this of it along the floor is held in place again."""
+PLANTED_DOWN_WEIGHT = 300.0
+"""How hard a sole point held in place is asked to stay on the floor: its upward acceleration against the floor's
+spring, a cost (as a bound it made the program infeasible wherever a heel rose against it)."""
 SHORTEST_STEP_S = 1e-3
 """A frame's time is simulated in equal steps no longer than 1/sim_hz, and at least this long (a stream that
 repeats a timestamp still moves the body a millisecond)."""
@@ -117,6 +121,8 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
             spring = -(FLOOR_STIFFNESS * height + FLOOR_DAMPING * (jacobian[1] @ velocity))
             bands.append((jacobian[1], spring, INFINITE))
             if pinned:
+                hessian[:nv, :nv] += PLANTED_DOWN_WEIGHT * np.outer(jacobian[1], jacobian[1])
+                gradient[:nv] -= PLANTED_DOWN_WEIGHT * spring * jacobian[1]
                 stops = -(jacobian[[0, 2]] @ velocity) / dt
                 bands.extend((jacobian[axis], stop - HOLD_BAND_M_S2, stop + HOLD_BAND_M_S2)
                              for axis, stop in zip((0, 2), stops))
