@@ -45,10 +45,15 @@ def soles_and_centre(motion: Motion, body: SimulatedBody) -> tuple[np.ndarray, n
     return floor_points(motion, body)[:2]
 
 
+def toe_positions(motion: Motion) -> np.ndarray:
+    """(F, 2, 3) the motion's toes (left, right) in the world."""
+    mapping = find_mapping(motion.skeleton)
+    return motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+
+
 def toe_contacts(motion: Motion) -> np.ndarray:
     """(F, 2) where the motion's own toes are planted (left, right), from their height and speed."""
-    mapping = find_mapping(motion.skeleton)
-    toes = motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+    toes = toe_positions(motion)
     return planted(np.stack([contact_weights(toes[:, k], motion.fps) for k in (0, 1)], axis=1))
 
 
@@ -73,8 +78,7 @@ def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
     soles, centres, lowest_part = floor_points(result.motion, result.body)
     lowest = soles[:, :, 1].min(axis=1)
     any_planted = planted.any(axis=1)
-    mapping = find_mapping(result.motion.skeleton)
-    toes = result.motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
+    toes = toe_positions(result.motion)
     return {"floor_penetration_cm": round(100.0 * float(np.maximum(-lowest, 0.0).mean()), 3),
             "body_penetration_cm": round(100.0 * float(np.maximum(-lowest_part, 0.0).mean()), 3),
             "float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
