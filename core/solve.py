@@ -82,6 +82,12 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     figures; the body holds the feet the solver has planted (its own contacts), and the figures count them as
     planted (else the solved toes' contact weights). Needs the `physics` requirements (mujoco, daqp):
     PhysicsUnavailable names them; the extension carries them."""
+    return physics_pass(solution, config)[0]
+
+
+def physics_pass(solution: Solution, config: PhysicsConfig = PhysicsConfig()):
+    """(`with_physics`'s solution, the PhysicsResult it was made from: the simulated body, for figures an
+    evaluation counts on the truth's contacts)."""
     require_physics()
     from .physics.hands import track_to_the_hands
     from .physics.metrics import physics_figures, toe_contacts
@@ -90,7 +96,7 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     result = track_to_the_hands(solution.motion, config, planted)
     if planted is None:
         planted = toe_contacts(solution.motion)
-    return replace(solution, motion=result.motion, physics=physics_figures(result, planted))
+    return replace(solution, motion=result.motion, physics=physics_figures(result, planted)), result
 
 
 PHYSICS_PACKAGES = ("mujoco", "daqp")

@@ -73,20 +73,37 @@ def truth_balance(motion: Motion, config: PhysicsConfig = PhysicsConfig()) -> fl
     return balance_frames(soles, centres, toe_contacts(motion))
 
 
-def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
-    """The figures of the tracked motion; `planted` (F, 2): where the solve (or the truth) has each foot planted."""
-    soles, centres, lowest_part = floor_points(result.motion, result.body)
+def planted_figures(soles: np.ndarray, centres: np.ndarray, planted: np.ndarray) -> dict:
+    """`float_cm` (the lowest sole point above the floor, mean over the frames with a foot planted) and
+    `balance_frames` of a motion's sole points (F, S, 3) and centres of mass (F, 3), with `planted` (F, 2) saying
+    which feet count as planted."""
     lowest = soles[:, :, 1].min(axis=1)
     any_planted = planted.any(axis=1)
+    return {"float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
+            else None,
+            "balance_frames": balance_frames(soles, centres, planted)}
+
+
+def on_truth_contacts(motion: Motion, body: SimulatedBody, truth: Motion) -> dict:
+    """`planted_figures` of a tracked motion counted where the truth has its feet planted (SPEC §5's float: "while
+    the truth has a planted foot"), frame for frame (the motion resampled to the truth's frames)."""
+    soles, centres, _ = floor_points(motion, body)
+    frames = min(len(motion), len(truth))
+    return planted_figures(soles[:frames], centres[:frames], toe_contacts(truth)[:frames])
+
+
+def physics_figures(result: PhysicsResult, planted: np.ndarray) -> dict:
+    """The figures of the tracked motion; `planted` (F, 2): where the solve has each foot planted (an evaluation
+    counts float and balance on the truth's instead: `on_truth_contacts`)."""
+    soles, centres, lowest_part = floor_points(result.motion, result.body)
+    lowest = soles[:, :, 1].min(axis=1)
     toes = toe_positions(result.motion)
     return {"floor_penetration_cm": round(100.0 * float(np.maximum(-lowest, 0.0).mean()), 3),
             "body_penetration_cm": round(100.0 * float(np.maximum(-lowest_part, 0.0).mean()), 3),
-            "float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
-            else None,
+            **planted_figures(soles, centres, planted),
             "foot_skate_cm_s": round(foot_skate_cm_s(toes, result.motion.fps), 3),
             "residual_force_n": round(float(result.residual_force_n.mean()), 1),
             "residual_torque_nm": round(float(result.residual_torque_nm.mean()), 1),
-            "balance_frames": balance_frames(soles, centres, planted),
             "resets": int(result.resets.sum()),
             "reset_frames": round(float(result.resets[1:].mean()), 4) if len(result.resets) > 1 else 0.0,
             "ms_per_frame": round(result.ms_per_frame, 2)}

@@ -510,3 +510,27 @@ def test_eval_full_prints_the_truths_own_balance_beside_the_physics_rows(capsys)
     truth = simulate_stream(clip, SimulationConfig(look_around_deg=LOOK_AROUND_DEG)).truth  # as eval full scores it
     assert row["balance_frames_gt"] == pytest.approx(truth_balance(truth), abs=0.005)  # printed to 2 places
     assert 0.0 <= row["balance_frames_gt"] < 0.1 and 0.0 <= row["balance_frames"] <= 1.0
+
+
+def test_an_evaluation_counts_float_and_balance_where_the_truth_plants_its_feet(solved):
+    """SPEC §5's float is "while the truth has a planted foot". The truth lifted a metre in its second half plants
+    only in its first: the tracked body raised 3 cm there floats 3 cm more; raised in the second half, not at all."""
+    from core.physics.metrics import on_truth_contacts
+    from core.solve import physics_pass
+
+    solution, result = physics_pass(solved)
+    frames = len(solution.motion)
+    first_half = np.arange(frames) < frames // 2
+
+    def raised(motion, where, metres):
+        positions = motion.positions.copy()
+        positions[np.flatnonzero(where), 0, 1] += metres
+        return Motion(motion.skeleton, motion.rotations, positions, motion.fps, motion.name)
+
+    truth = raised(simulate_stream(read_bvh(FIXTURE_WALK_1)).truth[:frames], ~first_half, 1.0)
+    counted = on_truth_contacts(solution.motion, result.body, truth)
+    assert counted["float_cm"] < 1.0 and 0.0 <= counted["balance_frames"] <= 1.0
+    up_where_planted = on_truth_contacts(raised(solution.motion, first_half, 0.03), result.body, truth)
+    up_elsewhere = on_truth_contacts(raised(solution.motion, ~first_half, 0.03), result.body, truth)
+    assert up_where_planted["float_cm"] > counted["float_cm"] + 2.8
+    assert up_elsewhere == counted

@@ -36,7 +36,8 @@ METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower
            "jitter")
 PHYSICS = ("floor_penetration_cm", "body_penetration_cm", "float_cm", "residual_force_n", "residual_torque_nm",
            "balance_frames", "balance_frames_gt", "reset_frames")
-"""The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them;
+"""The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them; float and balance
+counted on the frames where the truth has its feet planted (SPEC §5's float);
 `balance_frames_gt`: the truth's own balance by the same rule (its own body, soles and toe contacts);
 `reset_frames`: the share of frames after the first where the simulation was put back onto its target."""
 
@@ -109,6 +110,12 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
                 scores["poses"] = set(zip(solution.databases.tolist(), solution.frames.tolist()))
             if solution.physics:
                 scores.update({k: solution.physics[k] for k in PHYSICS if solution.physics.get(k) is not None})
+                if getattr(solver, "result", None) is not None:
+                    for name, value in physics_on_truth(solution.motion.resampled(truth.fps)[clip], solver.result.body,
+                                                        truth).items():
+                        scores.pop(name, None)
+                        if value is not None:
+                            scores[name] = value
                 if "balance" not in truth_physics:  # once per clip, for the first method with physics
                     truth_physics["balance"] = physics_truth_balance(truth)
                 if truth_physics["balance"] is not None:
@@ -127,6 +134,14 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
         result[method]["files"] = {name: summarise([s]) for name, s in r}
     result["clips"] = len(files)
     return result
+
+
+def physics_on_truth(motion, body, truth) -> dict:
+    """The physics row's float and balance counted on the truth's contacts (core/physics/metrics.py
+    on_truth_contacts)."""
+    from ...physics.metrics import on_truth_contacts
+
+    return on_truth_contacts(motion, body, truth)
 
 
 def physics_truth_balance(truth) -> float | None:

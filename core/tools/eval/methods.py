@@ -46,7 +46,7 @@ from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
 from ...orientation.window_model import load_orientation_model
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
-from ...solve import with_physics
+from ...solve import physics_pass
 from .matching import LOOK_AROUND_DEG, METRICS, PHYSICS, score_solvers
 
 METHODS = ("hybrid", "mm", "n3p", "n3p_hmd_only")
@@ -85,12 +85,15 @@ class WithPhysics:
 
     def __init__(self, solver):
         self.inner = solver
+        self.result = None
+        """The last solve's PhysicsResult (its simulated body: score_solvers counts float and balance with it)."""
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
     def solve(self, stream):
-        return with_physics(self.inner.solve(stream))
+        solution, self.result = physics_pass(self.inner.solve(stream))
+        return solution
 
 
 def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFAULT_METHODS,
