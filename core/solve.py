@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,6 +23,9 @@ from .n3p.model import N3PModel
 from .n3p.solver import N3PSolver
 from .orientation.facing import load_facing_model
 from .solution import Solution, Solver
+
+if TYPE_CHECKING:  # the physics pass's packages are optional (require_physics)
+    from .physics.tracking import PhysicsResult
 
 
 class DatabaseNeeded(ValueError):
@@ -85,7 +89,7 @@ def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     return physics_pass(solution, config)[0]
 
 
-def physics_pass(solution: Solution, config: PhysicsConfig = PhysicsConfig()):
+def physics_pass(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> tuple[Solution, PhysicsResult]:
     """(`with_physics`'s solution, the PhysicsResult it was made from: the simulated body, for figures an
     evaluation counts on the truth's contacts)."""
     require_physics()

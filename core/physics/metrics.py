@@ -86,7 +86,11 @@ def planted_figures(soles: np.ndarray, centres: np.ndarray, planted: np.ndarray)
 
 def on_truth_contacts(motion: Motion, body: SimulatedBody, truth: Motion) -> dict:
     """`planted_figures` of a tracked motion counted where the truth has its feet planted (SPEC §5's float: "while
-    the truth has a planted foot"), frame for frame (the motion resampled to the truth's frames)."""
+    the truth has a planted foot"), frame for frame: the motion at the truth's rate, from its first frame (a
+    resampled stream may end a frame short)."""
+    if abs(motion.fps - truth.fps) > 1e-6 or abs(len(motion) - len(truth)) > 1:
+        raise ValueError(f"the motion ({len(motion)} frames at {motion.fps:g} fps) is not on the truth's frames "
+                         f"({len(truth)} at {truth.fps:g} fps)")
     soles, centres, _ = floor_points(motion, body)
     frames = min(len(motion), len(truth))
     return planted_figures(soles[:frames], centres[:frames], toe_contacts(truth)[:frames])

@@ -110,12 +110,11 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
                 scores["poses"] = set(zip(solution.databases.tolist(), solution.frames.tolist()))
             if solution.physics:
                 scores.update({k: solution.physics[k] for k in PHYSICS if solution.physics.get(k) is not None})
-                if getattr(solver, "result", None) is not None:
-                    for name, value in physics_on_truth(solution.motion.resampled(truth.fps)[clip], solver.result.body,
-                                                        truth).items():
-                        scores.pop(name, None)
-                        if value is not None:
-                            scores[name] = value
+                for name, value in physics_on_truth(solution.motion.resampled(truth.fps)[clip], solver.result.body,
+                                                    truth).items():  # a physics row's solver is a WithPhysics
+                    scores.pop(name, None)
+                    if value is not None:
+                        scores[name] = value
                 if "balance" not in truth_physics:  # once per clip, for the first method with physics
                     truth_physics["balance"] = physics_truth_balance(truth)
                 if truth_physics["balance"] is not None:
