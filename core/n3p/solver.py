@@ -8,8 +8,9 @@ Per frame (`N3PSolver.step`, the live driver):
 2. calibration: the user's standing head height (HMD height over the first half second, or given)
    scales the signals to the model's body, and the model's pose back to the user's size on the way out
    (the skeleton is the model's scaled to the user: its hands reach where the user's do);
-3. every 1/30 s the predictor steps (eq. 2) from the model's standing state; between steps the
-   body holds and only the IK follows the devices;
+3. every 1/30 s the predictor steps (eq. 2) from the model's standing state; between steps live, the
+   body is carried along the floor with the head the HMD implies, from where it was at the step (the IK follows
+   the devices);
 4. the predicted orientations of the canonical joints pose the model's skeleton, the hips at the
    predicted position;
 5. §7's IK: feet the predictor marks in contact are locked where they touched down (leg IK), and
@@ -54,6 +55,16 @@ HANGING_CONTROLLER_ROTATIONS = ((0.054, -0.083, 0.987, -0.125), (0.155, -0.048, 
 """Their orientations (w, x, y, z) in the same frame: the mean over the same frames."""
 HEAD_CENTRE_FROM_HMD = MatchingConfig.head_centre_from_hmd
 """The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
+
+
+def carried(motion: Motion, arms, moved: np.ndarray):
+    """A prediction (a Motion, its arms' global poses or None) moved along the floor by `moved` (3,; its height
+    dropped): between the predictor's steps the body goes with the head instead of waiting for the next step."""
+    shift = np.array([moved[0], 0.0, moved[2]])
+    positions = motion.positions.copy()
+    positions[:, 0] += shift
+    moved_arms = None if arms is None else (arms[0], arms[1] + shift)
+    return Motion(motion.skeleton, motion.rotations, positions, motion.fps), moved_arms
 
 
 class Advanced(NamedTuple):
@@ -133,7 +144,7 @@ class N3PSolver:
         self.prediction = None
         self.predicted: tuple | None = None
         """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts, arms; the
-        arms' global poses None where neither the arm IK nor the arms' fitting needs them)."""
+        arms' global poses None where neither the arm IK nor the arms' fitting needs them; the head the HMD implied then)."""
         self.contacts = np.ones(2, bool)
         """The feet's contacts of the last prediction (left, right)."""
         self.rejected_samples = 0
@@ -174,11 +185,13 @@ class N3PSolver:
         frame = Advanced(*(np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)))
         scale = float(frame.scales[0])
         fitting = self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S
+        head = joints_from_devices(frame.positions[0, 0], frame.rotations[0, 0], self.offsets[0])
         if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != scale:
             motion, contacts = self.predicted_motion(*frame[3:])
             arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
-            self.predicted = (self.prediction, scale, motion, contacts, arms)
-        motion, contacts, arms = self.predicted[2:]  # between ticks the prediction holds: only the IK follows
+            self.predicted = (self.prediction, scale, motion, contacts, arms, head)
+        motion, contacts, arms, head_then = self.predicted[2:]
+        motion, arms = carried(motion, arms, head - head_then)
         if fitting:
             wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
             self.reach_seen.append((arms[1][:, :, 1], wrists, frame.tracked[:, 1:]))
