@@ -9,8 +9,8 @@ Per frame (`N3PSolver.step`, the live driver):
    scales the signals to the model's body, and the model's pose back to the user's size on the way out
    (the skeleton is the model's scaled to the user: its hands reach where the user's do);
 3. every 1/30 s the predictor steps (eq. 2) from the model's standing state; between steps live, the
-   body is carried along the floor with the head the HMD implies, from where it was at the step (the IK follows
-   the devices);
+   body is carried along the floor with the head the HMD implies, from where it was at the step, and each step's
+   change of pose is eased in (inertialized over TICK_BLEND_HALFLIFE_S); the IK follows the devices;
 4. the predicted orientations of the canonical joints pose the model's skeleton, the hips at the
    predicted position;
 5. §7's IK: feet the predictor marks in contact are locked where they touched down (leg IK), and
@@ -26,6 +26,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..anim.inertialize import Inertializer
 from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
@@ -41,6 +42,9 @@ from .model import N3PModel, N3PPredictor, contacts_of
 from .state import FPS, global_pose, tracker_signals
 
 TICK_S = 1.0 / FPS
+TICK_BLEND_HALFLIFE_S = 0.015
+"""Live, each 30 Hz prediction's change of pose is eased in with this half-life (a critically damped offset,
+anim/inertialize.py) rather than shown at once (docs/methods/neural3points.md: less jitter for a little MPJPE)."""
 REACH_UPDATE_FRAMES = 30
 """Live, the arms' stretch is read off the reach seen so far every this many frames (over the first minute)."""
 STANDING_REFERENCE_S = 2.0
@@ -143,6 +147,8 @@ class N3PSolver:
         self.hmd: tuple | None = None
         self.prediction = None
         self.predicted: tuple | None = None
+        self.tick_blend = Inertializer.at_rest(len(self.skeleton.parents))
+        """Live: the offset of the pose before the predictor's last step from the one after, decaying."""
         """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts, arms; the
         arms' global poses None where neither the arm IK nor the arms' fitting needs them; the head the HMD implied then)."""
         self.contacts = np.ones(2, bool)
@@ -189,9 +195,15 @@ class N3PSolver:
         if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != scale:
             motion, contacts = self.predicted_motion(*frame[3:])
             arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
+            was = None if self.predicted is None or self.predicted[1] != scale else \
+                carried(self.predicted[2], None, head - self.predicted[5])[0]
             self.predicted = (self.prediction, scale, motion, contacts, arms, head)
+            self.ease_in(was, motion)
         motion, contacts, arms, head_then = self.predicted[2:]
         motion, arms = carried(motion, arms, head - head_then)
+        motion = self.eased(motion, float(frame.dts[0]))
+        if arms is not None:
+            arms = self.arm_poses(motion)
         if fitting:
             wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
             self.reach_seen.append((arms[1][:, :, 1], wrists, frame.tracked[:, 1:]))
@@ -203,6 +215,23 @@ class N3PSolver:
                  None if arms is None else self.arms.stretched_poses(arms, self.stretch))
         self.contacts = contacts[0]
         return motion
+
+    def ease_in(self, was: Motion | None, now: Motion) -> None:
+        """A new prediction `now` (one frame) replaces `was` (the last one, carried to this frame; None: none to
+        ease from): the jump between them becomes an offset that `eased` decays."""
+        if was is None:
+            self.tick_blend = Inertializer.at_rest(now.rotations.shape[1])
+            return
+        still = np.zeros((now.rotations.shape[1], 3))
+        self.tick_blend.transition((was.rotations[0], still, was.positions[0], still),
+                                   (now.rotations[0], still, now.positions[0], still))
+
+    def eased(self, motion: Motion, dt: float) -> Motion:
+        """The one-frame motion with the tick's offset (`ease_in`), decayed by `dt`, added."""
+        still = np.zeros((motion.rotations.shape[1], 3))
+        rotations, _, positions, _ = self.tick_blend.update((motion.rotations[0], still, motion.positions[0], still),
+                                                            TICK_BLEND_HALFLIFE_S, dt)
+        return Motion(motion.skeleton, rotations[None], positions[None], motion.fps)
 
     def advance(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> "Advanced":
         """Steps 1-3 of one frame, the predictor ticked if one is due."""
