@@ -42,6 +42,9 @@ from .model import N3PModel, N3PPredictor, contacts_of
 from .state import FPS, global_pose, tracker_signals
 
 TICK_S = 1.0 / FPS
+CARRY_SPEED_M_S = 8.0
+"""Live, a head moving along the floor faster than this between two frames (a sprint is about 7 m/s) jumped: the
+body is not carried with it, and waits for the predictor."""
 TICK_BLEND_HALFLIFE_S = 0.015
 """Live, each 30 Hz prediction's change of pose is eased in with this half-life (a critically damped offset,
 anim/inertialize.py) rather than shown at once (docs/methods/neural3points.md: less jitter for a little MPJPE)."""
@@ -61,14 +64,12 @@ HEAD_CENTRE_FROM_HMD = MatchingConfig.head_centre_from_hmd
 """The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
 
 
-def carried(motion: Motion, arms, moved: np.ndarray):
-    """A prediction (a Motion, its arms' global poses or None) moved along the floor by `moved` (3,; its height
-    dropped): between the predictor's steps the body goes with the head instead of waiting for the next step."""
-    shift = np.array([moved[0], 0.0, moved[2]])
+def carried(motion: Motion, moved: np.ndarray) -> Motion:
+    """A prediction moved along the floor by `moved` (3,; its height dropped): between the predictor's steps the
+    body goes with the head instead of waiting for the next step."""
     positions = motion.positions.copy()
-    positions[:, 0] += shift
-    moved_arms = None if arms is None else (arms[0], arms[1] + shift)
-    return Motion(motion.skeleton, motion.rotations, positions, motion.fps), moved_arms
+    positions[:, 0] += [moved[0], 0.0, moved[2]]
+    return Motion(motion.skeleton, motion.rotations, positions, motion.fps)
 
 
 class Advanced(NamedTuple):
@@ -147,10 +148,13 @@ class N3PSolver:
         self.hmd: tuple | None = None
         self.prediction = None
         self.predicted: tuple | None = None
+        """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts)."""
         self.tick_blend = Inertializer.at_rest(len(self.skeleton.parents))
         """Live: the offset of the pose before the predictor's last step from the one after, decaying."""
-        """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts, arms; the
-        arms' global poses None where neither the arm IK nor the arms' fitting needs them; the head the HMD implied then)."""
+        self.head: np.ndarray | None = None
+        """Live: the head the HMD implied at the last step."""
+        self.carry = np.zeros(3)
+        """Live: how far along the floor the head has walked since the last prediction (`carried`)."""
         self.contacts = np.ones(2, bool)
         """The feet's contacts of the last prediction (left, right)."""
         self.rejected_samples = 0
@@ -191,19 +195,19 @@ class N3PSolver:
         frame = Advanced(*(np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)))
         scale = float(frame.scales[0])
         fitting = self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S
-        head = joints_from_devices(frame.positions[0, 0], frame.rotations[0, 0], self.offsets[0])
+        jumped = self.walk_with_head(joints_from_devices(frame.positions[0, 0], frame.rotations[0, 0],
+                                                         self.offsets[0]), float(frame.dts[0]))
         if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != scale:
-            motion, contacts = self.predicted_motion(*frame[3:])
-            arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
-            was = None if self.predicted is None or self.predicted[1] != scale else \
-                carried(self.predicted[2], None, head - self.predicted[5])[0]
-            self.predicted = (self.prediction, scale, motion, contacts, arms, head)
-            self.ease_in(was, motion)
-        motion, contacts, arms, head_then = self.predicted[2:]
-        motion, arms = carried(motion, arms, head - head_then)
-        motion = self.eased(motion, float(frame.dts[0]))
-        if arms is not None:
-            arms = self.arm_poses(motion)
+            was = None if self.predicted is None or self.predicted[1] != scale or jumped else \
+                carried(self.predicted[2], self.carry)
+            self.predicted = (self.prediction, scale, *self.predicted_motion(*frame[3:]))
+            self.carry = np.zeros(3)
+            self.ease_in(was, self.predicted[2])
+        elif jumped:
+            self.ease_in(None, self.predicted[2])
+        motion, contacts = self.predicted[2:]
+        motion = self.eased(carried(motion, self.carry), float(frame.dts[0]))
+        arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
         if fitting:
             wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
             self.reach_seen.append((arms[1][:, :, 1], wrists, frame.tracked[:, 1:]))
@@ -215,6 +219,17 @@ class N3PSolver:
                  None if arms is None else self.arms.stretched_poses(arms, self.stretch))
         self.contacts = contacts[0]
         return motion
+
+    def walk_with_head(self, head: np.ndarray, dt: float) -> bool:
+        """Add the head's step along the floor since the last frame to the carry; whether it jumped instead (a
+        teleport or recentring, the HMD back after a gap: faster than CARRY_SPEED_M_S over `dt`, a paused step's
+        nominal one), which is not carried."""
+        step = np.zeros(3) if self.head is None else head - self.head
+        self.head = head
+        jumped = float(np.hypot(step[0], step[2])) > CARRY_SPEED_M_S * dt
+        if not jumped:
+            self.carry = self.carry + step
+        return jumped
 
     def ease_in(self, was: Motion | None, now: Motion) -> None:
         """A new prediction `now` (one frame) replaces `was` (the last one, carried to this frame; None: none to
