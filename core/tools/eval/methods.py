@@ -47,6 +47,8 @@ from ...n3p.solver import N3PSolver
 from ...orientation.window_model import load_orientation_model
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 from ...solve import physics_pass
+from ...anim.motion import Motion
+from ...solution import Solution, standing_height
 from .matching import LOOK_AROUND_DEG, METRICS, PHYSICS, score_solvers
 
 METHODS = ("hybrid", "mm", "n3p", "n3p_hmd_only")
@@ -96,13 +98,41 @@ class WithPhysics:
         return solution
 
 
+class LiveSteps:
+    """A solver whose solve steps it live, one `step` per sample with the sample's interval, as the add-on's Live
+    Preview and the OpenXR loop drive it: the output has a frame per sample."""
+
+    def __init__(self, solver):
+        self.inner = solver
+        self.fps = solver.fps
+        """The output's rate: the last stream's sampling rate (its frames are the samples)."""
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def solve(self, stream):
+        self.inner.reset()
+        intervals = np.diff(stream.times, prepend=stream.times[0] - float(np.median(np.diff(stream.times))))
+        self.fps = 1.0 / float(np.median(intervals))
+        frames, contacts = [], []
+        for positions, rotations, tracked, dt in zip(stream.positions, stream.rotations, stream.tracked, intervals):
+            frames.append(self.inner.step(positions, rotations, tracked, float(dt)))
+            contacts.append(getattr(self.inner, "contacts", None))
+        motion = Motion(frames[0].skeleton, np.concatenate([f.rotations for f in frames]),
+                        np.concatenate([f.positions for f in frames]), self.fps, "live")
+        count = len(motion)
+        return Solution(motion, stream, np.zeros(count, int), np.zeros(count, int), np.zeros((count, 3)),
+                        np.zeros(count, bool), standing_height(stream, 0.5), self.inner.method,
+                        contacts=None if any(c is None for c in contacts) else np.array(contacts, dtype=float))
+
+
 def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFAULT_METHODS,
              simulation: SimulationConfig = SimulationConfig(look_around_deg=LOOK_AROUND_DEG), progress=None,
              attachment_noise: bool = False, device_noise: bool = False, two_handed_m: float = 0.0,
-             grip: str = "openxr", physics: bool = False) -> dict:
+             grip: str = "openxr", physics: bool = False, live_hz: float = 0.0) -> dict:
     """Figures per method (and with `attachment_noise` its NOISE_ROWS, with `device_noise` its +device_noise row,
-    with `two_handed_m` its +two_handed row, with a named `grip` its +grip row, with `physics` its +physics row),
-    per activity and per file."""
+    with `two_handed_m` its +two_handed row, with a named `grip` its +grip row, with `physics` its +physics row,
+    with `live_hz` its +live row: the streams simulated at that rate and stepped live), per activity and per file."""
     made = solvers(methods, database, model)
     result = score_solvers(files, made, simulation, progress)
     if physics:
@@ -122,6 +152,10 @@ def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFA
     if grip != "openxr":
         rows = score_solvers(files, made, replace(simulation, grip=grip), progress)
         result.update({f"{method}+{grip}": rows[method] for method in made})
+    if live_hz > 0:
+        rows = score_solvers(files, {m: LiveSteps(s) for m, s in made.items()}, replace(simulation, fps=live_hz),
+                             progress)
+        result.update({method + "+live": rows[method] for method in made})
     result["paper_n3p_direct"] = PAPER
     return result
 
@@ -179,7 +213,7 @@ def run(args) -> int:
     result = evaluate(files, database, model, args.methods,
                       SimulationConfig(look_around_deg=args.look_around, body_scale=args.body_scale),
                       print_progress, args.attachment_noise, args.device_noise, args.two_handed, args.grip,
-                      args.physics)
+                      args.physics, args.live)
     for method in rows_of(result):
         figures = result[method]
         print(f"{method:26s} " + " ".join(f"{k}={figures[k]}" for k in METRICS + (
@@ -220,6 +254,9 @@ def add_command(eval_group) -> None:
                              "a person of the clip's size could reach (`reachable`)")
     parser.add_argument("--physics", action="store_true",
                         help="also every method followed by the physics pass (core/physics), as <method>+physics")
+    parser.add_argument("--live", type=float, default=0.0, metavar="HZ",
+                        help="also simulate the streams at HZ and step each method live, a sample at a time (the "
+                             "add-on's Live Preview): rows METHOD+live")
     parser.add_argument("--grip", choices=GRIPS, default="openxr",
                         help="also solve the streams with the controllers reported as this named grip, the solvers "
                              "not told (no calibration gesture): rows METHOD+GRIP")
