@@ -206,7 +206,7 @@ class N3PSolver:
         elif jumped:
             self.ease_in(None, self.predicted[2])
         motion, contacts = self.predicted[2:]
-        motion = self.eased(carried(motion, self.carry), float(frame.dts[0]))
+        motion = self.eased(motion, self.carry, float(frame.dts[0]))
         arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
         if fitting:
             wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
@@ -241,10 +241,12 @@ class N3PSolver:
         self.tick_blend.transition((was.rotations[0], still, was.positions[0], still),
                                    (now.rotations[0], still, now.positions[0], still))
 
-    def eased(self, motion: Motion, dt: float) -> Motion:
-        """The one-frame motion with the tick's offset (`ease_in`), decayed by `dt`, added."""
+    def eased(self, motion: Motion, carry: np.ndarray, dt: float) -> Motion:
+        """The one-frame prediction `carried` by `carry`, with the tick's offset (`ease_in`), decayed by `dt`,
+        added."""
         still = np.zeros((motion.rotations.shape[1], 3))
-        rotations, _, positions, _ = self.tick_blend.update((motion.rotations[0], still, motion.positions[0], still),
+        rotations, _, positions, _ = self.tick_blend.update((motion.rotations[0], still,
+                                                             carried(motion, carry).positions[0], still),
                                                             TICK_BLEND_HALFLIFE_S, dt)
         return Motion(motion.skeleton, rotations[None], positions[None], motion.fps)
 

@@ -109,14 +109,15 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
             if solution.method == "mm":
                 scores["poses"] = set(zip(solution.databases.tolist(), solution.frames.tolist()))
             if solution.physics:
+                metrics = physics_metrics()
                 scores.update({k: solution.physics[k] for k in PHYSICS if solution.physics.get(k) is not None})
-                for name, value in physics_on_truth(solution.motion.resampled(truth.fps)[clip], solver.result.body,
-                                                    truth).items():  # a physics row's solver is a WithPhysics
+                for name, value in metrics.on_truth_contacts(solution.motion.resampled(truth.fps)[clip],
+                                                             solver.result.body, truth).items():  # a WithPhysics
                     scores.pop(name, None)
                     if value is not None:
                         scores[name] = value
                 if "balance" not in truth_physics:  # once per clip, for the first method with physics
-                    truth_physics["balance"] = physics_truth_balance(truth)
+                    truth_physics["balance"] = metrics.truth_balance(truth)
                 if truth_physics["balance"] is not None:
                     scores["balance_frames_gt"] = truth_physics["balance"]
             rows[method].append((path.stem, scores))
@@ -135,20 +136,12 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
     return result
 
 
-def physics_on_truth(motion, body, truth) -> dict:
-    """The physics row's float and balance counted on the truth's contacts (core/physics/metrics.py
-    on_truth_contacts)."""
-    from ...physics.metrics import on_truth_contacts
+def physics_metrics():
+    """core/physics/metrics.py, imported where a row has physics figures (its packages are there then): the
+    truth-counted float and balance (`on_truth_contacts`) and the truth's own balance (`truth_balance`)."""
+    from ...physics import metrics
 
-    return on_truth_contacts(motion, body, truth)
-
-
-def physics_truth_balance(truth) -> float | None:
-    """The truth's balance_frames (core/physics/metrics.py truth_balance); the physics pass's packages are there
-    wherever a row has physics figures."""
-    from ...physics.metrics import truth_balance
-
-    return truth_balance(truth)
+    return metrics
 
 
 def summarise(scores: list[dict]) -> dict:

@@ -82,33 +82,37 @@ def solvers(methods, database: PoseDatabase | None, model: N3PModel) -> dict:
     return made
 
 
-class WithPhysics:
-    """A solver whose offline solve is followed by the physics pass (core.solve.with_physics)."""
+class Wrapped:
+    """A solver that solves another way: everything but `solve` is the inner solver's."""
 
     def __init__(self, solver):
         self.inner = solver
-        self.result = None
-        """The last solve's PhysicsResult (its simulated body: score_solvers counts float and balance with it)."""
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
+
+
+class WithPhysics(Wrapped):
+    """A solver whose offline solve is followed by the physics pass (core.solve.with_physics)."""
+
+    def __init__(self, solver):
+        super().__init__(solver)
+        self.result = None
+        """The last solve's PhysicsResult (its simulated body: score_solvers counts float and balance with it)."""
 
     def solve(self, stream):
         solution, self.result = physics_pass(self.inner.solve(stream))
         return solution
 
 
-class LiveSteps:
+class LiveSteps(Wrapped):
     """A solver whose solve steps it live, one `step` per sample with the sample's interval, as the add-on's Live
     Preview and the OpenXR loop drive it: the output has a frame per sample."""
 
     def __init__(self, solver):
-        self.inner = solver
+        super().__init__(solver)
         self.fps = solver.fps
         """The output's rate: the last stream's sampling rate (its frames are the samples)."""
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
     def solve(self, stream):
         self.inner.reset()
