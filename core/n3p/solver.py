@@ -197,12 +197,13 @@ class N3PSolver:
         fitting = self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S
         jumped = self.walk_with_head(joints_from_devices(frame.positions[0, 0], frame.rotations[0, 0],
                                                          self.offsets[0]), float(frame.dts[0]))
-        if self.predicted is None or self.predicted[0] is not self.prediction or self.predicted[1] != scale:
-            was = None if self.predicted is None or self.predicted[1] != scale or jumped else \
-                carried(self.predicted[2], self.carry)
+        ticked = self.predicted is None or self.predicted[0] is not self.prediction
+        if ticked or self.predicted[1] != scale:
+            was = None if self.predicted is None or jumped else carried(self.predicted[2], self.carry)
             self.predicted = (self.prediction, scale, *self.predicted_motion(*frame[3:]))
-            self.carry = np.zeros(3)
-            self.ease_in(was, self.predicted[2])
+            if ticked:
+                self.carry = np.zeros(3)
+            self.ease_in(was, carried(self.predicted[2], self.carry))
         elif jumped:
             self.ease_in(None, self.predicted[2])
         motion, contacts = self.predicted[2:]

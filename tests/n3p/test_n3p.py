@@ -242,12 +242,15 @@ def test_live_stepping_and_offline_solving_agree(model, fixture_walk2, monkeypat
 def test_live_at_a_headsets_rate_the_body_walks_with_the_head_between_the_predictors_ticks(model, fixture_walk2,
                                                                                           monkeypatch):
     """At 90 Hz the predictor ticks every third frame. Between ticks the hips go along the floor with the head the
-    HMD implies: without the ease, measured in no frame stalled (under a quarter of the head's step) against two
-    in three when the prediction was held. Each tick's change eased in, the joints accelerate 8.6 m/s² frame to
-    frame on average (40.6 shown at once, 19.8 eased but not carried)."""
+    HMD implies, from the first frame on (the stream starts mid-walk, while the user's height is still being
+    measured and the skeleton rescaled every frame): without the ease, measured in no frame stalled (under a
+    quarter of the head's step) against two in three when the prediction was held (in the first half second when
+    each rescale dropped the carry). Each tick's change eased in, the joints accelerate 9.9 m/s² frame to frame on
+    average (16.5 over the first half second; 157 when each rescale dropped the carry)."""
     import core.n3p.solver as n3p_solver
 
-    stream = simulate_stream(fixture_walk2, SimulationConfig(fps=90.0, look_around_deg=30.0)).stream
+    walking = fixture_walk2[int(2 * fixture_walk2.fps):]
+    stream = simulate_stream(walking, SimulationConfig(fps=90.0, look_around_deg=30.0)).stream
     head = implied_joint_positions(stream)[:, 0]
 
     def live_joints():
@@ -256,13 +259,14 @@ def test_live_at_a_headsets_rate_the_body_walks_with_the_head_between_the_predic
                                        for p, r, t in zip(stream.positions, stream.rotations, stream.tracked)])
 
     solver, joints = live_joints()
-    assert np.linalg.norm(np.diff(joints, n=2, axis=0), axis=-1).mean() * 90 ** 2 < 15.0
+    acceleration = np.linalg.norm(np.diff(joints, n=2, axis=0), axis=-1).mean(axis=1) * 90 ** 2
+    assert acceleration.mean() < 12.0 and acceleration[:45].mean() < 25.0
     monkeypatch.setattr(n3p_solver, "TICK_BLEND_HALFLIFE_S", 1e-9)
     hips = live_joints()[1][:, solver.mapping["hips"]]
-    hips_steps, head_steps = (np.linalg.norm(np.diff(x[:, [0, 2]], axis=0), axis=1)[30:] for x in (hips, head))
-    walking = head_steps > 0.002
-    assert walking.mean() > 0.6
-    assert np.mean(hips_steps[walking] < 0.25 * head_steps[walking]) < 0.01
+    hips_steps, head_steps = (np.linalg.norm(np.diff(x[:, [0, 2]], axis=0), axis=1)[1:] for x in (hips, head))
+    moving = head_steps > 0.002
+    assert moving[:44].all() and moving.mean() > 0.7
+    assert np.mean(hips_steps[moving] < 0.25 * head_steps[moving]) < 0.01
 
 
 @pytest.mark.parametrize("method", ["n3p", "hybrid"])
