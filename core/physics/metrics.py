@@ -76,12 +76,14 @@ def truth_balance(motion: Motion, config: PhysicsConfig = PhysicsConfig()) -> fl
 def planted_figures(soles: np.ndarray, centres: np.ndarray, planted: np.ndarray) -> dict:
     """`float_cm` (the lowest sole point above the floor, mean over the frames with a foot planted) and
     `balance_frames` of a motion's sole points (F, S, 3) and centres of mass (F, 3), with `planted` (F, 2) saying
-    which feet count as planted."""
+    which feet count as planted; and how many frames each is counted over (`float_counted_frames`,
+    `balance_counted_frames`)."""
     lowest = soles[:, :, 1].min(axis=1)
     any_planted = planted.any(axis=1)
     return {"float_cm": round(100.0 * float(np.maximum(lowest[any_planted], 0.0).mean()), 3) if any_planted.any()
             else None,
-            "balance_frames": balance_frames(soles, centres, planted)}
+            "balance_frames": balance_frames(soles, centres, planted),
+            "float_counted_frames": int(any_planted.sum()), "balance_counted_frames": int(planted.all(axis=1).sum())}
 
 
 def on_truth_contacts(motion: Motion, body: SimulatedBody, truth: Motion) -> dict:

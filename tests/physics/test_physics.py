@@ -512,6 +512,21 @@ def test_eval_full_prints_the_truths_own_balance_beside_the_physics_rows(capsys)
     assert 0.0 <= row["balance_frames_gt"] < 0.1 and 0.0 <= row["balance_frames"] <= 1.0
 
 
+def test_float_and_balance_average_over_the_frames_they_count_not_the_clips_lengths():
+    """A long clip with few two-foot frames weighs in balance by those frames, not by its length."""
+    from core.tools.eval.matching import summarise
+
+    def clip(frames, balance, counted, float_cm, planted):
+        return {**{k: 1.0 for k in ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower",
+                                     "hand_cm", "foot_skate_cm_s", "jitter", "foot_skate_gt_cm_s", "jitter_truth")},
+                "frames": frames, "seconds": 1.0, "balance_frames": balance, "balance_frames_gt": 0.0,
+                "balance_counted_frames": counted, "float_cm": float_cm, "float_counted_frames": planted}
+
+    row = summarise([clip(1000, 1.0, 10, 2.0, 100), clip(100, 0.0, 90, 0.0, 100)])
+    assert row["balance_frames"] == pytest.approx(0.1) and row["float_cm"] == pytest.approx(1.0)
+    assert row["mpjpe_cm"] == pytest.approx(1.0)
+
+
 def test_an_evaluation_counts_float_and_balance_where_the_truth_plants_its_feet(solved):
     """SPEC §5's float is "while the truth has a planted foot". The truth lifted a metre in its second half plants
     only in its first: the tracked body raised 3 cm there floats 3 cm more; raised in the second half, not at all."""

@@ -37,9 +37,13 @@ METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower
 PHYSICS = ("floor_penetration_cm", "body_penetration_cm", "float_cm", "residual_force_n", "residual_torque_nm",
            "balance_frames", "balance_frames_gt", "reset_frames")
 """The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them; float and balance
-counted on the frames where the truth has its feet planted (SPEC §5's float);
+counted on the frames where the truth has its feet planted (SPEC §5's float), and weighted by the frames they count
+(COUNTED_OVER);
 `balance_frames_gt`: the truth's own balance by the same rule (its own body, soles and toe contacts);
 `reset_frames`: the share of frames after the first where the simulation was put back onto its target."""
+COUNTED_OVER = {"float_cm": "float_counted_frames", "balance_frames": "balance_counted_frames",
+                "balance_frames_gt": "balance_counted_frames"}
+"""The figures counted over some frames only, and the per-clip count of those frames they are weighted by."""
 
 
 def solvers(database: PoseDatabase, config: MatchingConfig, model, methods) -> dict[str, MotionMatchingSolver]:
@@ -151,8 +155,8 @@ def summarise(scores: list[dict]) -> dict:
            for k in METRICS + ("foot_skate_gt_cm_s", "jitter_truth")}
     out["foot_skate_ratio"] = round(out["foot_skate_cm_s"] / max(out["foot_skate_gt_cm_s"], 1e-9), 3)
     for key in PHYSICS:
-        known = [(s[key], f) for s, f in zip(scores, frames) if key in s]
-        if known:
+        known = [(s[key], s.get(COUNTED_OVER.get(key), f)) for s, f in zip(scores, frames) if key in s]
+        if known and sum(f for _, f in known) > 0:
             out[key] = round(float(np.average([v for v, _ in known], weights=[f for _, f in known])), 3)
     if all("reachable" in s for s in scores):
         reach = np.array([s["reachable"] for s in scores]) * frames
