@@ -387,22 +387,27 @@ def test_a_rebuilt_tracker_goes_on_as_the_one_it_replaces(solved):
 def test_a_live_solver_steps_through_the_simulated_body(solved):
     """PhysicalSolver: the default solver's live steps over a walk's stream come out as the simulated body's, a
     frame at a time: on the floor (no sole under it), near the kinematic steps, and the solver's own attributes
-    read through."""
+    read through. The body is rebuilt as the arms are fitted, on the solver's standing motion made once (made
+    again at each rebuild it cost a 50 ms step at 90 Hz)."""
     from core.physics.live import PhysicalSolver
     from core.physics.metrics import soles_and_centre
 
     stream = simulate_stream(read_bvh(FIXTURE_WALK_1)[:90]).stream
     kinematic, physical = load_solver(), PhysicalSolver(load_solver())
     assert physical.skeleton is physical.solver.skeleton and physical.waiting_for_hmd
+    made = []
+    standing_motion = physical.solver.standing_motion
+    physical.solver.standing_motion = lambda: made.append(1) or standing_motion()
     steps = [(kinematic.step(p, r, t, 1 / 60), physical.step(p, r, t, 1 / 60), physical.body)
              for p, r, t in zip(stream.positions, stream.rotations, stream.tracked)]
+    assert len({id(s[2]) for s in steps}) >= 2 and len(made) == 1
     assert np.abs(physical.body.skeleton.offsets - steps[-1][1].skeleton.offsets).max() <= 0.01  # rebuilt as fitted
     joints = [np.concatenate([s[k].global_positions() for s in steps]) for k in (0, 1)]
     soles = np.concatenate([soles_and_centre(s[1], s[2])[0] for s in steps])  # on the body that stepped it
     assert soles[:, :, 1].min() > -0.002  # measured -0.0002 m
     assert 1.0 < 100.0 * float(np.linalg.norm(joints[1] - joints[0], axis=-1).mean()) < 3.5  # measured 2.4 cm
     physical.reset()
-    assert physical.waiting_for_hmd and physical.body is None
+    assert physical.waiting_for_hmd and physical.body is None and physical.standing is None
 
 
 def test_no_residual_allowed_is_no_residual_and_no_more_resets_than_a_tiny_one(solved):
