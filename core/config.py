@@ -273,7 +273,7 @@ class MatchingConfig:
     teleport_distance_m: float = 1.0
     """An HMD jump longer than this within one step is a teleport: the avatar is placed anew."""
     calibration_s: float = 0.5
-    """Standing calibration: the HMD height over the stream's first half second."""
+    """Standing calibration: the HMD height over the stream's first half second (devices/standing_height.py)."""
     fps: float = 60.0
     """Rate the offline solver resamples streams to (the databases' rate)."""
     weights: FeatureWeights = FeatureWeights()
@@ -326,7 +326,7 @@ class N3PConfig:
     foot_unlock_halflife_s: float = 0.1
     """Half-life over which a released foot returns to the predicted pose."""
     calibration_s: float = 0.5
-    """Standing calibration: the head's height over the stream's first half second scales the user to the model."""
+    """Standing calibration: the head's height (devices/standing_height.py) scales the user to the model."""
     fit_arms: bool = True
     """Stretch the skeleton's arms (at most a fifth) to the reach the controllers show from its shoulders over the
     first minute (ik/two_bone.py: arm_stretch); offline from the start, live as the minute goes on."""
@@ -484,7 +484,7 @@ class SolveConfig:
     """The body-orientation model of `hybrid` and `mm`: None (the shipped window model), 'mmvr' (MMVR §4's
     network), a model file, or 'hmd' (the HMD's forward)."""
     standing_hmd_height_m: float | None = None
-    """The user's standing HMD height (None: measured over the stream's first half second)."""
+    """The user's standing HMD height (None: measured from the stream, devices/standing_height.py)."""
     arm_span_m: float | None = None
     """`mm`: the user's T-pose wrist-to-wrist span (Parger eq. 1; None: the avatar's arms)."""
 

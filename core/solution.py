@@ -18,6 +18,7 @@ from .anim.skeleton import Skeleton
 from .config import DeviceOffsets
 from .devices.calibration import StreamCalibration
 from .devices.plausibility import usable_samples
+from .devices.standing_height import measured_standing_height
 from .files.stream import ThreePointStream
 
 
@@ -32,6 +33,9 @@ class Solver(Protocol):
     devices: DeviceOffsets
     waiting_for_hmd: bool
     """True until a live step brings the HMD's first usable pose (`waits_for_hmd`); `reset` sets it again."""
+    standing_height_m: float | None
+    """The user's standing HMD height as the live steps have measured it (devices/standing_height.py; None before
+    the first)."""
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts a new avatar where the devices are."""
@@ -98,13 +102,9 @@ class Solution:
 
 
 def standing_height(stream: ThreePointStream, seconds: float) -> float:
-    """Mean tracked HMD height over the stream's first `seconds` (the standing calibration)."""
-    first = (stream.times - stream.times[0] <= seconds) & stream.tracked[:, 0]
-    if not first.any():
-        first = stream.tracked[:, 0]
-    if not first.any():
-        raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
-    return float(stream.positions[first, 0, 1].mean())
+    """The user's standing HMD height over the whole stream (devices/standing_height.py): the mean over the first
+    `seconds` the HMD is tracked, raised where the user stood up later."""
+    return measured_standing_height(stream.times, stream.positions[:, 0, 1], stream.tracked[:, 0], seconds)
 
 
 def require_finite(motion: Motion, stream: ThreePointStream) -> None:

@@ -95,6 +95,11 @@ class HybridSolver:
         """The predictor's standing reference: the body is the predictor's."""
         return self.predictor.standing_motion()
 
+    @property
+    def standing_height_m(self) -> float | None:
+        """The user's standing HMD height as the predictor has measured it so far."""
+        return self.predictor.standing_height_m
+
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts a new avatar where the devices are."""
         self.waiting_for_hmd = True

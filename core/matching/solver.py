@@ -30,6 +30,7 @@ from ..devices.attachments import device_offsets, joints_from_devices
 from ..devices.held import HeldDevices
 from ..devices.plausibility import without_unusable_samples
 from ..devices.simulate import simulate_stream
+from ..devices.standing_height import StandingHeight
 from ..files.stream import ThreePointStream
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.upper_body_ik import UpperBodyCalibration, arm_length_from_span
@@ -136,12 +137,8 @@ class SolverState:
     """The smoothed body orientation (eq. 4), radians about +Y, and its rate."""
     facing_yaw_rate: float = 0.0
     previous_target: np.ndarray | None = None
-    standing_height_m: float | None = None
-    """The calibrated standing HMD height; None while it is being measured."""
-    height_samples: list = field(default_factory=list)
-    mean_height_m: float = 0.0
-    """The mean of height_samples."""
-    elapsed_s: float = 0.0
+    standing: StandingHeight = field(default_factory=lambda: StandingHeight(MatchingConfig.calibration_s))
+    """The user's standing HMD height, measured as the stream goes (given: fixed)."""
 
 
 class MotionMatchingSolver:
@@ -193,13 +190,19 @@ class MotionMatchingSolver:
         """The first database's first clip: where retargeting finds this skeleton's standing reference."""
         return self.databases[0].poses.clip_motion(0)
 
+    @property
+    def standing_height_m(self) -> float | None:
+        """The user's standing HMD height as measured so far (None before the first step)."""
+        return self.state.standing.height_m
+
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts a new avatar where the devices are.
 
         The standing HMD height is the one given here, else the solver's, else measured live.
         """
         self.waiting_for_hmd = True
-        self.state = SolverState(standing_height_m=standing_hmd_height_m or self.fixed_height)
+        self.state = SolverState(standing=StandingHeight(self.config.calibration_s,
+                                                         standing_hmd_height_m or self.fixed_height))
         self.held.reset()
         self.facing.reset()
         self.inertializer = Inertializer.at_rest(len(self.skeleton))
@@ -208,16 +211,10 @@ class MotionMatchingSolver:
 
     # -- calibration ------------------------------------------------------------------------------------------
 
-    def measured_standing_height(self, hmd_height: float, sample: bool = True) -> float:
-        """The calibrated standing HMD height: given, or the mean over the first `calibration_s` seconds
-        (`sample` False: this frame's HMD sample was rejected and is not measured)."""
-        state = self.state
-        if state.standing_height_m is not None:
-            return state.standing_height_m
-        if sample and (state.elapsed_s < self.config.calibration_s or not state.height_samples):
-            state.height_samples.append(hmd_height)
-            state.mean_height_m = sum(state.height_samples) / len(state.height_samples)
-        return state.mean_height_m
+    def measured_standing_height(self, hmd_height: float, dt: float, sample: bool = True) -> float:
+        """The standing HMD height (devices/standing_height.py: given, or measured), with this frame's HMD height
+        (`sample` False: not measured, its sample rejected), `dt` seconds before the next frame."""
+        return self.state.standing.add(hmd_height, dt, sample)
 
     def upper_body_calibration(self, standing_height: float) -> UpperBodyCalibration:
         return replace(self.rig.calibration, hmd_height_m=standing_height)
@@ -246,8 +243,7 @@ class MotionMatchingSolver:
         positions, rotations, dt, target, teleported = held.positions, held.rotations, held.dt, held.target, \
             held.teleported
         hmd_position = positions[0]
-        standing = self.measured_standing_height(hmd_position[1], not held.rejected[0])
-        state.elapsed_s += dt
+        standing = self.measured_standing_height(hmd_position[1], dt, not held.rejected[0])
 
         body_yaw = self.facing.step(positions, rotations, dt, teleported)
         placed = not state.started or teleported
@@ -389,7 +385,7 @@ class MotionMatchingSolver:
 
 def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
     """Steps 1-5 over a whole stream: on the solver's timeline (resampled to its rate), the standing height
-    measured on its first `calibration_s`, every frame from the HMD's first tracked one stepped and the frames
+    measured on it (devices/standing_height.py), every frame from the HMD's first tracked one stepped and the frames
     before it waiting in that one's pose. Returns the stream as stepped, the height and one frame per sample."""
     stream = without_unusable_samples(stream)[0].resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)

@@ -5,7 +5,8 @@ Per frame (`N3PSolver.step`, the live driver):
    step that is not finite, not positive or too long as a pause: plausibility.py); the controllers are turned into the joints they
    imply (head, wrists: §7's input signals); untracked controllers, or all of them in HMD-only mode
    (§8.2), are replaced by the predictor's own forecast o*;
-2. calibration: the user's standing head height (HMD height over the first half second, or given)
+2. calibration: the user's standing head height (HMD height over the first half second, raised if the user stands
+   up later: devices/standing_height.py; or given)
    scales the signals to the model's body, and the model's pose back to the user's size on the way out
    (the skeleton is the model's scaled to the user: its hands reach where the user's do);
 3. every 1/30 s the predictor steps (eq. 2) from the model's standing state; between steps live, the
@@ -32,6 +33,7 @@ from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
+from ..devices.standing_height import StandingHeight
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
@@ -114,6 +116,11 @@ class N3PSolver:
         """The output's rate (N3PConfig.fps)."""
         return self.config.fps
 
+    @property
+    def standing_height_m(self) -> float | None:
+        """The user's standing HMD height as measured so far (None before the first step)."""
+        return self.standing.height_m
+
     def standing_motion(self) -> Motion:
         """The predictor standing still for STANDING_REFERENCE_S under a level headset, the controllers held with
         the arms hanging: where live retargeting reads this skeleton's standing reference (its rest pose need
@@ -134,8 +141,8 @@ class N3PSolver:
         self.waiting_for_hmd = True
         self.predictor = N3PPredictor(self.model)
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
-        self.standing_height_m = standing_hmd_height_m or self.fixed_height
-        self.height_samples: list[float] = []
+        self.standing = StandingHeight(self.config.calibration_s, standing_hmd_height_m or self.fixed_height)
+        """The user's standing HMD height, measured as the stream goes (given: fixed)."""
         self.size: float | None = None
         """The user's size over the model's (None before the first step): the output's skeleton and positions are
         the model's times this."""
@@ -162,14 +169,11 @@ class N3PSolver:
         self.paused_steps = 0
         """Steps whose dt was not finite, not positive or too long, taken as one tick."""
 
-    def scale(self, hmd_height: float, sample: bool = True) -> float:
-        """The model's standing head height over the user's (the HMD sits hmd_from_head above the head joint);
-        `sample` False: this frame's HMD sample was rejected and is not measured. The skeleton follows."""
-        height = self.standing_height_m
-        if height is None:
-            if sample and (self.elapsed_s < self.config.calibration_s or not self.height_samples):
-                self.height_samples.append(hmd_height)
-            height = float(np.mean(self.height_samples))
+    def scale(self, hmd_height: float, dt: float, sample: bool = True) -> float:
+        """The model's standing head height over the user's (the HMD sits hmd_from_head above the head joint), with
+        this frame's HMD height measured (`sample` False: not measured, its sample rejected); the skeleton
+        follows."""
+        height = self.standing.add(hmd_height, dt, sample)
         scale = self.model.standing_head_m / max(height - self.devices.hmd_from_head[1], 0.5)
         if self.size != 1.0 / scale:
             self.resize(1.0 / scale, self.stretch)
@@ -270,7 +274,7 @@ class N3PSolver:
             tracked[1:] = False
         dt, paused = step_seconds(dt, TICK_S)
         self.paused_steps += paused
-        scale = self.scale(positions[0, 1], not rejected[0])
+        scale = self.scale(positions[0, 1], dt, not rejected[0])
         self.elapsed_s += dt
 
         signals = tracker_signals(np.where(tracked[:, None], positions, 0.0),
@@ -320,7 +324,7 @@ class N3PSolver:
         self.arms.set(rotations, global_rotations, upper, fore, tracked)
 
     def solve(self, stream: ThreePointStream):
-        """The offline driver: calibrate on the first half second, advance every sample of the stream at 30 Hz,
+        """The offline driver: calibrate on the stream's standing height, advance every sample of the stream at 30 Hz,
         pose the predictions interpolated onto the output's timeline, then the IK toward the devices at every
         output frame."""
         stream = without_unusable_samples(stream)[0]

@@ -1,8 +1,10 @@
 """Live retargeting: a solver stepped one frame at a time onto a target skeleton, as the live preview drives it.
 
-The retargeting is made on the first frame whose headset height is known (it sizes the avatar, `avatar_scale`),
-with the stances its feet are held by; each step solves the frame and carries it onto the target, its head on
-the headset-implied head and its wrists on the controller-implied wrists.
+The retargeting is made on the first frame whose headset height is known (it sizes the avatar, `avatar_scale`, to
+the user's standing head as the solver measures it), with the stances its feet are held by, and made again if that
+height changes by more than REFIT_M (the user started bent or crouched and stood up:
+devices/standing_height.py); each step solves the frame and carries it onto the target, its head on the
+headset-implied head and its wrists on the controller-implied wrists.
 """
 from __future__ import annotations
 
@@ -15,6 +17,11 @@ from .stances import LiveStances
 from .target import TargetSkeleton, avatar_scale
 
 
+REFIT_M = 0.05
+"""The avatar is sized anew when the user's measured standing head height moves this far from the one it was sized
+for."""
+
+
 class LiveRetargeting:
     """`solver` (a Solver) stepped onto `target`, sized by `size` ('fit' or 'keep')."""
 
@@ -22,10 +29,17 @@ class LiveRetargeting:
         self.solver, self.target, self.size = solver, target, size
         self.retargeting: Retargeting | None = None
         self.stances: LiveStances | None = None
+        self.sized_for_m: float | None = None
+        """The standing head height the retargeting was made for."""
 
     def retargeting_for(self, head_height_m: float) -> Retargeting:
-        """The retargeting onto the target, fitted (or not, by `size`) to this head height, made once."""
-        if self.retargeting is None:
+        """The retargeting onto the target, fitted (or not, by `size`) to the user's standing head height (this
+        frame's head where the solver measures none), made once and again when that moves by REFIT_M."""
+        standing = self.solver.standing_height_m
+        if standing is not None:
+            head_height_m = standing - self.solver.devices.hmd_from_head[1]
+        if self.retargeting is None or abs(head_height_m - self.sized_for_m) > REFIT_M:
+            self.sized_for_m = head_height_m
             scale = avatar_scale(self.target, head_height_m, self.size)
             standing = self.solver.standing_motion()
             self.retargeting = Retargeting.between(self.solver.skeleton, self.solver.mapping, self.target, standing,

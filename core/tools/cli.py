@@ -409,8 +409,8 @@ def _add_solve_command(groups) -> None:
                               help="position accuracy in metres (default 0.3; 0.1 for self-avatars)")
     solve_parser.add_argument("--orientation", help="orientation model file, 'mmvr' (the paper's network) or 'hmd' "
                                                            "(default: the shipped window model)")
-    solve_parser.add_argument("--height", type=float, help="standing HMD height in metres (default: measured over "
-                                                           "the first half second)")
+    solve_parser.add_argument("--height", type=float, help="standing HMD height in metres (default: measured, the "
+                                                           "first half second's, raised if the user stands up later)")
     solve_parser.add_argument("--arm-span", type=float, help="mm: T-pose wrist-to-wrist span in metres (default: the avatar's "
                                                                 "arms)")
     solve_parser.add_argument("--grip", choices=GRIPS, default="openxr",

@@ -108,10 +108,10 @@ def test_motion_matching_steps_take_broken_samples_as_untracked_and_bad_steps_as
 def test_motion_matching_calibration_skips_broken_hmd_samples(mm_solver, stream):
     clean = (stream.positions, stream.rotations, stream.tracked, np.full(len(stream), 1.0 / 60.0))
     run(mm_solver, clean, 40)
-    heights = list(mm_solver.state.height_samples)
+    heights = list(mm_solver.state.standing.first)
     broken, _ = corrupted(stream, [(2, 0, "nan"), (5, 0, "huge"), (9, 0, "zero quaternion")], (), 1.0 / 60.0)
     motions = run(mm_solver, broken, 40)
-    assert mm_solver.state.height_samples == [h for t, h in enumerate(heights) if t not in (2, 5, 9)]
+    assert mm_solver.state.standing.first == [h for t, h in enumerate(heights) if t not in (2, 5, 9)]
     assert np.isfinite(poses(motions)[1]).all()
 
     mm_solver.reset()  # before the HMD is ever seen there is nowhere to put the avatar: it waits, standing
@@ -146,10 +146,10 @@ def test_neural3points_calibration_skips_broken_hmd_samples(n3p_solver, stream):
     stream = stream.resampled(30.0)
     clean = (stream.positions, stream.rotations, stream.tracked, np.full(len(stream), 1.0 / 30.0))
     run(n3p_solver, clean, 20)
-    heights = list(n3p_solver.height_samples)
+    heights = list(n3p_solver.standing.first)
     broken, _ = corrupted(stream, [(1, 0, "huge"), (3, 0, "nan")], (), 1.0 / 30.0)
     motions = run(n3p_solver, broken, 20)
-    assert n3p_solver.height_samples == [h for t, h in enumerate(heights) if t not in (1, 3)]
+    assert n3p_solver.standing.first == [h for t, h in enumerate(heights) if t not in (1, 3)]
     assert np.isfinite(poses(motions)[1]).all()
 
 

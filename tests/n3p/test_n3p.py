@@ -307,8 +307,8 @@ def test_the_arms_stretch_to_the_reach_the_controllers_show_offline_and_live(mod
                                                                                             seed=4)).truth,
                           implied_joint_positions(offline.stream)[:, 1:])
     assert scores["hand_cm"] < 0.05
-    assert np.allclose(offline.motion.skeleton.offsets[solver.arms.chains[:, 2:]],
-                       N3PSolver(model).skeleton.offsets[solver.arms.chains[:, 2:]] * solver.size * stretch)
+    assert np.allclose(offline.motion.skeleton.offsets[solver.arms.chains[:, 2:]],  # the heights measured at 30 and 60 Hz
+                       N3PSolver(model).skeleton.offsets[solver.arms.chains[:, 2:]] * solver.size * stretch, rtol=1e-4)
 
 
 def test_hands_reach_the_controllers(model, validation_walk):

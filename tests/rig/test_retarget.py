@@ -405,3 +405,31 @@ def test_feet_on_a_character_of_another_studio_lift_and_plant_as_the_persons(nam
     assert figures["toe_lift_ratio"] > 0.85
     assert figures["foot_slide_ratio"] < 1.0
     assert figures["hand_cm"] < 0.1
+
+
+def test_live_retargeting_sizes_the_avatar_to_the_user_once_they_stand(fixture_walk1):
+    """Live Preview with Fit to User: a take whose first second is 30 cm low (the user crouched to pick up the
+    controllers) sizes the avatar to that head at first, then, once the solver has measured the user standing
+    (devices/standing_height.py), to the standing head, as a take that starts standing is sized from its first
+    frame on (and only once)."""
+    from core.config import SimulationConfig
+    from core.devices.simulate import simulate_stream
+    from core.retarget.live import LiveRetargeting
+    from core.retarget.target import bvh_target
+
+    stream = simulate_stream(fixture_walk1, SimulationConfig(look_around_deg=30.0)).stream
+    target = bvh_target(fixture_walk1)
+    sizes = []
+    for drop in (0.0, 0.3):
+        positions = stream.positions.copy()
+        positions[stream.times - stream.times[0] < 1.0, :, 1] -= drop
+        live = LiveRetargeting(load_solver(), target, "fit")
+        made = []
+        for t in range(len(stream)):
+            live.step(positions[t], stream.rotations[t], stream.tracked[t], 1 / 60)
+            made.append(live.sized_for_m)
+        sizes.append(np.array(made))
+    standing, crouched = sizes
+    assert np.unique(standing).size == 1
+    assert abs(crouched[0] - (standing[0] - 0.3)) < 0.01 and abs(crouched[-1] - standing[0]) < 0.025
+    assert np.unique(crouched).size == 2

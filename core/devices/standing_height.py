@@ -1,0 +1,77 @@
+"""The user's standing headset height, measured from the stream as it comes: what sizes the avatar to the user.
+
+The median HMD height over the first seconds (the user stands there), raised wherever the median of a later stretch
+of RAISE_WINDOW_S lies more than RAISE_M above it: a user who starts bent over a controller, crouched or seated and
+then stands up is measured standing, not kept at the start's height for the whole take. The raised height is the
+median of the stretch's samples more than half RAISE_M above the old one (the low start's last samples left out),
+so that it is raised once. Live steps and offline solves share it; offline takes its last value for the whole
+stream.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+RAISE_WINDOW_S = 4.0
+"""The stretch whose median HMD height is compared with the standing height."""
+RAISE_M = 0.10
+"""How much higher that median must be to raise the standing height. A walk's head rides higher than its start by up
+to 9 cm over such a stretch (100STYLE's bouncy walk, with the capture's drift; Bandai's largest 2.4 cm), and a start
+10 cm too low costs the whole take's MPJPE threefold (docs/calibration.md)."""
+CHECK_S = 0.25
+"""How often the stretch's median is taken."""
+
+
+class StandingHeight:
+    """The standing HMD height (module docstring), fed one HMD height a frame; `fixed`: the height given (none is
+    measured)."""
+
+    def __init__(self, calibration_s: float, fixed: float | None = None):
+        self.calibration_s, self.fixed = calibration_s, fixed
+        self.first: list[float] = []
+        """The heights of the first calibration_s seconds (at least one)."""
+        self.recent: deque[tuple[float, float]] = deque()
+        """(time, height) of the last RAISE_WINDOW_S seconds."""
+        self.raised: float | None = None
+        self.elapsed_s = 0.0
+        self.checked_s = 0.0
+
+    @property
+    def height_m(self) -> float | None:
+        """The standing height so far (None before the first sample)."""
+        if self.fixed is not None:
+            return self.fixed
+        if self.raised is not None:
+            return self.raised
+        return float(np.median(self.first)) if self.first else None
+
+    def add(self, height: float, dt: float, sample: bool = True) -> float | None:
+        """This frame's HMD height (`sample` False: not a measurement, as a held or rejected one), `dt` seconds
+        before the next frame; the standing height."""
+        if self.fixed is None and sample:
+            if self.elapsed_s < self.calibration_s or not self.first:
+                self.first.append(height)
+            self.recent.append((self.elapsed_s, height))
+            while self.recent[0][0] < self.elapsed_s - RAISE_WINDOW_S:
+                self.recent.popleft()
+            if self.elapsed_s >= RAISE_WINDOW_S and self.elapsed_s - self.checked_s >= CHECK_S:
+                self.checked_s = self.elapsed_s
+                heights = np.array([h for _, h in self.recent])
+                if np.median(heights) > self.height_m + RAISE_M:
+                    self.raised = float(np.median(heights[heights > self.height_m + RAISE_M / 2]))
+        self.elapsed_s += dt
+        return self.height_m
+
+
+def measured_standing_height(times: np.ndarray, heights: np.ndarray, usable: np.ndarray, calibration_s: float) -> float:
+    """The standing height StandingHeight ends with over a whole stream's HMD heights (T,) at `times` (T,), where
+    `usable` (T,)."""
+    if not usable.any():
+        raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
+    first = int(np.flatnonzero(usable)[0])
+    measure = StandingHeight(calibration_s)
+    steps = np.diff(times[first:], append=times[-1])
+    for height, dt, sample in zip(heights[first:], steps, usable[first:]):
+        measure.add(float(height), float(dt), bool(sample))
+    return measure.height_m
