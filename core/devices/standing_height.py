@@ -21,6 +21,8 @@ to 9 cm over such a stretch (100STYLE's bouncy walk, with the capture's drift; B
 10 cm too low costs the whole take's MPJPE threefold (docs/calibration.md)."""
 CHECK_S = 0.25
 """How often the stretch's median is taken."""
+COVERED = 0.8
+"""... once measured samples cover this share of the stretch (an HMD lost for most of it raises nothing)."""
 
 
 class StandingHeight:
@@ -31,8 +33,10 @@ class StandingHeight:
         self.calibration_s, self.fixed = calibration_s, fixed
         self.first: list[float] = []
         """The heights of the first calibration_s seconds (at least one)."""
-        self.recent: deque[tuple[float, float]] = deque()
-        """(time, height) of the last RAISE_WINDOW_S seconds."""
+        self.first_median: float | None = None
+        """Their median, once calibration_s has passed."""
+        self.recent: deque[tuple[float, float, float]] = deque()
+        """(time, height, seconds it stands for) of the measured samples of the last RAISE_WINDOW_S seconds."""
         self.raised: float | None = None
         self.elapsed_s = 0.0
         self.checked_s = 0.0
@@ -44,6 +48,8 @@ class StandingHeight:
             return self.fixed
         if self.raised is not None:
             return self.raised
+        if self.first_median is not None:
+            return self.first_median
         return float(np.median(self.first)) if self.first else None
 
     def add(self, height: float, dt: float, sample: bool = True) -> float | None:
@@ -52,12 +58,15 @@ class StandingHeight:
         if self.fixed is None and sample:
             if self.elapsed_s < self.calibration_s or not self.first:
                 self.first.append(height)
-            self.recent.append((self.elapsed_s, height))
+            elif self.first_median is None:
+                self.first_median = float(np.median(self.first))
+            self.recent.append((self.elapsed_s, height, dt))
             while self.recent[0][0] < self.elapsed_s - RAISE_WINDOW_S:
                 self.recent.popleft()
-            if self.elapsed_s >= RAISE_WINDOW_S and self.elapsed_s - self.checked_s >= CHECK_S:
+            if self.elapsed_s >= RAISE_WINDOW_S and self.elapsed_s - self.checked_s >= CHECK_S and \
+                    sum(seconds for _, _, seconds in self.recent) >= COVERED * RAISE_WINDOW_S:
                 self.checked_s = self.elapsed_s
-                heights = np.array([h for _, h in self.recent])
+                heights = np.array([h for _, h, _ in self.recent])
                 if np.median(heights) > self.height_m + RAISE_M:
                     self.raised = float(np.median(heights[heights > self.height_m + RAISE_M / 2]))
         self.elapsed_s += dt
@@ -66,7 +75,8 @@ class StandingHeight:
 
 def measured_standing_height(times: np.ndarray, heights: np.ndarray, usable: np.ndarray, calibration_s: float) -> float:
     """The standing height StandingHeight ends with over a whole stream's HMD heights (T,) at `times` (T,), where
-    `usable` (T,)."""
+    `usable` (T,) and finite."""
+    usable = usable & np.isfinite(heights)
     if not usable.any():
         raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
     first = int(np.flatnonzero(usable)[0])

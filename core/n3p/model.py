@@ -154,6 +154,14 @@ class N3PPredictor:
             {name: model.zero_state(name) for name in HIDDEN},
             signals_out_of(np.asarray(start, float), model.norm.mean["o"]))
 
+    def rescale(self, ratio: float) -> None:
+        """The world's signals are scaled by `ratio` from now on (the user measured anew): the heading frame's place
+        on the floor scales with them, so that the body stays where the user is, and the held signals (the body's
+        own, in the model's size) move with it."""
+        moved = (ratio - 1.0) * self.state.heading[:2]
+        self.state.heading[:2] += moved
+        self.state.next_signals[:, [0, 2]] += moved
+
     def step(self, signals: np.ndarray, tracked: np.ndarray | None = None):
         """One frame from world signals (3, 9); controllers not tracked take the last o* (§8.2).
 

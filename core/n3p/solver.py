@@ -50,8 +50,9 @@ body is not carried with it, and waits for the predictor."""
 TICK_BLEND_HALFLIFE_S = 0.015
 """Live, each 30 Hz prediction's change of pose is eased in with this half-life (a critically damped offset,
 anim/inertialize.py) rather than shown at once (docs/methods/neural3points.md: less jitter for a little MPJPE)."""
-REACH_UPDATE_FRAMES = 30
-"""Live, the arms' stretch is read off the reach seen so far every this many frames (over the first minute)."""
+REACH_UPDATE_TICKS = 15
+"""Live, the reach is seen at the predictor's ticks (30 Hz) over the first minute, and the arms' stretch read off it
+every this many ticks."""
 STANDING_REFERENCE_S = 2.0
 STANDING_REFERENCE_HMD_M = 1.6
 """The still headset's height for the standing reference when the user's is not given (signals are scaled to
@@ -149,8 +150,10 @@ class N3PSolver:
         self.stretch = 1.0
         """How much longer than the model's (at the user's size) the user's arms reach (`fit_arms`)."""
         self.reach_seen: list[tuple] = []
-        """Live: (shoulders, wrists, tracked) of each frame over the first REACH_WINDOW_S, for `fit_arms`."""
+        """Live: (shoulders, wrists, tracked) at each tick over the first REACH_WINDOW_S, for `fit_arms`."""
         self.elapsed_s = 0.0
+        self.signal_scale = 1.0
+        """The scale the predictor's world was last given signals at (`advance`)."""
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
         self.prediction = None
@@ -198,7 +201,6 @@ class N3PSolver:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         frame = Advanced(*(np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)))
         scale = float(frame.scales[0])
-        fitting = self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S
         jumped = self.walk_with_head(joints_from_devices(frame.positions[0, 0], frame.rotations[0, 0],
                                                          self.offsets[0]), float(frame.dts[0]))
         ticked = self.predicted is None or self.predicted[0] is not self.prediction
@@ -212,11 +214,12 @@ class N3PSolver:
             self.ease_in(None, self.predicted[2])
         motion, contacts = self.predicted[2:]
         motion = self.eased(motion, self.carry, float(frame.dts[0]))
+        fitting = ticked and self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S
         arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
         if fitting:
             wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
             self.reach_seen.append((arms[1][:, :, 1], wrists, frame.tracked[:, 1:]))
-            if len(self.reach_seen) % REACH_UPDATE_FRAMES == 0:
+            if len(self.reach_seen) % REACH_UPDATE_TICKS == 0:
                 self.fit_arms(*(np.concatenate(values) for values in zip(*self.reach_seen)))
         motion = Motion(self.skeleton, motion.rotations.copy(), self.arms.stretched(motion.positions, self.stretch),
                         self.fps)
@@ -260,6 +263,7 @@ class N3PSolver:
         positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
         tracked = np.array(tracked, dtype=bool)
         usable = usable_samples(positions, rotations, tracked)
+        measured = bool(usable[0])  # the HMD's own sample, not the one held for it below
         rejected = tracked & ~usable
         if rejected.any():
             self.rejected_samples += int(rejected.sum())
@@ -274,7 +278,7 @@ class N3PSolver:
             tracked[1:] = False
         dt, paused = step_seconds(dt, TICK_S)
         self.paused_steps += paused
-        scale = self.scale(positions[0, 1], dt, not rejected[0])
+        scale = self.scale(positions[0, 1], dt, measured)
         self.elapsed_s += dt
 
         signals = tracker_signals(np.where(tracked[:, None], positions, 0.0),
@@ -283,6 +287,10 @@ class N3PSolver:
         if self.prediction is None:
             yaw = float(quat.yaw_of_direction(hmd_forward(rotations[0])))
             self.predictor.reset(np.array([signals[0, 0], signals[0, 2], yaw]))
+        elif scale != self.signal_scale:  # the user measured anew: the predictor's world scales with the signals
+            self.predictor.rescale(scale / self.signal_scale)
+            self.prediction[2][:2] *= scale / self.signal_scale
+        self.signal_scale = scale
         self.since_tick_s += dt
         if self.since_tick_s >= TICK_S - 1e-6:
             self.prediction = self.predictor.step(signals, tracked)

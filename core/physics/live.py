@@ -25,7 +25,7 @@ class PhysicalSolver:
     def __init__(self, solver, config: PhysicsConfig = PhysicsConfig()):
         self.solver, self.config = solver, config
         self.body, self.tracker, self.arms = None, None, None
-        self.standing: Motion | None = None
+        self.standing_reference: Motion | None = None
         """The solver's standing motion, made once (it does not depend on the user: a rebuild while the arms are
         being fitted would otherwise make it again, a hitch of tens of milliseconds)."""
         self.residual_force_n = 0.0
@@ -36,9 +36,9 @@ class PhysicalSolver:
 
     def rebuild(self, motion: Motion) -> None:
         """The body built for the skeleton `motion` is on; a body already moving goes on from its pose and speed."""
-        if self.standing is None:
-            self.standing = self.solver.standing_motion()
-        standing, earlier = self.standing, self.tracker
+        if self.standing_reference is None:
+            self.standing_reference = self.solver.standing_motion()
+        standing, earlier = self.standing_reference, self.tracker
         self.body = simulated_body(motion.skeleton, self.config,
                                    standing if standing.skeleton == motion.skeleton else motion)
         self.tracker = PhysicsTracker(self.body, self.config)
@@ -49,7 +49,7 @@ class PhysicalSolver:
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user; the next step builds the body anew on the solver's pose."""
         self.solver.reset(standing_hmd_height_m)
-        self.body, self.tracker, self.standing = None, None, None
+        self.body, self.tracker = None, None
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """The solver's step, followed by the simulated body for `dt` seconds."""

@@ -1,10 +1,10 @@
 """Live retargeting: a solver stepped one frame at a time onto a target skeleton, as the live preview drives it.
 
-The retargeting is made on the first frame whose headset height is known (it sizes the avatar, `avatar_scale`, to
-the user's standing head as the solver measures it), with the stances its feet are held by, and made again if that
-height changes by more than REFIT_M (the user started bent or crouched and stood up:
-devices/standing_height.py); each step solves the frame and carries it onto the target, its head on the
-headset-implied head and its wrists on the controller-implied wrists.
+The retargeting is made on the first step (it sizes the avatar, `avatar_scale`, to the user's standing head as the
+solver measures it; before the headset's first usable sample, at the avatar's own size), with the stances its feet
+are held by, and, fitted to the user, made again if that height changes by more than REFIT_M (the user started bent
+or crouched and stood up: devices/standing_height.py); each step solves the frame and carries it onto the target,
+its head on the headset-implied head and its wrists on the controller-implied wrists.
 """
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ class LiveRetargeting:
         self.retargeting: Retargeting | None = None
         self.stances: LiveStances | None = None
         self.sized_for_m: float | None = None
-        """The standing head height the retargeting was made for."""
+        """The standing head height the retargeting was made for (NaN: none known then)."""
+        self.standing = None
+        """The solver's standing motion (made once: it does not depend on the user)."""
 
     def retargeting_for(self, head_height_m: float) -> Retargeting:
         """The retargeting onto the target, fitted (or not, by `size`) to the user's standing head height (this
@@ -38,10 +40,14 @@ class LiveRetargeting:
         standing = self.solver.standing_height_m
         if standing is not None:
             head_height_m = standing - self.solver.devices.hmd_from_head[1]
-        if self.retargeting is None or abs(head_height_m - self.sized_for_m) > REFIT_M:
+        if self.retargeting is None or self.size == "fit" and np.isfinite(head_height_m) and (
+                not np.isfinite(self.sized_for_m) or abs(head_height_m - self.sized_for_m) > REFIT_M):
             self.sized_for_m = head_height_m
-            scale = avatar_scale(self.target, head_height_m, self.size)
-            standing = self.solver.standing_motion()
+            known = np.isfinite(head_height_m)
+            scale = avatar_scale(self.target, head_height_m if known else self.target.head_height(), self.size)
+            if self.standing is None:
+                self.standing = self.solver.standing_motion()
+            standing = self.standing
             self.retargeting = Retargeting.between(self.solver.skeleton, self.solver.mapping, self.target, standing,
                                                    scale)
             self.stances = LiveStances.of(standing)

@@ -92,3 +92,35 @@ def test_a_walk_that_starts_crouched_is_solved_at_the_users_size():
                         score_motion(solution.motion.resampled(truth.fps)[second:], truth[second:])["mpjpe_cm"]))
     (height, mpjpe), (crouched_height, crouched_mpjpe) = figures
     assert abs(crouched_height - height) < 0.025 and crouched_mpjpe < mpjpe + 1.5
+
+
+def test_a_stretch_mostly_unmeasured_raises_nothing():
+    """The HMD lost for most of a stretch (its held samples are not measurements): a few high samples on its return
+    do not raise the standing height."""
+    measure = StandingHeight(CALIBRATION_S)
+    for t in range(600):  # 10 s at 60 Hz: standing 1.6 m for 5 s, lost for 4.9 s, back at 2.2 m for 0.1 s
+        seen = t < 300 or t >= 594
+        measure.add(1.6 if t < 300 else 2.2, 1 / 60, seen)
+    assert measure.height_m == pytest.approx(1.6)
+
+
+@pytest.mark.parametrize("method", ["n3p", "mm"])
+def test_live_a_held_hmd_is_not_measured(method, fixture_walk1):
+    """Live, frames whose HMD is untracked (held at its last pose) are not measured: an HMD lifted 60 cm and then
+    untracked for 5 s keeps the standing height the user stood at."""
+    from core.config import MatchingConfig
+    from core.matching.pose_database import build_database
+    from core.matching.solver import MotionMatchingSolver
+
+    solver = load_solver(SolveConfig(method="n3p")) if method == "n3p" else \
+        MotionMatchingSolver([build_database([fixture_walk1])], MatchingConfig(orientation="hmd"))
+    stream = simulate_stream(fixture_walk1, SimulationConfig(look_around_deg=0.0)).stream
+    positions, rotations, tracked = stream.positions[0], stream.rotations[0], stream.tracked[0]
+    for t in range(300):
+        solver.step(positions, rotations, tracked, 1 / 60)
+    lifted = positions.copy()
+    lifted[:, 1] += 0.6
+    solver.step(lifted, rotations, tracked, 1 / 60)
+    for t in range(300):
+        solver.step(lifted, rotations, np.array([False, True, True]), 1 / 60)
+    assert solver.standing_height_m == pytest.approx(positions[0, 1], abs=1e-9)

@@ -456,3 +456,27 @@ def test_eval_full_steps_each_method_live_at_a_headsets_rate(capsys):
     samples = len(simulate_stream(clip, SimulationConfig(fps=90.0)).stream)
     assert live["frames"] == samples and offline["frames"] < samples
     assert 0.0 < live["mpjpe_cm"] - offline["mpjpe_cm"] < 1.2 and live["hand_cm"] < 0.5
+
+
+@pytest.mark.parametrize("east_m", [0.0, 4.0])
+def test_live_a_user_measured_taller_mid_walk_keeps_the_body_under_the_head(east_m, fixture_walk1):
+    """A walk whose first second is 30 cm low (the user crouched): 4 s in the standing height is raised (1.27 -> 1.56
+    m) and the skeleton rescaled. The predictor's world scales with the signals about the user, not the world's
+    origin: measured, the hips stay within 15 cm of the head along the floor across the raise, as before it, wherever
+    the walk is (scaled about the origin, they lurched 52 cm, 1.37 m with the user 4 m from it)."""
+    from core.config import SolveConfig
+    from core.solve import load_solver
+
+    stream = simulate_stream(fixture_walk1, SimulationConfig(look_around_deg=30.0)).stream
+    positions = stream.positions + [east_m, 0.0, 0.0]
+    positions[stream.times - stream.times[0] < 1.0, :, 1] -= 0.3
+    solver = load_solver(SolveConfig())
+    hips, heights = [], []
+    for p, r, t in zip(positions, stream.rotations, stream.tracked):
+        hips.append(solver.step(p, r, t, 1 / 60).global_positions()[0, solver.predictor.mapping["hips"]])
+        heights.append(solver.standing_height_m)
+    heads = implied_joint_positions(ThreePointStream(stream.times, positions, stream.rotations, stream.tracked))[:, 0]
+    raised = int(np.flatnonzero(np.diff(heights) > 0.05)[0]) + 1
+    assert 3.9 < stream.times[raised] - stream.times[0] < 4.5 and heights[raised] - heights[raised - 1] > 0.25
+    apart = np.linalg.norm((np.array(hips) - heads)[:, [0, 2]], axis=1)
+    assert apart[raised - 5:raised + 60].max() < 0.16 and apart[raised - 60:raised - 5].max() < 0.16

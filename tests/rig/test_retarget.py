@@ -433,3 +433,30 @@ def test_live_retargeting_sizes_the_avatar_to_the_user_once_they_stand(fixture_w
     assert np.unique(standing).size == 1
     assert abs(crouched[0] - (standing[0] - 0.3)) < 0.01 and abs(crouched[-1] - standing[0]) < 0.025
     assert np.unique(crouched).size == 2
+
+
+@pytest.mark.parametrize("size", ["fit", "keep"])
+def test_live_retargeting_waits_for_the_headset_and_makes_its_standing_reference_once(size, fixture_walk1):
+    """The headset untracked for the first frames: the avatar stands finite at its own size until then (it stayed
+    NaN for good before), is sized once the headset is seen ('fit') and again when the user is measured taller; the
+    solver's standing motion is made once for them whatever the refits (made at each it cost a 65-280 ms step)."""
+    from core.config import SimulationConfig
+    from core.devices.simulate import simulate_stream
+    from core.retarget.live import LiveRetargeting
+    from core.retarget.target import bvh_target
+
+    stream = simulate_stream(fixture_walk1, SimulationConfig(look_around_deg=30.0)).stream
+    positions, tracked = stream.positions.copy(), stream.tracked.copy()
+    tracked[:5, 0] = False
+    positions[stream.times - stream.times[0] < 1.0, :, 1] -= 0.3
+    solver = load_solver()
+    made = []
+    standing_motion = solver.standing_motion
+    solver.standing_motion = lambda: made.append(1) or standing_motion()
+    live = LiveRetargeting(solver, bvh_target(fixture_walk1), size)
+    retargetings, finite = set(), []
+    for t in range(len(stream)):
+        finite.append(np.isfinite(live.step(positions[t], stream.rotations[t], tracked[t], 1 / 60)[1]).all())
+        retargetings.add(id(live.retargeting))
+    assert all(finite) and len(made) == 2  # the solver's waiting pose (kept on the solver) and the retargeting's
+    assert len(retargetings) == (3 if size == "fit" else 1)
