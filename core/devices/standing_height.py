@@ -1,6 +1,6 @@
 """The user's standing headset height, measured from the stream as it comes: what sizes the avatar to the user.
 
-The median HMD height over the first seconds (the user stands there), raised wherever the median of a later stretch
+The mean HMD height over the first seconds (the user stands there), raised wherever the median of a later stretch
 of RAISE_WINDOW_S lies more than RAISE_M above it: a user who starts bent over a controller, crouched or seated and
 then stands up is measured standing, not kept at the start's height for the whole take. The raised height is the
 median of the stretch's samples more than half RAISE_M above the old one (the low start's last samples left out),
@@ -33,8 +33,8 @@ class StandingHeight:
         self.calibration_s, self.fixed = calibration_s, fixed
         self.first: list[float] = []
         """The heights of the first calibration_s seconds (at least one)."""
-        self.first_median: float | None = None
-        """Their median, once calibration_s has passed."""
+        self.first_mean: float | None = None
+        """Their mean, once calibration_s has passed."""
         self.recent: deque[tuple[float, float, float]] = deque()
         """(time, height, seconds it stands for) of the measured samples of the last RAISE_WINDOW_S seconds."""
         self.raised: float | None = None
@@ -48,18 +48,18 @@ class StandingHeight:
             return self.fixed
         if self.raised is not None:
             return self.raised
-        if self.first_median is not None:
-            return self.first_median
-        return float(np.median(self.first)) if self.first else None
+        if self.first_mean is not None:
+            return self.first_mean
+        return float(np.mean(self.first)) if self.first else None
 
     def add(self, height: float, dt: float, sample: bool = True) -> float | None:
         """This frame's HMD height (`sample` False: not a measurement, as a held or rejected one), `dt` seconds
         before the next frame; the standing height."""
         if self.fixed is None and sample:
-            if self.elapsed_s < self.calibration_s or not self.first:
+            if self.elapsed_s <= self.calibration_s + 1e-9 or not self.first:
                 self.first.append(height)
-            elif self.first_median is None:
-                self.first_median = float(np.median(self.first))
+            elif self.first_mean is None:
+                self.first_mean = float(np.mean(self.first))
             self.recent.append((self.elapsed_s, height, dt))
             while self.recent[0][0] < self.elapsed_s - RAISE_WINDOW_S:
                 self.recent.popleft()
@@ -75,13 +75,11 @@ class StandingHeight:
 
 def measured_standing_height(times: np.ndarray, heights: np.ndarray, usable: np.ndarray, calibration_s: float) -> float:
     """The standing height StandingHeight ends with over a whole stream's HMD heights (T,) at `times` (T,), where
-    `usable` (T,) and finite."""
+    `usable` (T,) and finite, its first seconds counted from the stream's start."""
     usable = usable & np.isfinite(heights)
     if not usable.any():
         raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
-    first = int(np.flatnonzero(usable)[0])
     measure = StandingHeight(calibration_s)
-    steps = np.diff(times[first:], append=times[-1])
-    for height, dt, sample in zip(heights[first:], steps, usable[first:]):
+    for height, dt, sample in zip(heights, np.diff(times, append=times[-1]), usable):
         measure.add(float(height), float(dt), bool(sample))
     return measure.height_m
