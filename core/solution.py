@@ -102,8 +102,8 @@ class Solution:
 
 
 def standing_height(stream: ThreePointStream, seconds: float) -> float:
-    """The user's standing HMD height over the whole stream (devices/standing_height.py): the mean over the first
-    `seconds` the HMD is tracked, raised where the user stood up later."""
+    """The user's standing HMD height over the whole stream (devices/standing_height.py): the mean of the tracked
+    HMD over the stream's first `seconds`, raised where the user stood up later."""
     return measured_standing_height(stream.times, stream.positions[:, 0, 1], stream.tracked[:, 0], seconds)
 
 

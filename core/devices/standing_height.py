@@ -5,7 +5,8 @@ of RAISE_WINDOW_S lies more than RAISE_M above it: a user who starts bent over a
 then stands up is measured standing, not kept at the start's height for the whole take. The raised height is the
 median of the stretch's samples more than half RAISE_M above the old one (the low start's last samples left out),
 so that it is raised once. Live steps and offline solves share it; offline takes its last value for the whole
-stream.
+stream, its first seconds counted from the stream's start (live: from the headset's first usable sample, where the
+solver starts).
 """
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ class StandingHeight:
         self.recent: deque[tuple[float, float, float]] = deque()
         """(time, height, seconds it stands for) of the measured samples of the last RAISE_WINDOW_S seconds."""
         self.raised: float | None = None
+        self.raised_s = 0.0
+        """When it was last raised (seconds since the first sample): what was seen of the user before, sized to the
+        low start, is not theirs."""
         self.elapsed_s = 0.0
         self.checked_s = 0.0
 
@@ -60,7 +64,7 @@ class StandingHeight:
                 self.first.append(height)
             elif self.first_mean is None:
                 self.first_mean = float(np.mean(self.first))
-            self.recent.append((self.elapsed_s, height, dt))
+            self.recent.append((self.elapsed_s, height, min(dt, CHECK_S)))
             while self.recent[0][0] < self.elapsed_s - RAISE_WINDOW_S:
                 self.recent.popleft()
             if self.elapsed_s >= RAISE_WINDOW_S and self.elapsed_s - self.checked_s >= CHECK_S and \
@@ -69,17 +73,23 @@ class StandingHeight:
                 heights = np.array([h for _, h, _ in self.recent])
                 if np.median(heights) > self.height_m + RAISE_M:
                     self.raised = float(np.median(heights[heights > self.height_m + RAISE_M / 2]))
+                    self.raised_s = self.elapsed_s
         self.elapsed_s += dt
         return self.height_m
 
 
-def measured_standing_height(times: np.ndarray, heights: np.ndarray, usable: np.ndarray, calibration_s: float) -> float:
-    """The standing height StandingHeight ends with over a whole stream's HMD heights (T,) at `times` (T,), where
-    `usable` (T,) and finite, its first seconds counted from the stream's start."""
+def measured_over(times: np.ndarray, heights: np.ndarray, usable: np.ndarray, calibration_s: float) -> StandingHeight:
+    """StandingHeight fed a whole stream's HMD heights (T,) at `times` (T,), where `usable` (T,) and finite, its first
+    seconds counted from the stream's start."""
     usable = usable & np.isfinite(heights)
     if not usable.any():
         raise ValueError("the HMD is never tracked in this stream: nothing to calibrate or follow")
     measure = StandingHeight(calibration_s)
     for height, dt, sample in zip(heights, np.diff(times, append=times[-1]), usable):
         measure.add(float(height), float(dt), bool(sample))
-    return measure.height_m
+    return measure
+
+
+def measured_standing_height(times: np.ndarray, heights: np.ndarray, usable: np.ndarray, calibration_s: float) -> float:
+    """The standing height StandingHeight ends with over a whole stream (`measured_over`)."""
+    return measured_over(times, heights, usable, calibration_s).height_m

@@ -33,13 +33,13 @@ from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
-from ..devices.standing_height import StandingHeight
+from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
 from ..math import quat
 from ..rig.humanoid import find_mapping
-from ..solution import Solution, require_finite, standing_height, waits_for_hmd
+from ..solution import Solution, require_finite, waits_for_hmd
 from .model import N3PModel, N3PPredictor, contacts_of
 from .state import FPS, global_pose, tracker_signals
 
@@ -176,7 +176,10 @@ class N3PSolver:
         """The model's standing head height over the user's (the HMD sits hmd_from_head above the head joint), with
         this frame's HMD height measured (`sample` False: not measured, its sample rejected); the skeleton
         follows."""
+        raised = self.standing.raised
         height = self.standing.add(hmd_height, dt, sample)
+        if self.standing.raised != raised:  # the reach seen so far was a lower user's
+            self.reach_seen.clear()
         scale = self.model.standing_head_m / max(height - self.devices.hmd_from_head[1], 0.5)
         if self.size != 1.0 / scale:
             self.resize(1.0 / scale, self.stretch)
@@ -337,7 +340,9 @@ class N3PSolver:
         output frame."""
         stream = without_unusable_samples(stream)[0]
         ticks, output = stream.resampled(FPS), stream.resampled(self.fps)
-        height = self.fixed_height or standing_height(ticks, self.config.calibration_s)
+        measured = measured_over(ticks.times, ticks.positions[:, 0, 1], ticks.tracked[:, 0], self.config.calibration_s)
+        height = self.fixed_height or measured.height_m
+        since = 0.0 if self.fixed_height or measured.raised is None else measured.raised_s  # the user's own reach
         first = int(np.flatnonzero(ticks.tracked[:, 0])[0])
         self.reset(height)
         frames = [self.advance(ticks.positions[t], ticks.rotations[t], ticks.tracked[t],
@@ -355,7 +360,8 @@ class N3PSolver:
         positions, rotations = np.nan_to_num(output.positions), np.where(tracked[..., None], output.rotations,
                                                                         quat.identity())
         steps = np.diff(output.times, prepend=output.times[0] - 1.0 / self.fps)
-        minute = output.times - output.times[0] <= REACH_WINDOW_S
+        elapsed = output.times - output.times[0] - since
+        minute = (elapsed >= 0.0) & (elapsed <= REACH_WINDOW_S)
         wrists = joints_from_devices(positions, rotations, self.offsets)[:, 1:]
         if self.config.fit_arms:
             self.fit_arms(arms[1][minute, :, 1], wrists[minute], tracked[minute, 1:])

@@ -125,3 +125,11 @@ def test_live_a_held_hmd_is_not_measured(method, fixture_walk1):
     for t in range(300):
         solver.step(lifted, rotations, np.array([False, True, True]), 1 / 60)
     assert solver.standing_height_m == pytest.approx(positions[0, 1], abs=1e-9)
+
+
+def test_a_gap_in_the_stream_covers_no_more_than_a_check():
+    """A stream that jumps 20 s ahead after a few high samples: the last sample before the gap stands for no more than
+    CHECK_S of the stretch (it stood for 20 s and raised the height to 1.9 m)."""
+    times = np.concatenate([np.arange(300) / 60, 8.6 + np.arange(24) / 60, [30.0]])
+    heights = np.concatenate([np.full(300, 1.6), np.full(24, 1.9), [1.9]])
+    assert measured_standing_height(times, heights, np.ones(len(times), bool), CALIBRATION_S) == pytest.approx(1.6)
