@@ -340,9 +340,10 @@ class N3PSolver:
         output frame."""
         stream = without_unusable_samples(stream)[0]
         ticks, output = stream.resampled(FPS), stream.resampled(self.fps)
-        measured = measured_over(ticks.times, ticks.positions[:, 0, 1], ticks.tracked[:, 0], self.config.calibration_s)
+        measured = None if self.fixed_height else measured_over(ticks.times, ticks.positions[:, 0, 1],
+                                                                ticks.tracked[:, 0], self.config.calibration_s)
         height = self.fixed_height or measured.height_m
-        since = 0.0 if self.fixed_height or measured.raised is None else measured.raised_s  # the user's own reach
+        since = 0.0 if measured is None or measured.raised is None else measured.raised_s  # the user's own reach
         first = int(np.flatnonzero(ticks.tracked[:, 0])[0])
         self.reset(height)
         frames = [self.advance(ticks.positions[t], ticks.rotations[t], ticks.tracked[t],
