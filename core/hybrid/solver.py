@@ -70,6 +70,7 @@ class HybridSolver:
             orientation_model = self.matching.facing.model
         self.fps = self.matching.fps if self.matching is not None else config.fps
         predictor.config = replace(predictor.config, foot_lock=False, hand_ik=False, fps=self.fps)
+        predictor.standing_reference = None  # made anew at the hybrid's rate
         self.devices, self.offsets = predictor.devices, predictor.offsets
         self.skeleton = predictor.skeleton
         self.mapping = find_mapping(self.skeleton)

@@ -110,6 +110,8 @@ class N3PSolver:
         self.fixed_height = standing_hmd_height_m
         self.legs = Legs.of(self.skeleton, self.mapping)
         self.arms = Arms.of(self.skeleton, self.mapping)
+        self.standing_reference: Motion | None = None
+        """`standing_motion`, once made."""
         self.reset()
 
     @property
@@ -125,7 +127,9 @@ class N3PSolver:
     def standing_motion(self) -> Motion:
         """The predictor standing still for STANDING_REFERENCE_S under a level headset, the controllers held with
         the arms hanging: where live retargeting reads this skeleton's standing reference (its rest pose need
-        not stand, and there is no database to read one from)."""
+        not stand, and there is no database to read one from). Made once: it does not depend on the user."""
+        if self.standing_reference is not None:
+            return self.standing_reference
         height = self.fixed_height or STANDING_REFERENCE_HMD_M
         frames = int(STANDING_REFERENCE_S * FPS)
         positions = np.zeros((frames, 3, 3))
@@ -135,7 +139,8 @@ class N3PSolver:
         rotations = np.broadcast_to(np.vstack([level, quat.normalize(np.array(HANGING_CONTROLLER_ROTATIONS))]),
                                     (frames, 3, 4))
         still = ThreePointStream(np.arange(frames) / FPS, positions, rotations, np.ones((frames, 3), bool))
-        return N3PSolver(self.model, self.config, height, self.devices).solve(still).motion
+        self.standing_reference = N3PSolver(self.model, self.config, height, self.devices).solve(still).motion
+        return self.standing_reference
 
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user: the next step starts the avatar standing under the HMD."""

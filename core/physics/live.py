@@ -25,9 +25,6 @@ class PhysicalSolver:
     def __init__(self, solver, config: PhysicsConfig = PhysicsConfig()):
         self.solver, self.config = solver, config
         self.body, self.tracker, self.arms = None, None, None
-        self.standing_reference: Motion | None = None
-        """The solver's standing motion, made once (it does not depend on the user: a rebuild while the arms are
-        being fitted would otherwise make it again, a hitch of tens of milliseconds)."""
         self.residual_force_n = 0.0
         """The root's residual force over the last step (N)."""
 
@@ -36,9 +33,7 @@ class PhysicalSolver:
 
     def rebuild(self, motion: Motion) -> None:
         """The body built for the skeleton `motion` is on; a body already moving goes on from its pose and speed."""
-        if self.standing_reference is None:
-            self.standing_reference = self.solver.standing_motion()
-        standing, earlier = self.standing_reference, self.tracker
+        standing, earlier = self.solver.standing_motion(), self.tracker
         self.body = simulated_body(motion.skeleton, self.config,
                                    standing if standing.skeleton == motion.skeleton else motion)
         self.tracker = PhysicsTracker(self.body, self.config)

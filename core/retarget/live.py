@@ -31,8 +31,6 @@ class LiveRetargeting:
         self.stances: LiveStances | None = None
         self.sized_for_m: float | None = None
         """The standing head height the retargeting was made for (NaN: none known then)."""
-        self.standing = None
-        """The solver's standing motion (made once: it does not depend on the user)."""
 
     def retargeting_for(self, head_height_m: float) -> Retargeting:
         """The retargeting onto the target, fitted (or not, by `size`) to the user's standing head height (this
@@ -45,9 +43,7 @@ class LiveRetargeting:
             self.sized_for_m = head_height_m
             known = np.isfinite(head_height_m)
             scale = avatar_scale(self.target, head_height_m if known else self.target.head_height(), self.size)
-            if self.standing is None:
-                self.standing = self.solver.standing_motion()
-            standing = self.standing
+            standing = self.solver.standing_motion()
             self.retargeting = Retargeting.between(self.solver.skeleton, self.solver.mapping, self.target, standing,
                                                    scale)
             self.stances = LiveStances.of(standing)
