@@ -62,7 +62,9 @@ def rotation(h: np.ndarray) -> np.ndarray:
 
 def origin(h: np.ndarray) -> np.ndarray:
     """The frame's origin (..., 3) on the floor."""
-    return np.stack([h[..., 0], np.zeros_like(h[..., 0]), h[..., 1]], axis=-1)
+    out = np.zeros(h.shape[:-1] + (3,))
+    out[..., ::2] = h[..., :2]
+    return out
 
 
 def points_into(h: np.ndarray, points: np.ndarray) -> np.ndarray:

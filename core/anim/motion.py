@@ -12,8 +12,8 @@ from .skeleton import Skeleton
 
 
 SMALL_BATCH = 16
-"""Up to this many frames, forward kinematics chains 4x4 rigid transforms: on a frame or two numpy's
-per-call cost rules, and one matrix product per joint is far fewer calls than a quaternion chain."""
+"""Up to this many frames, forward kinematics multiplies 4x4 rigid transforms (`_global_matrices`): on a frame or
+two numpy's per-call cost rules, and a few stacked matrix products are far fewer calls than a quaternion chain."""
 
 
 def joints_with_ancestors(parents: np.ndarray, joints) -> list[int]:
@@ -57,17 +57,57 @@ def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, pos
     return global_rotations, transforms[..., :3, 3]
 
 
+_ANCESTOR_JUMPS: dict[bytes, list[np.ndarray]] = {}
+
+
+def ancestor_jumps(parents: np.ndarray) -> list[np.ndarray]:
+    """Pointer-jumping tables of a hierarchy: the k-th maps each joint to its ancestor 2^k generations up, index J
+    (an identity appended after the joints) past the root; enough tables that the last reaches past every root."""
+    key = parents.tobytes()
+    if key not in _ANCESTOR_JUMPS:
+        count = len(parents)
+        up = np.append(np.where(parents < 0, count, parents), count)
+        depth = np.zeros(count, int)
+        for j in range(count):
+            depth[j] = 0 if parents[j] < 0 else depth[parents[j]] + 1
+        jumps = [up]
+        while 2 ** len(jumps) <= depth.max():
+            jumps.append(jumps[-1][jumps[-1]])
+        _ANCESTOR_JUMPS[key] = jumps
+    return _ANCESTOR_JUMPS[key]
+
+
 def _global_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, order) -> np.ndarray:
-    """Global 4x4 rigid transforms (..., J, 4, 4) of the joints in `order` (parents first); the others zero."""
-    local = np.zeros(rotations.shape[:-1] + (4, 4))
-    local[..., :3, :3] = quat.to_matrix(rotations)
-    local[..., :3, 3] = positions
-    local[..., 3, 3] = 1.0
-    transforms = np.zeros_like(local)
-    for j in order:
-        p = parents[j]
-        transforms[..., j, :, :] = local[..., j, :, :] if p < 0 else transforms[..., p, :, :] @ local[..., j, :, :]
+    """Global 4x4 rigid transforms (..., J, 4, 4) of the joints in `order` (parents first); the others zero.
+
+    Pointer jumping: each round multiplies every joint's transform by its ancestor's 2^k generations up, so a
+    hierarchy of depth D takes ceil(log2(D + 1)) stacked products rather than one product per joint."""
+    count = len(parents)
+    transforms = np.zeros(rotations.shape[:-2] + (count + 1, 4, 4))
+    transforms[..., :count, :3, :3] = quat.to_matrix(rotations)
+    transforms[..., :count, :3, 3] = positions
+    transforms[..., :, 3, 3] = 1.0
+    transforms[..., count, :3, :3] = _IDENTITY3
+    for up in ancestor_jumps(parents):
+        transforms = transforms[..., up, :, :] @ transforms
+    transforms = transforms[..., :count, :, :]
+    if len(order) < count:
+        transforms[..., _others(count, order), :, :] = 0.0
     return transforms
+
+
+_OTHERS: dict[tuple, np.ndarray] = {}
+
+
+def _others(count: int, order) -> np.ndarray:
+    """The joints of 0..count-1 not in `order`."""
+    key = (count, *order)
+    if key not in _OTHERS:
+        _OTHERS[key] = np.setdiff1d(np.arange(count), list(order))
+    return _OTHERS[key]
+
+
+_IDENTITY3 = np.eye(3)
 
 
 def local_from_global(parents: np.ndarray, global_rotations: np.ndarray) -> np.ndarray:

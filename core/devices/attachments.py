@@ -6,6 +6,8 @@ point along -Y. The offsets (config.DeviceOffsets) are given in each device's ow
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..config import DeviceOffsets
@@ -19,9 +21,13 @@ def grip_offset(devices: DeviceOffsets) -> np.ndarray:
     return devices.grip_from_wrist_m * np.array([0.0, -np.cos(tilt), -np.sin(tilt)])
 
 
+@lru_cache(maxsize=64)
 def device_offsets(devices: DeviceOffsets) -> np.ndarray:
-    """Each device's origin relative to its joint, in the device's frame (3, 3): HMD, left grip, right grip."""
-    return np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
+    """Each device's origin relative to its joint, in the device's frame (3, 3): HMD, left grip, right grip (made
+    once per DeviceOffsets, read-only)."""
+    offsets = np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
+    offsets.setflags(write=False)
+    return offsets
 
 
 def joints_from_devices(positions: np.ndarray, rotations: np.ndarray, offsets: np.ndarray) -> np.ndarray:

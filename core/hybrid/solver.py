@@ -212,7 +212,7 @@ class HybridSolver:
         """The wrists (T, 2, 3) the controllers imply from device poses (T, 3, ...), and where they are tracked (T, 2)."""
         hands = tracked[:, 1:]
         usable = np.where(tracked[..., None], rotations, quat.identity())
-        return joints_from_devices(np.nan_to_num(positions), usable, self.offsets)[:, 1:], hands
+        return joints_from_devices(np.where(np.isfinite(positions), positions, 0.0), usable, self.offsets)[:, 1:], hands
 
     def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
@@ -258,8 +258,8 @@ class HybridSolver:
         if matched_legs is not None:  # the joints below the matched legs moved with them
             rotations, positions = forward_kinematics(parents, local, out_positions, self.posed)
         rotations, positions = self.reach_with_torso(local, out_positions, rotations, positions, wrists, hands)
-        chains = [self.legs.chains[:, :4], self.arms.chains]
-        chain_rotations, chain_positions = rotations[:, np.vstack(chains)], positions[:, np.vstack(chains)]
+        chains = np.vstack([self.legs.chains[:, :4], self.arms.chains])
+        chain_rotations, chain_positions = rotations[:, chains], positions[:, chains]
         targets = np.where(hands[..., None], wrists, chain_positions[:, 2:, 3])
         if self.config.foot_lock or toe_heights is not None:
             travelling = weights > 0.5

@@ -22,8 +22,16 @@ def _bilinear_table(product, size: int) -> np.ndarray:
     return np.array([product(basis[i], basis[j]) for i in range(size) for j in range(size)], dtype=float)
 
 
+_OUTER_INDICES = {n: (np.repeat(np.arange(n), n), np.tile(np.arange(n), n)) for n in (3, 4)}
+"""For arrays of one shape: the components of a and of b whose products, in order, make the flattened outer product."""
+
+
 def _outer(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a_i b_j flattened over the last axis: (..., len(a) * len(b))."""
+    """a_i b_j flattened over the last axis: (..., len(a) * len(b)). Small arrays of one shape take one product of two
+    gathers, not a broadcast product (numpy's broadcasting costs more than the numbers on a few rows)."""
+    if a.shape == b.shape and a.shape[-1] in _OUTER_INDICES and a.size < SMALL:
+        first, second = _OUTER_INDICES[a.shape[-1]]
+        return a.take(first, axis=-1) * b.take(second, axis=-1)
     o = a[..., :, None] * b[..., None, :]
     return o.reshape(o.shape[:-2] + (o.shape[-2] * o.shape[-1],))
 
@@ -165,10 +173,12 @@ def unroll(q: np.ndarray, axis: int = 0) -> np.ndarray:
 
 def from_rotation_vector(r: np.ndarray) -> np.ndarray:
     """Axis-angle as one vector (axis times angle in radians) to quaternion: the exponential map,
-    (cos(angle / 2), r sin(angle / 2) / angle), where sin(angle / 2) / angle = sinc(angle / 2 pi) / 2 is exact at 0."""
+    (cos(angle / 2), r sin(angle / 2) / angle); sin(x) / x is exactly 1 for x under 1e-8, so a zero angle, taken
+    as 1e-300, gives 1/2."""
     r = np.asarray(r, dtype=float)
     half = 0.5 * _norm(r)
-    return np.concatenate([np.cos(half), (0.5 * np.sinc(half / np.pi)) * r], axis=-1)
+    nonzero = np.maximum(half, 1e-300)
+    return np.concatenate([np.cos(half), (0.5 * np.sin(nonzero) / nonzero) * r], axis=-1)
 
 
 def to_rotation_vector(q: np.ndarray) -> np.ndarray:

@@ -73,17 +73,20 @@ class N3PModel:
     def __post_init__(self):
         self.networks = {name: {k[len(name) + 1:]: v for k, v in self.weights.items() if k.startswith(name + ".")}
                          for name in SIZES}
+        self._layers = {name: ([(w[f"gru.weight_ih_l{layer}"].T, w[f"gru.bias_ih_l{layer}"], w[f"gru.weight_hh_l{layer}"],
+                                 w[f"gru.bias_hh_l{layer}"]) for layer in range(GRU_LAYERS)],
+                               (w["encoder.weight"].T, w["encoder.bias"]), (w["decoder.weight"].T, w["decoder.bias"]))
+                        for name, w in self.networks.items()}
 
     def run(self, name: str, x: np.ndarray, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One step of sub-predictor `name`: normalised input (..., in) and hidden states (3, ..., H) -> output, states."""
-        w = self.networks[name]
-        e = np.maximum(x @ w["encoder.weight"].T + w["encoder.bias"], 0.0)
+        layers, (encoder, encoder_bias), (decoder, decoder_bias) = self._layers[name]
+        e = np.maximum(x @ encoder + encoder_bias, 0.0)
         states = []
-        for layer in range(GRU_LAYERS):
-            e = gru_step(e @ w[f"gru.weight_ih_l{layer}"].T + w[f"gru.bias_ih_l{layer}"], hidden[layer],
-                         w[f"gru.weight_hh_l{layer}"], w[f"gru.bias_hh_l{layer}"])
+        for (w_ih, b_ih, w_hh, b_hh), h in zip(layers, hidden):
+            e = gru_step(e @ w_ih + b_ih, h, w_hh, b_hh)
             states.append(e)
-        return e @ w["decoder.weight"].T + w["decoder.bias"], np.stack(states)
+        return e @ decoder + decoder_bias, np.array(states)
 
     def zero_state(self, name: str, batch: tuple = ()) -> np.ndarray:
         return np.zeros((GRU_LAYERS, *batch, HIDDEN[name]))

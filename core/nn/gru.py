@@ -17,7 +17,6 @@ def gru_step(input_gates: np.ndarray, h: np.ndarray, w_hh: np.ndarray, b_hh: np.
     """The next hidden state (..., H) from the input's gate terms W_ih x + b_ih (..., 3H) and the state h."""
     size = h.shape[-1]
     hidden_gates = h @ w_hh.T + b_hh
-    r = sigmoid(input_gates[..., :size] + hidden_gates[..., :size])
-    z = sigmoid(input_gates[..., size:2 * size] + hidden_gates[..., size:2 * size])
-    candidate = np.tanh(input_gates[..., 2 * size:] + r * hidden_gates[..., 2 * size:])
-    return (1.0 - z) * candidate + z * h
+    reset_update = sigmoid(input_gates[..., :2 * size] + hidden_gates[..., :2 * size])
+    candidate = np.tanh(input_gates[..., 2 * size:] + reset_update[..., :size] * hidden_gates[..., 2 * size:])
+    return candidate + reset_update[..., size:] * (h - candidate)

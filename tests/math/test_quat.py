@@ -153,3 +153,13 @@ def test_few_and_many_rows_take_different_forms_and_agree():
     assert np.allclose(quat.cross(a, b), np.cross(a, b), atol=1e-12)
     assert np.allclose(quat.rotate(q, a)[:2], quat.rotate(q[:2], a[:2]), atol=1e-12)
     assert np.allclose(quat.rotate(q, a), (quat.to_matrix(q) @ a[..., None])[..., 0], atol=1e-12)
+    p = quat.normalize(rng.normal(size=(500, 4)))
+    assert p.size >= quat.SMALL and p[:2].size < quat.SMALL  # products of many and of few rows: two outer forms
+    assert np.array_equal(quat.multiply(p, q)[:2], quat.multiply(p[:2], q[:2]))
+    assert np.allclose(quat.multiply(p[:2], q[:2]), quat._hamilton_components(p[:2], q[:2]), atol=1e-15)
+
+
+def test_rotation_vector_of_a_zero_or_tiny_angle_is_exact():
+    assert np.array_equal(quat.from_rotation_vector(np.zeros((2, 3))), quat.identity(2))
+    tiny = np.array([1e-9, -2e-9, 3e-9])
+    assert np.allclose(quat.from_rotation_vector(tiny), [1.0, *(tiny / 2.0)], rtol=1e-15, atol=0.0)
