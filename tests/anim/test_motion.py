@@ -1,6 +1,7 @@
 """Skeleton and Motion: forward kinematics, resampling, mirroring, slicing, concatenation."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from core.math import quat
 from core.anim.sides import mirror_pairs
@@ -52,6 +53,41 @@ def test_forward_kinematics_of_some_joints_computes_them_and_their_ancestors_onl
         assert np.all(quat.angle_between(rotations[:, chain], full_rotations[:, chain]) < 1e-7)
         others = [j for j in range(len(parents)) if j not in chain]
         assert others and np.all(positions[:, others] == 0.0) and np.all(rotations[:, others] == 0.0)
+
+
+@st.composite
+def hierarchies(draw):
+    """Any tree or forest in parents-first order (a BVH's joints of any depth and branching), with random local
+    rotations and offsets on one to a few frames."""
+    count = draw(st.integers(1, 40))
+    if draw(st.booleans()):  # one chain, as deep as it is long
+        parents = np.arange(-1, count - 1)
+    else:
+        parents = np.array([-1] + [draw(st.integers(-1, j - 1)) for j in range(1, count)])
+    seed = draw(st.integers(0, 2 ** 31))
+    frames = draw(st.sampled_from([(), (1,), (3,), (2, 2)]))
+    rng = np.random.default_rng(seed)
+    return parents, quat.normalize(rng.normal(size=frames + (count, 4))), rng.normal(size=frames + (count, 3))
+
+
+@given(hierarchies())
+@settings(max_examples=60, deadline=None)
+def test_forward_kinematics_of_a_few_frames_equals_the_quaternion_chain_on_any_hierarchy(drawn):
+    """The 4x4 path of a few frames (pointer jumping over the ancestors) against the quaternion chain, joint by
+    joint, for hierarchies from one joint to chains 40 deep."""
+    parents, rotations, positions = drawn
+    fast_rotations, fast_positions = forward_kinematics(parents, rotations, positions)
+    expected_rotations = np.zeros_like(rotations)
+    expected_positions = np.zeros_like(positions)
+    for j, p in enumerate(parents):
+        if p < 0:
+            expected_rotations[..., j, :], expected_positions[..., j, :] = rotations[..., j, :], positions[..., j, :]
+        else:
+            expected_rotations[..., j, :] = quat.multiply(expected_rotations[..., p, :], rotations[..., j, :])
+            expected_positions[..., j, :] = (expected_positions[..., p, :]
+                                             + quat.rotate(expected_rotations[..., p, :], positions[..., j, :]))
+    np.testing.assert_allclose(fast_positions, expected_positions, atol=1e-9)
+    assert np.all(quat.angle_between(fast_rotations, expected_rotations) < 1e-6)
 
 
 def test_skeleton_validation():
