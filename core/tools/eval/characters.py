@@ -6,8 +6,9 @@ and scored against the clip: MPJPE and hands (SPEC §5, over the canonical joint
 own: `toe_lift_ratio`, the 95th percentile of the toes' heights over their floor against the clip's, and
 `foot_slide_ratio`, SPEC §5 foot skating against the clip's, each motion's toes over its own floor (the 1st
 percentile of its toe heights; characters place their toe joints at the ball of the foot or at its tip).
-`solver_mpjpe_cm` is the same solve scored on the solver's own skeleton. Figures are per clip and frame-weighted
-means over them.
+`solver_mpjpe_cm` and `solver_foot_slide_ratio` are the same solve on the solver's own skeleton (its sliding over
+its own floor, against the clip's). With `--physics` the physics pass follows the solve before it is retargeted, as
+`solve --physics --avatar` does. Figures are per clip and frame-weighted means over them.
 """
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ from ...quality.metrics import foot_skate_cm_s, score_motion
 from ...rig.humanoid import find_mapping
 from ...retarget.target import bvh_target
 from ...retarget.retargeting import on_bvh_skeleton, retarget_solution
-from ...solve import load_solver, solve
+from ...solve import load_solver, require_physics, solve, with_physics
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 
 LOOK_AROUND_DEG = 30.0
 TOE_LIFT_PERCENTILE = 95.0
 FIGURES = ("mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "toe_lift_ratio", "foot_slide_ratio",
-           "solver_mpjpe_cm")
+           "solver_mpjpe_cm", "solver_foot_slide_ratio")
 
 
 def feet(motion) -> tuple[float, float]:
@@ -43,12 +44,15 @@ def feet(motion) -> tuple[float, float]:
     return float(np.percentile(toes[..., 1] - floor, TOE_LIFT_PERCENTILE)), foot_skate_cm_s(toes, motion.fps, floor)
 
 
-def clip_figures(motion, solver, seconds: float = 0.0) -> dict:
-    """One clip's figures (module docstring); `seconds` > 0 keeps only its first seconds."""
+def clip_figures(motion, solver, seconds: float = 0.0, physics: bool = False) -> dict:
+    """One clip's figures (module docstring); `seconds` > 0 keeps only its first seconds; `physics`: the physics pass
+    after the solve."""
     if seconds > 0:
         motion = motion[:max(2, int(seconds * motion.fps))]
     simulated = simulate_stream(motion, SimulationConfig(look_around_deg=LOOK_AROUND_DEG))
     solution = solve(simulated.stream, solver, None)
+    if physics:
+        solution = with_physics(solution)
     implied = implied_joint_positions(simulated.stream)[:, 1:]
     retargeted = retarget_solution(solution, bvh_target(motion), solution.motion.fps)
     character = on_bvh_skeleton(retargeted, motion.skeleton, solution.motion.fps).resampled(motion.fps)
@@ -58,7 +62,9 @@ def clip_figures(motion, solver, seconds: float = 0.0) -> dict:
     figures = {k: v for k, v in score_motion(character, truth, implied).items() if k in FIGURES}
     figures["solver_mpjpe_cm"] = score_motion(solution.motion, truth, implied)["mpjpe_cm"]
     (lift, slide), (true_lift, true_slide) = feet(character), feet(truth)
+    solver_slide = feet(solution.motion.resampled(motion.fps)[:frames])[1]
     figures.update(toe_lift_ratio=lift / max(true_lift, 1e-9), foot_slide_ratio=slide / max(true_slide, 1e-9),
+                   solver_foot_slide_ratio=solver_slide / max(true_slide, 1e-9),
                    toe_lift_cm=100 * lift, toe_lift_cm_truth=100 * true_lift, foot_slide_cm_s=slide,
                    foot_slide_cm_s_truth=true_slide, frames=frames)
     return figures
@@ -66,12 +72,15 @@ def clip_figures(motion, solver, seconds: float = 0.0) -> dict:
 
 def run(args) -> int:
     """The default method's solves on characters of each clip's own skeleton, scored against the clips."""
+    if args.physics:
+        require_physics()
     files = selected_files(args)
     solver = load_solver(SolveConfig(model=args.model))
     print(f"eval characters: {len(files)} clips", file=sys.stderr)
     rows = {}
     for i, path in enumerate(files):
-        rows[path.stem] = {k: round(float(v), 3) for k, v in clip_figures(read_bvh(path), solver, args.clip_seconds).items()}
+        figures = clip_figures(read_bvh(path), solver, args.clip_seconds, args.physics)
+        rows[path.stem] = {k: round(float(v), 3) for k, v in figures.items()}
         print_progress(i + 1, len(files), path.stem)
     frames = np.array([r["frames"] for r in rows.values()], dtype=float)
     mean = {k: round(float(np.average([r[k] for r in rows.values()], weights=frames)), 3) for k in FIGURES}
@@ -89,6 +98,8 @@ def add_command(eval_group) -> None:
     parser.add_argument("--clip-seconds", type=float, default=0.0,
                         help="only each clip's first SECONDS (default 0: all of it)", metavar="SECONDS")
     parser.add_argument("--model", help="the predictor's model file (default: the shipped assets/n3p.npz)")
+    parser.add_argument("--physics", action="store_true",
+                        help="the physics pass after the solve, before retargeting (solve --physics --avatar)")
     add_selection_arguments(parser)
     add_json_argument(parser)
     parser.set_defaults(run=run)
