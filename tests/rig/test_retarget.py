@@ -407,6 +407,18 @@ def test_feet_on_a_character_of_another_studio_lift_and_plant_as_the_persons(nam
     assert figures["hand_cm"] < 0.1
 
 
+@pytest.mark.skipif(not shared_exists(OTHER), reason="../shared/data/other is not beside the repository")
+def test_physics_before_retargeting_onto_a_character_of_another_studio_keeps_its_feet_planted():
+    """`eval characters --physics` (solve --physics --avatar) on 100STYLE's angry walk, first 12 s: on the person's
+    own skeleton the planted feet slide less than the person's (measured 0.74 of it), on the solver's skeleton too
+    (0.43), the toes lift as the person's (1.06) and the hands stay on the controllers."""
+    figures = clip_figures(read_bvh(OTHER / "100style" / "angry_reference.bvh"), load_solver(), 12.0, physics=True)
+    assert figures["foot_slide_ratio"] < 0.85
+    assert figures["solver_foot_slide_ratio"] < 0.55
+    assert 0.9 < figures["toe_lift_ratio"] < 1.2
+    assert figures["hand_cm"] < 0.1
+
+
 def test_live_retargeting_sizes_the_avatar_to_the_user_once_they_stand(fixture_walk1):
     """Live Preview with Fit to User: a take whose first second is 30 cm low (the user crouched to pick up the
     controllers) sizes the avatar to that head at first, then, once the solver has measured the user standing
