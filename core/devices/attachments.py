@@ -21,11 +21,17 @@ def grip_offset(devices: DeviceOffsets) -> np.ndarray:
     return devices.grip_from_wrist_m * np.array([0.0, -np.cos(tilt), -np.sin(tilt)])
 
 
-@lru_cache(maxsize=64)
 def device_offsets(devices: DeviceOffsets) -> np.ndarray:
     """Each device's origin relative to its joint, in the device's frame (3, 3): HMD, left grip, right grip (made
-    once per DeviceOffsets, read-only)."""
-    offsets = np.stack([np.asarray(devices.hmd_from_head), grip_offset(devices), grip_offset(devices)])
+    once per set of offsets, read-only)."""
+    return _device_offsets(tuple(float(x) for x in devices.hmd_from_head), float(devices.grip_from_wrist_m),
+                           float(devices.grip_tilt_deg))
+
+
+@lru_cache(maxsize=64)
+def _device_offsets(hmd_from_head: tuple, grip_from_wrist_m: float, grip_tilt_deg: float) -> np.ndarray:
+    grip = grip_offset(DeviceOffsets(hmd_from_head, grip_from_wrist_m, grip_tilt_deg))
+    offsets = np.stack([np.array(hmd_from_head), grip, grip])
     offsets.setflags(write=False)
     return offsets
 

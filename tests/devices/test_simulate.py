@@ -6,7 +6,7 @@ from core.math import quat
 from core.anim.character import body_yaw
 from core.math.angle import wrap_angle
 from core.config import DeviceOffsets, SimulationConfig
-from core.devices.attachments import implied_joint_positions
+from core.devices.attachments import device_offsets, implied_joint_positions
 from core.devices.simulate import simulate_stream
 
 FORWARD = np.array([0.0, 0.0, -1.0])  # devices look along -Z
@@ -85,3 +85,14 @@ def test_look_around_turns_the_head_about_the_neck_only(plain, fixture_walk2):
 def test_rate_follows_config(fixture_walk1):
     simulated = simulate_stream(fixture_walk1, SimulationConfig(fps=30.0))
     assert len(simulated.stream) == len(fixture_walk1) and np.isclose(simulated.stream.rate, 30.0)
+
+
+def test_device_offsets_are_made_once_per_set_of_offsets_and_cannot_be_changed():
+    """The offsets a live step reads every frame: one read-only array per set of values, whatever types a
+    configuration gives them in (tuples, lists, arrays)."""
+    given = device_offsets(DeviceOffsets(hmd_from_head=np.array([0.0, 0.06, -0.1]), grip_from_wrist_m=0.09))
+    assert given is device_offsets(DeviceOffsets(hmd_from_head=(0.0, 0.06, -0.1), grip_from_wrist_m=0.09))
+    np.testing.assert_allclose(given, [[0.0, 0.06, -0.1], [0.0, -0.09, 0.0], [0.0, -0.09, 0.0]], atol=1e-12)
+    with pytest.raises(ValueError):
+        given[0, 0] = 1.0
+    assert device_offsets(DeviceOffsets())[1, 1] == -0.08
