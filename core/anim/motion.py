@@ -63,6 +63,7 @@ _ANCESTOR_JUMPS: dict[bytes, list[np.ndarray]] = {}
 def ancestor_jumps(parents: np.ndarray) -> list[np.ndarray]:
     """Pointer-jumping tables of a hierarchy: the k-th maps each joint to its ancestor 2^k generations up, index J
     (an identity appended after the joints) past the root; enough tables that the last reaches past every root."""
+    parents = np.asarray(parents, dtype=np.int64)
     key = parents.tobytes()
     if key not in _ANCESTOR_JUMPS:
         count = len(parents)

@@ -83,7 +83,7 @@ class N3PModel:
         layers, (encoder, encoder_bias), (decoder, decoder_bias) = self._layers[name]
         e = np.maximum(x @ encoder + encoder_bias, 0.0)
         states = []
-        for (w_ih, b_ih, w_hh, b_hh), h in zip(layers, hidden):
+        for (w_ih, b_ih, w_hh, b_hh), h in zip(layers, hidden, strict=True):
             e = gru_step(e @ w_ih + b_ih, h, w_hh, b_hh)
             states.append(e)
         return e @ decoder + decoder_bias, np.array(states)

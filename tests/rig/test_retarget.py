@@ -412,6 +412,8 @@ def test_physics_before_retargeting_onto_a_character_of_another_studio_keeps_its
     """`eval characters --physics` (solve --physics --avatar) on 100STYLE's angry walk, first 12 s: on the person's
     own skeleton the planted feet slide less than the person's (measured 0.74 of it), on the solver's skeleton too
     (0.43), the toes lift as the person's (1.06) and the hands stay on the controllers."""
+    pytest.importorskip("mujoco")
+    pytest.importorskip("daqp")
     figures = clip_figures(read_bvh(OTHER / "100style" / "angry_reference.bvh"), load_solver(), 12.0, physics=True)
     assert figures["foot_slide_ratio"] < 0.85
     assert figures["solver_foot_slide_ratio"] < 0.55
