@@ -17,8 +17,8 @@ root's residual force r, as PhysCap and PIP do:
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
 MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
-than `teleport_m`, a frame longer than LONGEST_FRAME_S, or a step the QP finds no answer for within its bounds and
-ITERATION_LIMIT, resets the simulation onto the target (reported per frame).
+than `teleport_m`, a frame longer than LONGEST_FRAME_S (or of no finite length), or a step the QP finds no answer for
+within its bounds and ITERATION_LIMIT, resets the simulation onto the target (reported per frame).
 """
 from __future__ import annotations
 
@@ -287,7 +287,7 @@ class PhysicsTracker:
         planted_soles = np.zeros(len(soles), dtype=bool) if planted is None else \
             np.asarray(planted, dtype=bool)[self.sole_sides]
         standing |= planted_soles
-        if self.previous is None or dt > LONGEST_FRAME_S or \
+        if self.previous is None or not np.isfinite(dt) or dt > LONGEST_FRAME_S or \
                 np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
             self.reset(target)
             return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)

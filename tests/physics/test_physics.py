@@ -446,6 +446,21 @@ def test_the_hands_stay_where_the_solve_put_them_offline_and_live(solved):
     assert min(measured[False]) > 1.0
 
 
+@pytest.mark.parametrize("dt", [float("nan"), float("-inf"), float("inf"), 0.0, -0.01])
+def test_a_live_step_of_no_usable_length_resets_or_steps_the_body_without_failing(dt):
+    """A host's clock may give a NaN, infinite, zero or negative frame time: the plain solver takes it as a pause;
+    the simulated body is put back on its target where the time is not finite and steps on from it otherwise."""
+    from core.physics.live import PhysicalSolver
+
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)[:30]).stream
+    physical = PhysicalSolver(load_solver())
+    frames = [physical.step(*frame, dt if t == 15 else 1 / 60)
+              for t, frame in enumerate(zip(stream.positions, stream.rotations, stream.tracked))]
+    positions = np.concatenate([m.global_positions() for m in frames])
+    assert np.isfinite(positions).all()
+    assert np.linalg.norm(np.diff(positions[14:18], axis=0), axis=-1).max() < 0.05
+
+
 @pytest.mark.parametrize("method", ["hybrid", "n3p"])
 def test_the_body_holds_the_feet_the_solver_plants_the_same_live_and_offline(method):
     """The solver's contacts hold a planted foot's soles near the floor (PhysicsTracker.step's `planted`): live,
