@@ -165,6 +165,12 @@ class N3PPredictor:
         self.state.heading[:2] += moved
         self.state.next_signals[:, [0, 2]] += moved
 
+    def move(self, before: np.ndarray, after: np.ndarray) -> None:
+        """The user went from heading frame `before` (3,) to `after` in one step (a teleport, a recentring, the
+        headset found again elsewhere): the predictor's world goes with them, rigidly (`moved_with`)."""
+        self.state.heading = moved_with(self.state.heading, before, after)
+        self.state.next_signals = signals_out_of(after, signals_into(before, self.state.next_signals))
+
     def step(self, signals: np.ndarray, tracked: np.ndarray | None = None):
         """One frame from world signals (3, 9); controllers not tracked take the last o* (§8.2).
 
@@ -190,6 +196,12 @@ class N3PPredictor:
         state.g_up = out[SIGNAL_SIZE:]
         state.next_signals = signals_out_of(state.heading, norm.restore("o", out[:SIGNAL_SIZE]))
         return norm.restore("up", state.g_up), g_lo, state.heading.copy()
+
+
+def moved_with(h: np.ndarray, before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Heading frames h (..., 3) carried along as the frame `before` (3,) goes to `after`: as h is from `before`,
+    so it is from `after`."""
+    return heading.compose(after, heading.relative(before, h))
 
 
 def contacts_of(g_lo: np.ndarray) -> np.ndarray:

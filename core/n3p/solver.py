@@ -40,7 +40,7 @@ from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
 from ..math import quat
 from ..rig.humanoid import find_mapping
 from ..solution import Solution, require_finite, waits_for_hmd
-from .model import N3PModel, N3PPredictor, contacts_of
+from .model import N3PModel, N3PPredictor, contacts_of, moved_with
 from .state import FPS, global_pose, tracker_signals
 
 TICK_S = 1.0 / FPS
@@ -65,6 +65,29 @@ HANGING_CONTROLLER_ROTATIONS = ((0.054, -0.083, 0.987, -0.125), (0.155, -0.048, 
 """Their orientations (w, x, y, z) in the same frame: the mean over the same frames."""
 HEAD_CENTRE_FROM_HMD = MatchingConfig.head_centre_from_hmd
 """The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
+
+
+def jumped(step: np.ndarray, dt: float) -> bool:
+    """Whether the head's (or the headset's) step (3,) along the floor over `dt` seconds is faster than
+    CARRY_SPEED_M_S: a teleport or a recentring, not a step of the user's."""
+    return float(np.hypot(step[0], step[2])) > CARRY_SPEED_M_S * dt
+
+
+def held_across(motion: Motion, ticks: Motion, jumps: np.ndarray, hmd: np.ndarray, tick_hmd: np.ndarray) -> Motion:
+    """`motion`, resampled from the predictor's `ticks` (30 Hz), with each frame between two ticks across a jump
+    (`jumps`, per tick: the predictor's world moved with the user) taken from the tick on its side of the jump (the
+    one whose HMD position, `tick_hmd` (ticks, 3), is nearer the frame's, `hmd` (frames, 3)) rather than
+    interpolated halfway across it."""
+    if not jumps.any():
+        return motion
+    at = np.arange(len(motion)) * ticks.fps / motion.fps
+    after = np.minimum(np.ceil(at - 1e-6).astype(int), len(ticks) - 1)
+    across = np.flatnonzero(jumps[after] & (at % 1.0 > 1e-6))
+    nearer = np.linalg.norm(hmd[across] - tick_hmd[after[across]], axis=-1) < \
+        np.linalg.norm(hmd[across] - tick_hmd[after[across] - 1], axis=-1)
+    source = after[across] - ~nearer
+    motion.rotations[across], motion.positions[across] = ticks.rotations[source], ticks.positions[source]
+    return motion
 
 
 def carried(motion: Motion, moved: np.ndarray) -> Motion:
@@ -168,6 +191,8 @@ class N3PSolver:
         """Live: the offset of the pose before the predictor's last step from the one after, decaying."""
         self.head: np.ndarray | None = None
         """Live: the head the HMD implied at the last step."""
+        self.jumped = False
+        """Whether the last `advance` moved the predictor's world with the user (`follow_jump`)."""
         self.carry = np.zeros(3)
         """Live: how far along the floor the head has walked since the last prediction (`carried`)."""
         self.contacts = np.ones(2, bool)
@@ -242,10 +267,10 @@ class N3PSolver:
         nominal one), which is not carried."""
         step = np.zeros(3) if self.head is None else head - self.head
         self.head = head
-        jumped = float(np.hypot(step[0], step[2])) > CARRY_SPEED_M_S * dt
-        if not jumped:
-            self.carry = self.carry + step
-        return jumped
+        if jumped(step, dt):
+            return True
+        self.carry = self.carry + step
+        return False
 
     def ease_in(self, was: Motion | None, now: Motion) -> None:
         """A new prediction `now` (one frame) replaces `was` (the last one, carried to this frame; None: none to
@@ -276,6 +301,7 @@ class N3PSolver:
         if rejected.any():
             self.rejected_samples += int(rejected.sum())
             positions[~usable], rotations[~usable], tracked = np.nan, np.nan, usable
+        before = self.hmd
         if tracked[0]:
             self.hmd = (positions[0].copy(), rotations[0].copy())
         elif self.hmd is None:
@@ -292,18 +318,35 @@ class N3PSolver:
         signals = tracker_signals(np.where(tracked[:, None], positions, 0.0),
                                   np.where(tracked[:, None], rotations, quat.identity()), self.devices)
         signals[:, :3] *= scale
+        self.jumped = False
         if self.prediction is None:
             yaw = float(quat.yaw_of_direction(hmd_forward(rotations[0])))
             self.predictor.reset(np.array([signals[0, 0], signals[0, 2], yaw]))
-        elif scale != self.signal_scale:  # the user measured anew: the predictor's world scales with the signals
-            self.predictor.rescale(scale / self.signal_scale)
-            self.prediction[2][:2] *= scale / self.signal_scale
+        else:
+            if scale != self.signal_scale:  # the user measured anew: the predictor's world scales with the signals
+                self.predictor.rescale(scale / self.signal_scale)
+                self.prediction[2][:2] *= scale / self.signal_scale
+            self.jumped = jumped(positions[0] - before[0], dt) and \
+                self.follow_jump(before, (positions[0], rotations[0]), scale, dt)
         self.signal_scale = scale
         self.since_tick_s += dt
         if self.since_tick_s >= TICK_S - 1e-6:
             self.prediction = self.predictor.step(signals, tracked)
             self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
         return Advanced(positions, rotations, tracked, scale, dt, *self.prediction)
+
+    def follow_jump(self, before: tuple, now: tuple, scale: float, dt: float) -> bool:
+        """Where the head the HMD poses (position, rotation) imply `jumped` from `before` to `now` over `dt`, the
+        predictor's world (scaled by `scale`) moves with it, turned as the HMD turned: the avatar is placed where the
+        user now is, still in its stride, instead of walking there. Whether it did."""
+        heads = [joints_from_devices(position, rotation, self.offsets[0]) for position, rotation in (before, now)]
+        if not jumped(heads[1] - heads[0], dt):
+            return False
+        frames = [np.array([*(head[[0, 2]] * scale), quat.yaw_of_direction(hmd_forward(rotation))])
+                  for head, (_, rotation) in zip(heads, (before, now))]
+        self.predictor.move(*frames)
+        self.prediction = (*self.prediction[:2], moved_with(self.prediction[2], *frames))
+        return True
 
     def predicted_motion(self, scales, dts, g_up, g_lo, headings, fps: float | None = None):
         """Step 4 over frames (T, ...) of `advance`: the predictions on the model's skeleton at the user's size (at
@@ -351,13 +394,16 @@ class N3PSolver:
         since = 0.0 if measured is None or measured.raised is None else measured.raised_s  # the user's own reach
         first = int(np.flatnonzero(ticks.tracked[:, 0])[0])
         self.reset(height)
-        frames = [self.advance(ticks.positions[t], ticks.rotations[t], ticks.tracked[t],
-                               ticks.times[t] - ticks.times[t - 1] if t > first else TICK_S)
-                  for t in range(first, len(ticks))]
+        frames, jumps = [], np.zeros(len(ticks), bool)
+        for t in range(first, len(ticks)):
+            frames.append(self.advance(ticks.positions[t], ticks.rotations[t], ticks.tracked[t],
+                                       ticks.times[t] - ticks.times[t - 1] if t > first else TICK_S))
+            jumps[t] = self.jumped
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
         advanced = Advanced(*(np.array(values) for values in zip(*frames)))
         predicted, contacts = self.predicted_motion(*advanced[3:], FPS)
-        motion = predicted.resampled(self.fps, len(output))
+        motion = held_across(predicted.resampled(self.fps, len(output)), predicted, jumps,
+                             np.nan_to_num(output.positions[:, 0]), np.nan_to_num(ticks.positions[:, 0]))
         arms = self.arm_poses(motion)
         tick = np.minimum((np.arange(len(output)) * FPS / self.fps + 1e-6).astype(int), len(ticks) - 1)
         contacts = contacts[tick]  # held between ticks, as live
