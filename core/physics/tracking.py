@@ -320,6 +320,16 @@ class PhysicsTracker:
         return PhysicsStep(data.qpos.copy(), float(np.mean(forces)), float(np.mean(torques)), False)
 
 
+def held_frames(targets: np.ndarray, fps: float) -> np.ndarray:
+    """(F,) the frames of a run of identical target poses (F, nq) past its first LONGEST_FRAME_S: a pose held through
+    a gap in the stream (solve.LongGaps), where the body is left as it was and put back on its target after."""
+    same = np.concatenate([[False], np.all(targets[1:] == targets[:-1], axis=1)])
+    run = np.zeros(len(targets), int)
+    for k in np.flatnonzero(same):
+        run[k] = run[k - 1] + 1
+    return run > LONGEST_FRAME_S * fps
+
+
 def target_poses(motion: Motion, body: SimulatedBody) -> np.ndarray:
     """(F, nq) the motion's poses as the body's qpos: the hips' global pose, then each ball joint's local rotation."""
     rotations, positions = motion.global_transforms()
@@ -364,8 +374,15 @@ def track(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.n
     body = simulated_body(motion.skeleton, config, motion)
     tracker = PhysicsTracker(body, config)
     started = time.perf_counter()
-    steps = [tracker.step(target, 1.0 / motion.fps, None if planted is None else planted[k])
-             for k, target in enumerate(target_poses(motion, body))]
+    targets = target_poses(motion, body)
+    held = held_frames(targets, motion.fps)
+    steps, dt = [], 1.0 / motion.fps
+    for k, target in enumerate(targets):
+        if held[k]:  # a pose held past LONGEST_FRAME_S (a gap the solve skipped) is not simulated
+            steps.append(PhysicsStep(steps[-1].qpos, 0.0, 0.0, False))
+            continue
+        steps.append(tracker.step(target, dt if k == 0 or not held[k - 1] else np.inf,
+                                  None if planted is None else planted[k]))
     elapsed = time.perf_counter() - started
     return PhysicsResult(motion_of(np.array([s.qpos for s in steps]), motion, body),
                          np.array([s.residual_force_n for s in steps]), np.array([s.residual_torque_nm for s in steps]),

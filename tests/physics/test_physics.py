@@ -593,3 +593,27 @@ def test_eval_full_counts_a_physics_rows_float_and_balance_on_the_truths_clip_fr
     assert row["balance_frames"] == pytest.approx(expected["balance_frames"], abs=1e-3)
     by_the_solver = physics_figures(solver.result, solver_contacts(solve(simulated.stream, solver.inner)))
     assert abs(by_the_solver["balance_frames"] - row["balance_frames"]) > 0.15
+
+
+def test_a_pose_held_through_a_long_gap_is_not_simulated(monkeypatch):
+    """A stream with two minutes without a sample: the solve holds the avatar's pose over the gap beyond
+    solve.CLOSED_GAP_S (LongGaps), and the physics pass simulates the first quarter second of that hold only (LONGEST_FRAME_S),
+    then puts the body back on its target where the stream goes on; before, it simulated all 7,200 held frames."""
+    from core.files.stream import ThreePointStream
+    from core.physics import tracking
+
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)[:120]).stream
+    after = np.arange(len(stream)) >= 60
+    gapped = ThreePointStream(stream.times + np.where(after, 120.0, 0.0), stream.positions, stream.rotations,
+                              stream.tracked)
+    solution = solve(gapped, load_solver())
+    stepped = []
+    original = tracking.PhysicsTracker.step
+    monkeypatch.setattr(tracking.PhysicsTracker, "step", lambda self, *a, **k: stepped.append(a[1]) or original(
+        self, *a, **k))
+    physical = with_physics(solution)
+    # Measured 613 of 7,439 frames stepped: the clip's 120, the solve's own CLOSED_GAP_S of the gap with the devices
+    # held (the predictor goes on moving: about 8 s), and the first quarter second of the pose held after it.
+    assert len(solution.motion) > 7200 and len(stepped) < 650
+    assert np.isinf(stepped).sum() == 1 and physical.physics["resets"] == 2  # the first frame, and after the gap
+    assert np.isfinite(physical.motion.positions).all()
