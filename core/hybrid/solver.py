@@ -131,7 +131,7 @@ class HybridSolver:
             devices = (lower.device_positions, lower.device_rotations, lower.tracked)
         else:
             held = self.held.step(positions, rotations, tracked, dt)
-            dt, placed = held.dt, self.previous_hips is None or held.teleported
+            dt, placed = held.dt, self.previous_hips is None or held.teleported or self.predictor.jumped
             yaw = self.facing.step(held.positions, held.rotations, dt, held.teleported) if self.faces_with_model \
                 else None
             matched, contacts = None, self.predictor.contacts
@@ -161,6 +161,7 @@ class HybridSolver:
             dts, restarts = np.array([f.dt for f in frames]), np.array([f.placed for f in frames])
         else:
             stepped, height, yaws, targets, dts, restarts = self.device_frames(stream)
+            restarts[:len(self.predictor.output_jumps)] |= self.predictor.output_jumps[:len(restarts)]
         body = predicted.motion  # on the same timeline as the stepped stream
         pose = self.lower_pose(body)
         speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)

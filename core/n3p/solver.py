@@ -73,21 +73,27 @@ def jumped(step: np.ndarray, dt: float) -> bool:
     return float(np.hypot(step[0], step[2])) > CARRY_SPEED_M_S * dt
 
 
-def held_across(motion: Motion, ticks: Motion, jumps: np.ndarray, hmd: np.ndarray, tick_hmd: np.ndarray) -> Motion:
+def held_across(motion: Motion, ticks: Motion, jumps: np.ndarray, hmd: np.ndarray, tick_hmd: np.ndarray
+                ) -> tuple[Motion, np.ndarray]:
     """`motion`, resampled from the predictor's `ticks` (30 Hz), with each frame between two ticks across a jump
     (`jumps`, per tick: the predictor's world moved with the user) taken from the tick on its side of the jump (the
     one whose HMD position, `tick_hmd` (ticks, 3), is nearer the frame's, `hmd` (frames, 3)) rather than
-    interpolated halfway across it."""
+    interpolated halfway across it; and the first frame after each jump (frames,), where the feet start anew."""
+    restarts = np.zeros(len(motion), bool)
     if not jumps.any():
-        return motion
+        return motion, restarts
     at = np.arange(len(motion)) * ticks.fps / motion.fps
     after = np.minimum(np.ceil(at - 1e-6).astype(int), len(ticks) - 1)
+    since = np.minimum(np.floor(at + 1e-6).astype(int), len(ticks) - 1)  # the last tick at or before each frame
     across = np.flatnonzero(jumps[after] & (at % 1.0 > 1e-6))
     nearer = np.linalg.norm(hmd[across] - tick_hmd[after[across]], axis=-1) < \
         np.linalg.norm(hmd[across] - tick_hmd[after[across] - 1], axis=-1)
     source = after[across] - ~nearer
     motion.rotations[across], motion.positions[across] = ticks.rotations[source], ticks.positions[source]
-    return motion
+    since[across] = source
+    jumped_by = np.cumsum(jumps)[since]
+    restarts[1:] = jumped_by[1:] > jumped_by[:-1]
+    return motion, restarts
 
 
 def carried(motion: Motion, moved: np.ndarray) -> Motion:
@@ -193,6 +199,8 @@ class N3PSolver:
         """Live: the head the HMD implied at the last step."""
         self.jumped = False
         """Whether the last `advance` moved the predictor's world with the user (`follow_jump`)."""
+        self.output_jumps = np.zeros(0, bool)
+        """Offline: the output frames of the last solve where the user had just jumped (the feet start anew)."""
         self.carry = np.zeros(3)
         """Live: how far along the floor the head has walked since the last prediction (`carried`)."""
         self.contacts = np.ones(2, bool)
@@ -257,7 +265,7 @@ class N3PSolver:
         motion = Motion(self.skeleton, motion.rotations.copy(), self.arms.stretched(motion.positions, self.stretch),
                         self.fps)
         self.fit(motion, contacts, frame.positions, frame.rotations, frame.tracked, frame.dts,
-                 None if arms is None else self.arms.stretched_poses(arms, self.stretch))
+                 None if arms is None else self.arms.stretched_poses(arms, self.stretch), np.array([self.jumped]))
         self.contacts = contacts[0]
         return motion
 
@@ -356,11 +364,12 @@ class N3PSolver:
         motion = Motion(self.skeleton, model.rotations, model.positions / scales[:, None, None], model.fps)
         return motion, contacts_of(g_lo)
 
-    def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms) -> None:
-        """Step 5 over frames (T, ...), in place: the foot lock on the contacts (in frame order), the arms' IK toward
-        each frame's devices (T, 3, ...; tracked (T, 3)) from the arms' global poses."""
+    def fit(self, motion: Motion, contacts, positions, rotations, tracked, dts, arms, restarts: np.ndarray) -> None:
+        """Step 5 over frames (T, ...), in place: the foot lock on the contacts (in frame order, started anew where
+        the user jumped, `restarts` (T,)), the arms' IK toward each frame's devices (T, 3, ...; tracked (T, 3)) from
+        the arms' global poses."""
         if self.config.foot_lock:
-            self.legs.plant(motion.rotations, motion.positions, self.foot_lock, contacts, dts)
+            self.legs.plant(motion.rotations, motion.positions, self.foot_lock, contacts, dts, restarts)
         hands = tracked[:, 1:]
         if self.config.hand_ik and hands.any():
             wrists = joints_from_devices(positions, rotations, self.offsets)[:, 1:]
@@ -406,8 +415,9 @@ class N3PSolver:
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
         advanced = Advanced(*(np.array(values) for values in zip(*frames)))
         predicted, contacts = self.predicted_motion(*advanced[3:], FPS)
-        motion = held_across(predicted.resampled(self.fps, len(output)), predicted, jumps,
-                             np.nan_to_num(output.positions[:, 0]), np.nan_to_num(ticks.positions[:, 0]))
+        motion, self.output_jumps = held_across(predicted.resampled(self.fps, len(output)), predicted, jumps,
+                                                np.nan_to_num(output.positions[:, 0]),
+                                                np.nan_to_num(ticks.positions[:, 0]))
         arms = self.arm_poses(motion)
         tick = np.minimum((np.arange(len(output)) * FPS / self.fps + 1e-6).astype(int), len(ticks) - 1)
         contacts = contacts[tick]  # held between ticks, as live
@@ -422,7 +432,8 @@ class N3PSolver:
         if self.config.fit_arms:
             self.fit_arms(arms[1][minute, :, 1], wrists[minute], tracked[minute, 1:])
         motion = Motion(self.skeleton, motion.rotations, self.arms.stretched(motion.positions, self.stretch), self.fps)
-        self.fit(motion, contacts, positions, rotations, tracked, steps, self.arms.stretched_poses(arms, self.stretch))
+        self.fit(motion, contacts, positions, rotations, tracked, steps, self.arms.stretched_poses(arms, self.stretch),
+                 self.output_jumps)
         motion.name = "n3p"
         require_finite(motion, output)
         count = len(motion)

@@ -284,7 +284,7 @@ def _jumped_streams(stream, jump):
 def test_a_headset_that_jumps_places_the_body_where_it_now_is_live_and_offline(method, fixture_walk2):
     """A teleport (the devices 3 m along x at once), a recentring (the devices turned 90 degrees about the origin) or
     the HMD back a metre on after 0.8 s untracked: the predictor's world moves with the head in that frame, so the
-    body is placed there in its stride, and walks on from it. Measured: the hips jump once (3.0 m, 0.94 m after the
+    body is placed there in its stride, its feet with it (the foot lock starts anew), and walks on from it. Measured: the hips jump once (3.0 m, 0.94 m after the
     gap), every other frame's step at most 0.06 m; the head within 0.13 m of the headset from the frame after on
     (before: the body walked to the new place at about 4 m/s, 25 s for 100 m). Offline alike, with no frame halfway
     across the jump."""
@@ -293,17 +293,29 @@ def test_a_headset_that_jumps_places_the_body_where_it_now_is_live_and_offline(m
 
     stream = simulate_stream(fixture_walk2, SimulationConfig(fps=90.0, look_around_deg=30.0)).stream
     jump = 135
-    for name, (positions, rotations, tracked) in _jumped_streams(stream, jump).items():
+
+    def feet_apart(poses, mapping):  # each frame's farther toe from the hips along the floor
+        toes = poses[:, [mapping["l_toes"], mapping["r_toes"]]]
+        return np.linalg.norm((toes - poses[:, mapping["hips"]][:, None])[..., [0, 2]], axis=-1).max(axis=1)
+
+    unjumped = {}
+    for name, (positions, rotations, tracked) in {"none": (stream.positions, stream.rotations, stream.tracked),
+                                                  **_jumped_streams(stream, jump)}.items():
         solver = load_solver(SolveConfig(method=method))
         live = [solver.step(positions[t], rotations[t], tracked[t], 1 / 90).global_positions()[0]
                 for t in range(len(stream))]
         offline = solve(ThreePointStream(stream.times, positions, rotations, tracked), load_solver(
             SolveConfig(method=method)), None)
         back_s = stream.times[jump if name != "gap" else 207] - stream.times[0]
-        for poses, hmd, times in ((np.array(live), positions[:, 0], stream.times),
-                                  (offline.motion.global_positions(), offline.stream.positions[:, 0],
-                                   offline.stream.times)):
+        for path, poses, hmd, times in (("live", np.array(live), positions[:, 0], stream.times),
+                                        ("offline", offline.motion.global_positions(), offline.stream.positions[:, 0],
+                                         offline.stream.times)):
             back = int(np.searchsorted(times - times[0], back_s - 1e-6))
+            if name == "none":
+                unjumped[path] = feet_apart(poses, solver.mapping)
+                continue
+            if name != "gap":  # the feet as far from the hips as without the jump: they came along
+                assert np.abs(feet_apart(poses, solver.mapping) - unjumped[path])[back:back + 30].max() < 0.25, name
             hips, head = poses[:, solver.mapping["hips"]], poses[:, solver.mapping["head"]]
             steps = np.linalg.norm(np.diff(hips[:, [0, 2]], axis=0), axis=1)
             assert np.delete(steps, back - 1).max() < 0.1, name
