@@ -161,7 +161,7 @@ class HybridSolver:
             dts, restarts = np.array([f.dt for f in frames]), np.array([f.placed for f in frames])
         else:
             stepped, height, yaws, targets, dts, restarts = self.device_frames(stream)
-            restarts[:len(self.predictor.output_jumps)] |= self.predictor.output_jumps[:len(restarts)]
+            restarts |= self.predictor.output_jumps  # the predictor's frames are these (the same timeline)
         body = predicted.motion  # on the same timeline as the stepped stream
         pose = self.lower_pose(body)
         speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)
