@@ -30,9 +30,12 @@ def same_leg_rest(own, own_legs, matched, matched_legs, tolerance_deg: float = 0
     return bool(np.all(cos > np.cos(np.radians(tolerance_deg))))
 
 
-def centred_mean(values: np.ndarray, frames: float) -> np.ndarray:
-    """Each of `values` (T,) averaged over a window of about `frames` centred on it, the ends held."""
+def centred_mean(values: np.ndarray, frames: float, starts: np.ndarray | None = None) -> np.ndarray:
+    """Each of `values` (T,) averaged over a window of about `frames` centred on it, the ends held; with `starts`
+    (T,), within each run of frames from one start to the next (nothing averaged across a jump)."""
     width = max(1, int(round(frames)))
+    if starts is not None and starts[1:].any():
+        return np.concatenate([centred_mean(piece, frames) for piece in np.split(values, np.flatnonzero(starts[1:]) + 1)])
     return np.convolve(np.pad(values, (width // 2, width - 1 - width // 2), mode="edge"), np.ones(width) / width,
                        "valid")
 
@@ -42,6 +45,10 @@ class TrailingMean:
 
     def __init__(self, frames: float):
         self.values = deque(maxlen=max(1, int(round(frames))))
+
+    def clear(self) -> None:
+        """Forget the values given so far."""
+        self.values.clear()
 
     def add(self, value: float) -> float:
         self.values.append(value)

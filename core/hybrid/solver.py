@@ -27,6 +27,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..config import HybridConfig, MatchingConfig
 from ..devices.attachments import joints_from_devices
 from ..devices.held import HeldDevices
+from ..devices.jumps import held_up_to_jumps
 from ..devices.plausibility import without_unusable_samples
 from ..files.stream import ThreePointStream
 from ..ik.foot_lock import FootLock, Legs
@@ -131,9 +132,11 @@ class HybridSolver:
             devices = (lower.device_positions, lower.device_rotations, lower.tracked)
         else:
             held = self.held.step(positions, rotations, tracked, dt)
-            dt, placed = held.dt, self.previous_hips is None or held.teleported or self.predictor.jumped
-            yaw = self.facing.step(held.positions, held.rotations, dt, held.teleported) if self.faces_with_model \
-                else None
+            jumped = held.teleported or self.predictor.jumped
+            dt, placed = held.dt, self.previous_hips is None or jumped
+            yaw = self.facing.step(held.positions, held.rotations, dt, jumped) if self.faces_with_model else None
+            if jumped:
+                self.live_facing.clear()
             matched, contacts = None, self.predictor.contacts
             devices = (held.positions, held.rotations, held.tracked)
         speed = 0.0 if self.previous_hips is None or placed else float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / dt
@@ -160,12 +163,13 @@ class HybridSolver:
             yaws, targets = np.array([f.body_yaw for f in frames]), np.array([f.target for f in frames])
             dts, restarts = np.array([f.dt for f in frames]), np.array([f.placed for f in frames])
         else:
-            stepped, height, yaws, targets, dts, restarts = self.device_frames(stream)
-            restarts |= self.predictor.output_jumps  # the predictor's frames are these (the same timeline)
+            stepped, height, yaws, targets, dts, restarts = self.device_frames(stream, self.predictor.output_jumps)
         body = predicted.motion  # on the same timeline as the stepped stream
         pose = self.lower_pose(body)
-        speed = centred_mean(floor_speeds(pose[1][:, self.hips], self.fps), config.speed_window_s * self.fps)
-        facing = centred_mean(np.unwrap(yaws), config.facing_window_s * self.fps) if self.faces_with_model else None
+        speeds = np.where(restarts, 0.0, floor_speeds(pose[1][:, self.hips], self.fps))
+        speed = centred_mean(speeds, config.speed_window_s * self.fps, restarts)
+        facing = centred_mean(np.unwrap(yaws), config.facing_window_s * self.fps, restarts) if self.faces_with_model \
+            else None
         if self.matching is not None:
             matched = self.matched_legs(np.array([f.rotations for f in frames]), np.array([f.positions for f in frames]))
             contacts = np.array([f.contacts for f in frames])
@@ -184,11 +188,12 @@ class HybridSolver:
         return Solution(motion, stepped, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
                         targets, np.array([f.searched for f in frames]), height, self.method, contacts=contacts)
 
-    def device_frames(self, stream: ThreePointStream):
+    def device_frames(self, stream: ThreePointStream, jumps: np.ndarray):
         """The devices over a whole stream on the output's timeline, as the live step holds them: the stream as
         stepped, its standing HMD height, and per frame the orientation model's yaw (or zero), the target, the time
-        step and whether the avatar was placed. Frames before the HMD is first tracked wait in its first frame's."""
-        stepped = without_unusable_samples(stream)[0].resampled(self.fps)
+        step and whether the avatar was placed (a teleport, or where the predictor's world jumped with the user,
+        `jumps` (T,)). Frames before the HMD is first tracked wait in its first frame's."""
+        stepped = held_up_to_jumps(without_unusable_samples(stream)[0]).resampled(self.fps)
         height = self.predictor.fixed_height or standing_height(stepped, self.predictor.config.calibration_s)
         first = int(np.flatnonzero(stepped.tracked[:, 0])[0])  # standing_height refused a stream without one
         self.held.reset()
@@ -198,9 +203,10 @@ class HybridSolver:
         for k, t in enumerate(range(first, len(stepped))):
             held = self.held.step(stepped.positions[t], stepped.rotations[t], stepped.tracked[t],
                                   stepped.times[t] - stepped.times[t - 1] if k else 1.0 / self.fps)
+            jumped = held.teleported or jumps[t]
             if self.faces_with_model:
-                yaws[k] = self.facing.step(held.positions, held.rotations, held.dt, held.teleported)
-            targets[k], dts[k], restarts[k] = held.target, held.dt, k == 0 or held.teleported
+                yaws[k] = self.facing.step(held.positions, held.rotations, held.dt, jumped)
+            targets[k], dts[k], restarts[k] = held.target, held.dt, k == 0 or jumped
         waiting = np.zeros(first, int)
         return (stepped, height, *(np.concatenate([values[waiting], values]) for values in (yaws, targets, dts, restarts)))
 

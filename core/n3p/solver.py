@@ -32,6 +32,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
+from ..devices.jumps import held_up_to_jumps, jumped, turned_with_controllers, vertical_turns
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
 from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
@@ -44,9 +45,6 @@ from .model import N3PModel, N3PPredictor, contacts_of, moved_with
 from .state import FPS, global_pose, tracker_signals
 
 TICK_S = 1.0 / FPS
-CARRY_SPEED_M_S = 8.0
-"""Live, a head moving along the floor faster than this between two frames (a sprint is about 7 m/s) jumped: the
-body is not carried with it, and waits for the predictor."""
 TICK_BLEND_HALFLIFE_S = 0.015
 """Live, each 30 Hz prediction's change of pose is eased in with this half-life (a critically damped offset,
 anim/inertialize.py) rather than shown at once (docs/methods/neural3points.md: less jitter for a little MPJPE)."""
@@ -65,12 +63,6 @@ HANGING_CONTROLLER_ROTATIONS = ((0.054, -0.083, 0.987, -0.125), (0.155, -0.048, 
 """Their orientations (w, x, y, z) in the same frame: the mean over the same frames."""
 HEAD_CENTRE_FROM_HMD = MatchingConfig.head_centre_from_hmd
 """The solution's targets are motion matching's (the head's centre on the floor), to compare the root's strays."""
-
-
-def jumped(step: np.ndarray, dt: float) -> bool:
-    """Whether the head's (or the headset's) step (3,) along the floor over `dt` seconds is faster than
-    CARRY_SPEED_M_S: a teleport or a recentring, not a step of the user's."""
-    return float(np.hypot(step[0], step[2])) > CARRY_SPEED_M_S * dt
 
 
 def held_across(motion: Motion, ticks: Motion, jumps: np.ndarray, hmd: np.ndarray, tick_hmd: np.ndarray
@@ -190,6 +182,8 @@ class N3PSolver:
         """The scale the predictor's world was last given signals at (`advance`)."""
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
+        self.devices_before: tuple | None = None
+        """The devices (positions, rotations, tracked) of the last `advance`, the HMD held where untracked."""
         self.prediction = None
         self.predicted: tuple | None = None
         """The last prediction on the skeleton, as step posed it: (prediction, scale, motion, contacts)."""
@@ -242,8 +236,8 @@ class N3PSolver:
         """One live frame from device poses (3, 3), (3, 4) and tracking flags (3,): a one-frame Motion."""
         frame = Advanced(*(np.asarray(value)[None] for value in self.advance(positions, rotations, tracked, dt)))
         scale = float(frame.scales[0])
-        jumped = self.walk_with_head(joints_from_devices(frame.positions[0, 0], frame.rotations[0, 0],
-                                                         self.offsets[0]), float(frame.dts[0]))
+        self.walk_with_head(joints_from_devices(frame.positions[0, 0], frame.rotations[0, 0], self.offsets[0]))
+        jumped = self.jumped
         ticked = self.predicted is None or self.predicted[0] is not self.prediction
         if ticked or self.predicted[1] != scale:
             was = None if self.predicted is None or jumped else carried(self.predicted[2], self.carry)
@@ -269,16 +263,12 @@ class N3PSolver:
         self.contacts = contacts[0]
         return motion
 
-    def walk_with_head(self, head: np.ndarray, dt: float) -> bool:
-        """Add the head's step along the floor since the last frame to the carry; whether it jumped instead (a
-        teleport or recentring, the HMD back after a gap: faster than CARRY_SPEED_M_S over `dt`, a paused step's
-        nominal one), which is not carried."""
-        step = np.zeros(3) if self.head is None else head - self.head
+    def walk_with_head(self, head: np.ndarray) -> None:
+        """Add the head's step along the floor since the last frame to the carry, unless the user jumped in it
+        (`follow_jump`: the body was placed anew instead)."""
+        if self.head is not None and not self.jumped:
+            self.carry = self.carry + (head - self.head)
         self.head = head
-        if jumped(step, dt):
-            return True
-        self.carry = self.carry + step
-        return False
 
     def ease_in(self, was: Motion | None, now: Motion) -> None:
         """A new prediction `now` (one frame) replaces `was` (the last one, carried to this frame; None: none to
@@ -309,7 +299,7 @@ class N3PSolver:
         if rejected.any():
             self.rejected_samples += int(rejected.sum())
             positions[~usable], rotations[~usable], tracked = np.nan, np.nan, usable
-        before = self.hmd
+        before = self.devices_before
         if tracked[0]:
             self.hmd = (positions[0].copy(), rotations[0].copy())
         elif self.hmd is None:
@@ -334,8 +324,8 @@ class N3PSolver:
             if scale != self.signal_scale:  # the user measured anew: the predictor's world scales with the signals
                 self.predictor.rescale(scale / self.signal_scale)
                 self.prediction[2][:2] *= scale / self.signal_scale
-            self.jumped = jumped(positions[0] - before[0], dt) and \
-                self.follow_jump(before, (positions[0], rotations[0]), scale, dt)
+            self.jumped = self.follow_jump(before, (positions, rotations, tracked), scale, dt)
+        self.devices_before = (positions.copy(), rotations.copy(), tracked.copy())
         self.signal_scale = scale
         self.since_tick_s += dt
         if self.since_tick_s >= TICK_S - 1e-6:
@@ -344,14 +334,20 @@ class N3PSolver:
         return Advanced(positions, rotations, tracked, scale, dt, *self.prediction)
 
     def follow_jump(self, before: tuple, now: tuple, scale: float, dt: float) -> bool:
-        """Where the head the HMD poses (position, rotation) imply `jumped` from `before` to `now` over `dt`, the
-        predictor's world (scaled by `scale`) moves with it, turned as the HMD turned: the avatar is placed where the
-        user now is, still in its stride, instead of walking there. Whether it did."""
-        heads = [joints_from_devices(position, rotation, self.offsets[0]) for position, rotation in (before, now)]
-        if not jumped(heads[1] - heads[0], dt):
-            return False
-        frames = [np.array([*(head[[0, 2]] * scale), quat.yaw_of_direction(hmd_forward(rotation))])
-                  for head, (_, rotation) in zip(heads, (before, now))]
+        """Where the devices (positions (3, 3), rotations (3, 4), tracked (3,); the HMD held where untracked) jumped
+        from `before` to `now` over `dt` (devices/jumps.py: the head the HMD implies moved faster than
+        CARRY_SPEED_M_S, or it turned faster than TURN_SPEED_DEG_S with the controllers), the predictor's world
+        (scaled by `scale`) moves with the head, turned as the HMD turned: the avatar is placed where the user now is,
+        still in its stride, instead of walking or turning there. Whether it did."""
+        heads = [joints_from_devices(positions[0], rotations[0], self.offsets[0]) for positions, rotations, _ in
+                 (before, now)]
+        if jumped(heads[1] - heads[0], dt):
+            turn = float(vertical_turns(before[1][0], now[1][0]))
+        else:
+            turn = turned_with_controllers(before, now, dt)
+            if turn == 0.0:
+                return False
+        frames = [np.array([*(head[[0, 2]] * scale), yaw]) for head, yaw in zip(heads, (0.0, turn))]
         self.predictor.move(*frames)
         self.prediction = (*self.prediction[:2], moved_with(self.prediction[2], *frames))
         return True
@@ -395,7 +391,7 @@ class N3PSolver:
         """The offline driver: calibrate on the stream's standing height, advance every sample of the stream at 30 Hz,
         pose the predictions interpolated onto the output's timeline, then the IK toward the devices at every
         output frame."""
-        stream = without_unusable_samples(stream)[0]
+        stream = held_up_to_jumps(without_unusable_samples(stream)[0])
         ticks, output = stream.resampled(FPS), stream.resampled(self.fps)
         if stream.tracked[:, 0].any() and not ticks.tracked[:, 0].any():
             raise ValueError(f"the HMD is first tracked at t = {stream.times[np.argmax(stream.tracked[:, 0])]:.3f} s, "

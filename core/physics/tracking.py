@@ -17,8 +17,9 @@ root's residual force r, as PhysCap and PIP do:
 The body then moves by q̈ (semi-implicit Euler, `mj_integratePos`), and a sole point left under the floor lifts the
 body out (`out_of_the_floor`). The target's lowest sole is first put on the floor where it is near it (`grounded`).
 MuJoCo gives the model's inertia, bias forces and Jacobians; the floor is the QP's. A target root that jumps farther
-than `teleport_m`, a frame longer than LONGEST_FRAME_S (or of no finite length), or a step the QP finds no answer for
-within its bounds and ITERATION_LIMIT, resets the simulation onto the target (reported per frame).
+than `teleport_m`, or from its last frame's faster than any body moves or turns (devices/jumps.py: a teleport or a
+recentring the solve followed), a frame longer than LONGEST_FRAME_S (or of no finite length), or a step the QP finds
+no answer for within its bounds and ITERATION_LIMIT, resets the simulation onto the target (reported per frame).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
+from ..devices.jumps import SMALLEST_TURN_DEG, TURN_SPEED_DEG_S, jumped, vertical_turns
 from ..math import quat
 from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody, simulated_body
 
@@ -288,7 +290,8 @@ class PhysicsTracker:
             np.asarray(planted, dtype=bool)[self.sole_sides]
         standing |= planted_soles
         if self.previous is None or not np.isfinite(dt) or dt > LONGEST_FRAME_S or \
-                np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m:
+                np.linalg.norm(target[:3] - self.data.qpos[:3]) > self.config.teleport_m or \
+                self.target_jumped(target, dt):
             self.reset(target)
             return PhysicsStep(self.data.qpos.copy(), 0.0, 0.0, True)
         pinned = self.held_in_place(planted_soles, soles)
@@ -318,6 +321,14 @@ class PhysicsTracker:
             forces.append(np.linalg.norm(residual[:3]))
             torques.append(np.linalg.norm(residual[3:]))
         return PhysicsStep(data.qpos.copy(), float(np.mean(forces)), float(np.mean(torques)), False)
+
+
+    def target_jumped(self, target: np.ndarray, dt: float) -> bool:
+        """Whether the target's root moved along the floor or turned about the vertical, since the last frame's,
+        faster than a body can (devices/jumps.py)."""
+        turn = abs(float(vertical_turns(self.previous[3:7], target[3:7])))
+        return jumped(target[:3] - self.previous[:3], dt) or \
+            turn >= np.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt))
 
 
 def held_frames(targets: np.ndarray, fps: float) -> np.ndarray:

@@ -13,6 +13,7 @@ from core.anim.skeleton import Skeleton
 from core.config import PhysicsConfig, SimulationConfig
 from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh
+from core.math import quat
 from core.files.stream import write_stream
 from core.solve import load_solver, solve, with_physics
 from core.tools.cli import main
@@ -141,11 +142,20 @@ def test_a_walk_is_followed_on_the_floor_without_sliding_more_than_the_solve(sol
     assert np.isfinite(result.motion.rotations).all() and len(result.motion) == len(solved.motion)
 
 
-def test_a_teleport_resets_the_body_onto_its_target(solved):
+@pytest.mark.parametrize("jump", ["5 m", "half a metre", "a quarter turn"])
+def test_a_teleport_resets_the_body_onto_its_target(solved, jump):
+    """A target that jumps sideways (farther than teleport_m, or less far but faster than any body moves) or turns
+    a quarter turn about the vertical in one frame (a recentring the solve followed) puts the body on it there."""
     motion = solved.motion[:90]
-    jumped = motion.positions.copy()
-    jumped[45:, 1, 0] += 5.0  # the root jumps 5 m sideways
-    result = track(Motion(motion.skeleton, motion.rotations, jumped, motion.fps))
+    assert motion.skeleton.parents[0] == -1
+    positions, rotations = motion.positions.copy(), motion.rotations.copy()
+    if jump == "a quarter turn":  # about the vertical through the hips: they stay where they were
+        turn, hips = quat.from_yaw(np.pi / 2), motion.global_positions()[45, 1] * [1.0, 0.0, 1.0]
+        rotations[45:, 0] = quat.multiply(turn, rotations[45:, 0])
+        positions[45:, 0] = quat.rotate(turn, positions[45:, 0] - hips) + hips
+    else:
+        positions[45:, 0, 0] += 5.0 if jump == "5 m" else 0.5
+    result = track(Motion(motion.skeleton, rotations, positions, motion.fps))
     assert result.resets.tolist().count(True) == 2 and bool(result.resets[45])
     assert np.isfinite(result.motion.positions).all()
 

@@ -1,0 +1,77 @@
+"""Jumps of the devices that no body makes: a teleport, a recentring, the headset found again elsewhere.
+
+A head that moves along the floor faster than CARRY_SPEED_M_S (by at least SMALLEST_JUMP_M) between two samples
+jumped; so did a headset that turns about the vertical faster than TURN_SPEED_DEG_S (by at least SMALLEST_TURN_DEG)
+while the tracked controllers go round with it, as a recentring ("reset view") turns the whole tracking space about the user. A head turned that
+fast with the controllers left where they were is a glitch of the headset's, not a jump.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..files.stream import ThreePointStream
+from ..math import quat
+
+CARRY_SPEED_M_S = 8.0
+"""A head moving along the floor faster than this between two samples (a sprint is about 7 m/s) jumped."""
+SMALLEST_JUMP_M = 0.1
+"""A step shorter than this is never a jump, however short the time (a fast stream's samples a millisecond apart,
+each a few millimetres off)."""
+TURN_SPEED_DEG_S = 1500.0
+"""A headset turning about the vertical faster than this (a head shaken hard turns at up to about 800 degrees a second,
+a dancer's pirouette at about 1,100) with the controllers, jumped."""
+SMALLEST_TURN_DEG = 20.0
+"""A turn smaller than this is never a jump, however short the step (a fast stream's samples a millisecond apart)."""
+
+
+def jumped(step: np.ndarray, dt: float) -> bool:
+    """Whether the head's (or the headset's) step (3,) along the floor over `dt` seconds is faster than
+    CARRY_SPEED_M_S (and longer than SMALLEST_JUMP_M)."""
+    return float(np.hypot(step[0], step[2])) > max(SMALLEST_JUMP_M, CARRY_SPEED_M_S * dt)
+
+
+def vertical_turns(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The turns (radians, about +Y, within a half turn) of the rotations taking world rotations `before` (..., 4) to
+    `after`: their twists about the vertical, which a recentring's is all of."""
+    a, b = np.moveaxis(np.asarray(after, dtype=float), -1, 0), np.moveaxis(np.asarray(before, dtype=float), -1, 0)
+    w = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]  # after * inverse(before): its w and y
+    y = a[2] * b[0] - a[0] * b[2] + a[1] * b[3] - a[3] * b[1]
+    return (2.0 * np.arctan2(y, w) + np.pi) % (2.0 * np.pi) - np.pi
+
+
+def turned_with_controllers(before: tuple, after: tuple, dt: float) -> float:
+    """The vertical turn (radians) of a recentring between two samples, `before` and `after` (positions (3, 3),
+    rotations (3, 4), tracked (3,); the HMD tracked in both), or 0.0 if there was none: the headset turned faster
+    than TURN_SPEED_DEG_S, by at least SMALLEST_TURN_DEG, and each controller tracked in both lies nearer where that
+    turn about the headset takes it than where it was."""
+    turn = float(vertical_turns(before[1][0], after[1][0]))
+    if abs(turn) < np.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt)):
+        return 0.0
+    both = np.flatnonzero(before[2][1:] & after[2][1:]) + 1
+    was, now = before[0][both], after[0][both]
+    moved = quat.rotate(quat.from_yaw(turn), was - before[0][0]) + after[0][0]
+    if np.any(np.linalg.norm(moved - now, axis=-1) >= np.linalg.norm(was - now, axis=-1)):
+        return 0.0
+    return turn
+
+
+def held_up_to_jumps(stream: ThreePointStream) -> ThreePointStream:
+    """The stream with each sample before a jump (a teleport's or a recentring's, as above, between two samples
+    with the HMD tracked) held until just before the next one, so that resampling it puts no sample halfway across
+    the jump."""
+    positions, rotations, tracked, times = stream.positions, stream.rotations, stream.tracked, stream.times
+    dts = np.diff(times)
+    steps = positions[1:, 0] - positions[:-1, 0]
+    with np.errstate(invalid="ignore"):
+        fast = np.hypot(steps[:, 0], steps[:, 2]) > np.maximum(SMALLEST_JUMP_M, CARRY_SPEED_M_S * dts)
+        turning = np.abs(vertical_turns(rotations[:-1, 0], rotations[1:, 0])) >= \
+            np.radians(np.maximum(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dts))
+    candidates = np.flatnonzero(tracked[:-1, 0] & tracked[1:, 0] & (fast | turning))
+    held = np.array([k for k in candidates if fast[k] or turned_with_controllers(
+        (positions[k], rotations[k], tracked[k]), (positions[k + 1], rotations[k + 1], tracked[k + 1]), dts[k])], int)
+    if not len(held):
+        return stream
+    hold_times = np.maximum(times[held + 1] - 1e-6, (times[held] + times[held + 1]) / 2)
+    return ThreePointStream(np.insert(times, held + 1, hold_times), np.insert(positions, held + 1, positions[held], axis=0),
+                            np.insert(rotations, held + 1, rotations[held], axis=0),
+                            np.insert(tracked, held + 1, tracked[held], axis=0))
