@@ -4,7 +4,8 @@
 disk and renamed over `path` (os.replace: atomic within one file system). On any failure (a full
 disk, a file-size limit, an exception while producing the content, Ctrl+C) the temporary file is
 removed and `path` is as it was. `check_outputs` refuses, before any work, an output that is one of
-the inputs, a folder, or in a folder that is missing or cannot be written to. Inside `together()`, the
+the inputs, a folder, something other than a regular file (a device, a named pipe: renaming over it would
+replace it), a file the user may not write, or in a folder that is missing or cannot be written to. Inside `together()`, the
 files a command writes (a solve's BVH and its report) replace their targets together at the block's end, or
 none does.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import stat
 import tempfile
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -44,6 +46,7 @@ def check_outputs(outputs, inputs=(), make_folders: bool = False) -> None:
     for k, path in enumerate(outputs):
         if path.is_dir():
             raise OutputError(f"{path}: is a folder; give the name of a file to write")
+        _check_replaceable(path)
         for source in inputs:
             if same_file(path, source):
                 raise OutputError(f"{path}: is also an input ({source}); write the output to another file")
@@ -62,6 +65,19 @@ def check_outputs(outputs, inputs=(), make_folders: bool = False) -> None:
             raise OutputError(f"{path}: the folder {folder} is not writable")
 
 
+def _check_replaceable(path: Path) -> None:
+    """Refuse an existing `path` that is not a regular file, or that the user may not write."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise OutputError(f"{path}: is not a regular file (a device, a named pipe or a socket); "
+                          "give the name of a file to write")
+    if not os.access(path, os.W_OK):
+        raise OutputError(f"{path}: is read-only; make it writable or write to another file")
+
+
 def _file_mode(path: Path) -> int:
     """The permission bits the written file gets: the replaced file's, else what the umask allows."""
     try:
@@ -78,6 +94,7 @@ def written_path(path, suffix: str = ".part"):
     the file replaces `path` when the block ends without an error (see the module doc)."""
     path = Path(path)
     target = Path(os.path.realpath(path))  # a link to a file: the file it points to is replaced
+    _check_replaceable(path)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
         os.close(handle)

@@ -2,11 +2,12 @@
 import os
 import resource
 import signal
+import stat
 
 import pytest
 
 from core.errors import OutputError
-from core.files.atomic import together, write_text
+from core.files.atomic import check_outputs, together, write_text
 
 
 def _leftovers(folder):
@@ -47,3 +48,20 @@ def test_outputs_written_together_all_arrive(tmp_path):
         write_text(tmp_path / "b.txt", "b")
     assert (tmp_path / "a.txt").read_text() + (tmp_path / "b.txt").read_text() == "ab"
     assert not _leftovers(tmp_path) and oct(os.stat(tmp_path / "a.txt").st_mode & 0o777) != "0o600"
+
+
+def test_a_named_pipe_is_refused_and_left_in_place(tmp_path):
+    pipe = tmp_path / "out.bvh"
+    os.mkfifo(pipe)
+    with pytest.raises(OutputError, match="out.bvh: is not a regular file"):
+        check_outputs([pipe])
+    with pytest.raises(OutputError, match="out.bvh: is not a regular file"):
+        write_text(pipe, "motion")
+    assert stat.S_ISFIFO(os.stat(pipe).st_mode) and not _leftovers(tmp_path)
+
+
+def test_a_link_to_a_named_pipe_is_refused(tmp_path):
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "out.bvh").symlink_to(tmp_path / "pipe")
+    with pytest.raises(OutputError, match="out.bvh: is not a regular file"):
+        check_outputs([tmp_path / "out.bvh"])

@@ -70,13 +70,16 @@ def refused(capsys, folder: Path, args, named, words=()):
 @pytest.mark.parametrize("case", ["solve onto the stream", "solve onto the database", "simulate onto the clip",
                                   "truth onto the clip", "truth onto the output", "database onto a clip",
                                   "stitch onto a clip", "truth into a missing folder", "output is a folder",
-                                  "solve onto its mapping", "database onto its mapping"])
+                                  "solve onto its mapping", "database onto its mapping", "solve onto a named pipe",
+                                  "calibrate onto a named pipe", "report onto a named pipe"])
 def test_outputs_that_would_destroy_an_input_are_refused_before_any_work(good, tmp_path, capsys, case):
     clip, csv, db = _copy(good, tmp_path, "clip.bvh", "walk.csv", "db.npz")
     other = Path(shutil.copy(clip, tmp_path / "other.bvh"))
     (tmp_path / "folder.bvh").mkdir()
     mapping = tmp_path / "mapping.json"
     mapping.write_text("{}")
+    pipe = tmp_path / "pipe.bvh"
+    os.mkfifo(pipe)
     args, named = {
         "solve onto the stream": (["solve", csv, "--db", db, "-o", csv], csv),
         "solve onto the database": (["solve", csv, "--db", db, "-o", db], db),
@@ -91,7 +94,12 @@ def test_outputs_that_would_destroy_an_input_are_refused_before_any_work(good, t
         "output is a folder": (["solve", csv, "--db", db, "-o", tmp_path / "folder.bvh"], tmp_path / "folder.bvh"),
         "solve onto its mapping": (["solve", csv, "--avatar", clip, "--mapping", mapping, "-o", mapping], mapping),
         "database onto its mapping": (["db", "build", clip, "--mapping", mapping, "-o", mapping], mapping),
+        "solve onto a named pipe": (["solve", csv, "-o", pipe], pipe),
+        "calibrate onto a named pipe": (["stream", "calibrate", csv, "-o", pipe], pipe),
+        "report onto a named pipe": (["solve", csv, "-o", tmp_path / "take.bvh"], tmp_path / "take.report.png"),
     }[case]
+    if case == "report onto a named pipe":
+        os.mkfifo(tmp_path / "take.report.png")
     refused(capsys, tmp_path, args, named)
 
 
@@ -400,6 +408,28 @@ def test_a_read_only_folder_is_one_line(good):
         assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
         assert done.stderr.strip() == f"error: {locked / 'out.bvh'}: the folder {locked} is not writable"
         assert list(locked.iterdir()) == []
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_read_only_output_file_is_refused_and_kept(good):
+    """Run as an unprivileged user where the tests run as root (root may write any file)."""
+    folder = Path(tempfile.mkdtemp(prefix="vr_avatar_read_only_file_"))
+    try:
+        csv = Path(shutil.copy(good / "walk.csv", folder / "walk.csv"))
+        take = folder / "take.bvh"
+        take.write_text("final take")
+        take.chmod(0o444)
+        options = {}
+        if os.geteuid() == 0:
+            os.chown(folder, 65534, -1)
+            options["user"] = 65534
+        done = _core(["solve", csv, "-o", take, "--orientation", "hmd"], **options)
+        if "Permission denied" in done.stderr and "core" not in done.stderr:
+            pytest.skip("the unprivileged user cannot run the project's Python here")
+        assert done.stderr.strip() == f"error: {take}: is read-only; make it writable or write to another file"
+        assert done.returncode == 1 and take.read_text() == "final take"
+        assert sorted(p.name for p in folder.iterdir()) == ["take.bvh", "walk.csv"]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
