@@ -1,5 +1,5 @@
 """Handlers: scrubbing the timeline poses the target armature from the cached solve; Save As keeps the add-on's
-relative paths."""
+relative paths (Save Copy leaves the open file's as they were)."""
 import os
 
 import bpy
@@ -60,25 +60,44 @@ def rebased(path: str, old_folder: str, new_folder: str) -> str:
         return absolute
 
 
+_rewritten = {}
+"""What the last save_pre rewrote: the open file's path then, and (scene, path's place, old value) per path."""
+
+
 @persistent
 def keep_paths_on_save_as(filepath, _=None):
     """save_pre: a .blend saved into another folder keeps its streams, databases and reports (relative paths are
     rewritten from the new folder; Blender remaps its own data's paths, not an add-on's)."""
+    _rewritten.clear()
     if not bpy.data.filepath or not filepath:
         return
     old_folder, new_folder = os.path.dirname(bpy.data.filepath), os.path.dirname(os.path.abspath(filepath))
     if os.path.normpath(old_folder) == os.path.normpath(new_folder):
         return
+    _rewritten.update(filepath=bpy.data.filepath, paths=[])
     for scene in bpy.data.scenes:
         if getattr(scene, "vr_avatar", None) is None:
             continue
-        for owner, name in relative_paths(scene):
+        for place, (owner, name) in enumerate(relative_paths(scene)):
             value = owner.get(name)  # only paths the user set; written past the update callbacks (same files)
             if isinstance(value, str) and rebased(value, old_folder, new_folder) != value:
                 owner[name] = rebased(value, old_folder, new_folder)
+                _rewritten["paths"].append((scene.name, place, value))
 
 
-HANDLERS = ((bpy.app.handlers.frame_change_post, pose_from_cache), (bpy.app.handlers.save_pre, keep_paths_on_save_as))
+@persistent
+def restore_paths_after_save_copy(_filepath=None, _=None):
+    """save_post: after Save Copy (the open file is still the old one) its paths are put back as they were."""
+    if _rewritten and bpy.data.filepath == _rewritten["filepath"]:
+        for scene_name, place, value in _rewritten["paths"]:
+            scene = bpy.data.scenes.get(scene_name)
+            owner, name = list(relative_paths(scene))[place]
+            owner[name] = value
+    _rewritten.clear()
+
+
+HANDLERS = ((bpy.app.handlers.frame_change_post, pose_from_cache), (bpy.app.handlers.save_pre, keep_paths_on_save_as),
+            (bpy.app.handlers.save_post, restore_paths_after_save_copy))
 
 
 def register():
