@@ -11,7 +11,7 @@ from .armature import action_motion, build_armature, motion_channels
 from .errors import USER_ERRORS, VRAvatarError
 from .keyframes import new_action
 from .properties import mark_solve_stale
-from .scene_timing import fit_scene_timing
+from .scene_timing import fit_scene_timing, has_timed_content, kept_rate_note
 
 # Custom property that marks an armature as a motion of the library.
 LIBRARY_TAG = "vr_avatar_library_motion"
@@ -25,16 +25,18 @@ BLENDER_IMPORTERS = {".fbx": ("fbx", "FBX format"), ".glb": ("gltf", "glTF 2.0 f
 
 
 def import_bvh_motion(context, path: Path):
-    """A new armature with an action playing the BVH file (read by core); raises BVHError before creating anything,
-    and ValueError naming the file, with everything it made removed, if building the armature fails."""
+    """A new armature with an action playing the BVH file (read by core), the scene set to its rate unless it holds
+    a solve or animation; raises BVHError before creating anything, and ValueError naming the file, with everything
+    it made removed, if building the armature fails."""
     motion = core.files.bvh.read_bvh(path)
+    keep_rate = has_timed_content(context.scene)
     before = set(bpy.data.user_map())
     try:
         obj = build_armature(context, motion.skeleton, motion.name or path.stem)
         for pose_bone in obj.pose.bones:
             pose_bone.rotation_mode = 'QUATERNION'
         new_action(obj.name, obj, motion_channels(obj, motion), context.scene.frame_start)
-        fit_scene_timing(context.scene, motion.fps, len(motion))
+        fit_scene_timing(context.scene, motion.fps, len(motion), keep_rate)
     except Exception as error:  # nothing half-made stays behind
         if context.object is not None and context.object.mode != 'OBJECT':
             bpy.ops.object.mode_set(mode='OBJECT')
@@ -108,9 +110,11 @@ def saved_blend(_context) -> None:
 def import_mocap(context, report, path: Path) -> set:
     """A BVH, FBX or glTF file into the motion library: its animated armatures, tagged; one error line if not."""
     extension = path.suffix.lower()
+    note = ""
     try:
         if extension == ".bvh":
-            armatures = [import_bvh_motion(context, path)[0]]
+            obj, motion = import_bvh_motion(context, path)
+            armatures, note = [obj], kept_rate_note(context.scene, motion.fps)
         elif extension in BLENDER_IMPORTERS:
             armatures = import_with_blender(context, path)
         else:
@@ -119,7 +123,8 @@ def import_mocap(context, report, path: Path) -> set:
     except ValueError as error:
         report({'ERROR'}, str(error))
         return {'CANCELLED'}
-    report({'INFO'}, f"Imported {', '.join(obj.name for obj in armatures)} into the motion library")
+    report({'WARNING'} if note else {'INFO'},
+           f"Imported {', '.join(obj.name for obj in armatures)} into the motion library{note}")
     return {'FINISHED'}
 
 

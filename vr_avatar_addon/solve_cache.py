@@ -34,6 +34,8 @@ class SolveCache:
     head_targets: np.ndarray
     """(F, 3) the headset-implied head joint, core's frame; NaN where untracked."""
     report: dict
+    fps: float | None = None
+    """The scene's frame rate the solve was made at (None: not known, a cache made by an earlier version)."""
 
     @property
     def frames(self) -> int:
@@ -56,6 +58,7 @@ def store(scene, cache: SolveCache) -> None:
         "wrist_targets": cache.wrist_targets.astype(np.float32).ravel(),
         "head_targets": cache.head_targets.astype(np.float32).ravel(),
         "report": json.dumps(cache.report),
+        **({"fps": float(cache.fps)} if cache.fps is not None else {}),
     }
 
 
@@ -73,7 +76,7 @@ def load(scene) -> SolveCache | None:
         np.array(data["positions"]).reshape(frames, joints, 3),
         np.array(data["wrist_targets"]).reshape(frames, 2, 3),
         np.array(data["head_targets"]).reshape(frames, 3),
-        json.loads(data["report"]))
+        json.loads(data["report"]), float(data["fps"]) if "fps" in data else None)
 
 
 @dataclass(frozen=True)

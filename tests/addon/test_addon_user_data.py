@@ -1,5 +1,39 @@
-"""What the add-on must leave as the user has it, in the real bpy: the open file's paths after Save Copy."""
+"""What the add-on must leave as the user has it, in the real bpy: the open file's paths after Save Copy, the scene's
+frame rate under a solve."""
 from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
+from test_addon_solve import MIXAMO, build_rig
+
+from core.devices.simulate import simulate_stream
+from core.files.bvh import read_bvh
+from core.files.stream import write_stream
+
+SECONDS = 2.0
+
+
+@pytest.fixture(scope="module")
+def stream(tmp_path_factory):
+    """A short stream simulated from the fixture walk."""
+    clip = read_bvh(FIXTURE_WALK_2)
+    path = tmp_path_factory.mktemp("stream") / "walk.csv"
+    write_stream(path, simulate_stream(clip[: int(SECONDS * clip.fps)]).stream)
+    return path
+
+
+def _solved(bpy, stream, fps: int = 30, name: str = "Avatar", names: dict = MIXAMO):
+    """An empty scene at `fps` with the stream loaded and solved onto a Mixamo-named rig: the rig."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps, scene.render.fps_base = fps, 1.0
+    assert bpy.ops.vr_avatar.load_stream(filepath=str(stream)) == {'FINISHED'}
+    obj = build_rig(bpy, FIXTURE_WALK_1, name, names, 0.9, 30.0, False, seed=1)
+    scene.vr_avatar.target_armature = obj
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    return obj
 
 
 def test_save_copy_into_another_folder_leaves_the_open_files_paths(bpy, installed, empty_scene, tmp_path):
@@ -21,3 +55,18 @@ def test_save_copy_into_another_folder_leaves_the_open_files_paths(bpy, installe
     assert Path(bpy.path.abspath(copied.stream.stream_path)).resolve() == (project / "take.csv").resolve()
     assert Path(bpy.path.abspath(copied.library.databases[0].path)).resolve() == \
         (project / "scene.vr_avatar_db.npz").resolve()
+
+
+def test_importing_motion_keeps_a_solved_scenes_rate_and_a_bake_refuses_a_solve_at_another(bpy, installed, stream):
+    """A 30 fps BVH imported into a scene solved at 24 fps leaves it at 24, saying so; a solve baked after the rate
+    changed is refused in one line, with nothing made."""
+    _solved(bpy, stream, fps=24)
+    scene = bpy.context.scene
+    assert bpy.ops.vr_avatar.import_mocap(filepath=str(FIXTURE_WALK_1)) == {'FINISHED'}
+    assert (scene.render.fps, scene.render.fps_base) == (24, 1.0)
+    scene.render.fps = 30
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match=r"^Error: The cached solve was made at 24 fps and the scene now plays at "
+                                           r"30 fps: solve again .*\n?$"):
+        bpy.ops.vr_avatar.bake_action()
+    assert set(bpy.data.actions) == actions

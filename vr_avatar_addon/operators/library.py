@@ -9,6 +9,7 @@ from bpy_extras.io_utils import ImportHelper
 from ..errors import polled
 from ..motion_library import build_database, import_bvh_motion, import_mocap, saved_blend
 from ..properties import mark_solve_stale
+from ..scene_timing import kept_rate_note
 
 
 class VR_AVATAR_OT_import_bvh(bpy.types.Operator, ImportHelper):
@@ -26,7 +27,9 @@ class VR_AVATAR_OT_import_bvh(bpy.types.Operator, ImportHelper):
         except ValueError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Imported {len(motion.skeleton)} joints, {len(motion)} frames at {motion.fps:g} fps")
+        note = kept_rate_note(context.scene, motion.fps)
+        self.report({'WARNING'} if note else {'INFO'},
+                    f"Imported {len(motion.skeleton)} joints, {len(motion)} frames at {motion.fps:g} fps{note}")
         return {'FINISHED'}
 
 

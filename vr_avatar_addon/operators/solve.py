@@ -78,7 +78,7 @@ class SceneSolve:
         basis, locations, scales = pose_values(obj, self.target, retargeted)
         cache = solve_cache.SolveCache(obj.name, list(self.target.names), scene.frame_start, basis, locations, scales,
                                        retargeted.positions, retargeted.wrist_targets, retargeted.head_targets,
-                                       solution_figures(solution, retargeted))
+                                       solution_figures(solution, retargeted), self.fps)
         if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
             raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
         keep_calibration(scene.vr_avatar.solve.found_calibration, solution.calibration)
