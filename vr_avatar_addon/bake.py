@@ -173,11 +173,13 @@ def baked_range(cache, scene, frame_range: str):
 
 def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, only_mapped: bool = False) -> list:
     """Action channels of a cached solve on `obj` (module docstring), the travel where root motion `mode` puts it
-    (`mapping`: joint -> bone, for the hips; `only_mapped`: the mapped bones' channels alone, and the root bone's
-    where it carries the travel): (data path, values (F, N), group)."""
+    (`mapping`: joint -> bone, for the hips; `only_mapped`: the mapped bones' channels alone, and those of the bones
+    above the hips, which place the body): (data path, values (F, N), group)."""
     hips = (mapping or {}).get("hips")
     basis, locations, scales, extra = root_motion.with_root_motion(obj, cache, mode, hips)
     kept = set(mapping.values()) if only_mapped and mapping else set(cache.bones)
+    above = {bone.name for bone in obj.data.bones[hips].parent_recursive} if hips and hips in obj.data.bones else set()
+    kept |= above  # they place the whole body: keyed in full, whatever pose they were left in
     if mode == 'ROOT_BONE':
         kept.add(root_motion.top_of_chain(obj, hips))
     below = channels_below(obj)
@@ -193,7 +195,7 @@ def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, o
         for prop, values, rest, scale in (("location", locations[:, j], 0.0, length),
                                           ("scale", scales[:, j], 1.0, 1.0)):
             moved = np.abs(values - rest).max(axis=0) > REST_TOLERANCE * scale
-            leaking = np.array([f"{path}.{prop}[{i}]" in below for i in range(3)])
+            leaking = np.array([name in above or f"{path}.{prop}[{i}]" in below for i in range(3)])
             if moved.any() or leaking.any():
                 values = np.where(moved, values, rest)
                 steady = np.ptp(values, axis=0).max() <= REST_TOLERANCE * scale  # one key holds it (Fit to User)

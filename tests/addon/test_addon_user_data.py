@@ -1,11 +1,13 @@
 """What the add-on must leave as the user has it, in the real bpy: the open file's paths after Save Copy, the scene's
-frame rate under a solve."""
+frame rate under a solve, the body's place in a bake of the mapped bones alone."""
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
-from test_addon_solve import MIXAMO, build_rig
+import numpy as np
+
+from test_addon_solve import MIXAMO, RIGIFY, _world_heads, build_rig
 
 from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh
@@ -23,13 +25,14 @@ def stream(tmp_path_factory):
     return path
 
 
-def _solved(bpy, stream, fps: int = 30, name: str = "Avatar", names: dict = MIXAMO):
-    """An empty scene at `fps` with the stream loaded and solved onto a Mixamo-named rig: the rig."""
+def _solved(bpy, stream, fps: int = 30, names: dict = MIXAMO, extra_root: bool = False):
+    """An empty scene at `fps` with the stream loaded and solved onto a rig named as `names` say (`extra_root`: a
+    bone above the hips): the rig."""
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.render.fps, scene.render.fps_base = fps, 1.0
     assert bpy.ops.vr_avatar.load_stream(filepath=str(stream)) == {'FINISHED'}
-    obj = build_rig(bpy, FIXTURE_WALK_1, name, names, 0.9, 30.0, False, seed=1)
+    obj = build_rig(bpy, FIXTURE_WALK_1, "Avatar", names, 0.9, 30.0, extra_root, seed=1)
     scene.vr_avatar.target_armature = obj
     assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
     assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
@@ -70,3 +73,22 @@ def test_importing_motion_keeps_a_solved_scenes_rate_and_a_bake_refuses_a_solve_
                                            r"30 fps: solve again .*\n?$"):
         bpy.ops.vr_avatar.bake_action()
     assert set(bpy.data.actions) == actions
+
+
+def test_a_bake_of_the_mapped_bones_alone_keys_the_bones_above_the_hips(bpy, installed, stream):
+    """A root bone above the hips left moved (by an earlier bake) is keyed too, so the body lands where it was
+    solved; the in-between spine bone is not keyed."""
+    obj = _solved(bpy, stream, names=RIGIFY, extra_root=True)
+    scene = bpy.context.scene
+    obj.pose.bones["root"].location = (0.3, 0.0, 0.1)
+    scene.vr_avatar.bake.only_mapped = True
+    before = set(bpy.data.actions)
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    (action,) = set(bpy.data.actions) - before
+    keyed = {c.data_path.split('"')[1] for c in installed.keyframes.action_fcurves(action)}
+    assert keyed == {item.bone for item in scene.vr_avatar.bone_map if item.bone} | {"root"}
+    cache = installed.solve_cache.load(scene)
+    for frame in (scene.frame_start, scene.frame_start + 31):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(frame)],
+                                   atol=1e-3)
