@@ -125,17 +125,20 @@ def bake(context, report) -> None:
 
 def bake_target(context):
     """The armature the scene's cached solve bakes onto; VRAvatarError saying what stops a bake (no solve, the
-    armature gone, linked from a library without an override, or in NLA tweak mode)."""
+    armature gone, linked from a library without an editable override, or in NLA tweak mode)."""
     name = solve_cache.cached_armature(context.scene)
     if name is None:
         raise VRAvatarError("Nothing to bake: solve the stream first")
     obj = bpy.data.objects.get(name)
     if obj is None:
         raise VRAvatarError(f"The cached solve is for armature '{name}', which is gone: solve again")
-    linked = obj.library or obj.data.library
-    if linked is not None:
-        raise VRAvatarError(f"Armature '{name}' is linked from {linked.filepath}: make a library override (Object › "
-                            "Library Override › Make) to bake onto it; a bake on linked data would not be saved")
+    if obj.library is not None:  # an override's armature data stays linked: the object carries the action
+        raise VRAvatarError(f"Armature '{name}' is linked from {obj.library.filepath}: make a library override "
+                            "(Object › Library Override › Make) to bake onto it; a bake on linked data would not be "
+                            "saved")
+    if obj.override_library is not None and obj.override_library.is_system_override:
+        raise VRAvatarError(f"Armature '{name}' is a library override that is not editable: make it editable "
+                            "(Outliner › right-click › Library Override › Make Editable) to bake onto it")
     if obj.animation_data is not None and obj.animation_data.use_tweak_mode:
         raise VRAvatarError(f"Armature '{name}' is in NLA tweak mode: leave it (Tab in the NLA editor) to bake a new "
                             "action")

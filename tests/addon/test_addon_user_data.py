@@ -92,3 +92,37 @@ def test_a_bake_of_the_mapped_bones_alone_keys_the_bones_above_the_hips(bpy, ins
         scene.frame_set(frame)
         np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(frame)],
                                    atol=1e-3)
+
+
+@pytest.mark.parametrize("editable", [True, False])
+def test_a_bake_onto_a_library_override_is_made_where_the_override_is_editable(bpy, installed, stream, tmp_path,
+                                                                                editable):
+    """A character linked from a library and overridden as Object › Library Override › Make does (the armature data
+    stays linked) takes the bake; a system override, which cannot be edited, is refused in one line."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    obj = build_rig(bpy, FIXTURE_WALK_1, "Avatar", MIXAMO, 0.9, 30.0, False, seed=1)
+    collection = bpy.data.collections.new("Character")
+    collection.objects.link(obj)
+    library = tmp_path / "character.blend"
+    bpy.data.libraries.write(str(library), {collection})
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    scene.render.fps = 30
+    with bpy.data.libraries.load(str(library), link=True) as (_, data):
+        data.collections = ["Character"]
+    data.collections[0].override_hierarchy_create(scene, bpy.context.view_layer, do_fully_editable=editable)
+    (override,) = [o for o in scene.objects if o.type == 'ARMATURE']
+    assert override.override_library is not None and override.data.library is not None
+    scene.vr_avatar.target_armature = override
+    assert bpy.ops.vr_avatar.load_stream(filepath=str(stream)) == {'FINISHED'}
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    if editable:
+        assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+        assert override.animation_data.action.name == "Avatar VR Avatar"
+    else:
+        actions = set(bpy.data.actions)
+        with pytest.raises(RuntimeError, match=r"Armature 'Avatar' is a library override that is not editable: make "
+                                               r"it editable \(Outliner"):
+            bpy.ops.vr_avatar.bake_action()
+        assert set(bpy.data.actions) == actions
