@@ -1,12 +1,14 @@
 """Batch bakes: several streams onto one avatar, or one stream onto several, in one operation with one progress
 bar. Each pair is loaded, mapped (where the armature has no mapping yet), solved and baked as the panel would,
 its action named "<stream> - <armature>"; a pair that fails is one error line and the others go on. The scene's
-stream and target armature are put back at the end."""
+stream, target armature and bone mapping (hand edits included, used for its armature's pairs) are put back at the
+end."""
 from pathlib import Path
 
 import bpy
 
 from . import bake
+from .bone_map import restore_bone_map, saved_bone_map
 from .errors import USER_ERRORS
 
 
@@ -16,13 +18,17 @@ def action_name(stream: Path, armature) -> str:
     return f"{stream.stem} - {armature.name}"[:63]
 
 
-def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: bool | None = None) -> str:
-    """Load `stream`, solve it onto `armature` and bake as action `name` (`push_to_nla` as Bake takes it); the
-    new action's name. RuntimeError or VRAvatarError with the operator's message where a step fails."""
+def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: bool | None = None,
+              mapping: tuple | None = None) -> str:
+    """Load `stream`, solve it onto `armature` and bake as action `name` (`push_to_nla` as Bake takes it), with the
+    bone mapping `mapping` (`saved_bone_map`) where it is for this armature; the new action's name. RuntimeError or
+    VRAvatarError with the operator's message where a step fails."""
     settings = context.scene.vr_avatar
     bpy.ops.vr_avatar.load_stream(filepath=str(stream))
     settings.target_armature = armature
-    if settings.bone_map_armature != armature.name or not settings.bone_map:
+    if mapping is not None and mapping[0] == armature.name and mapping[3]:
+        restore_bone_map(settings, mapping)
+    elif settings.bone_map_armature != armature.name or not settings.bone_map:
         bpy.ops.vr_avatar.map_bones()
     bpy.ops.vr_avatar.solve_stream()
     baked = bake.Bake(context, name, push_to_nla)
@@ -39,7 +45,7 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
                           "Armature)")
         return {'CANCELLED'}
     settings = context.scene.vr_avatar
-    loaded, target = settings.stream.stream_path, settings.target_armature
+    loaded, target, mapping = settings.stream.stream_path, settings.target_armature, saved_bone_map(settings)
     window_manager = context.window_manager
     pairs = [(stream, armature) for stream in streams for armature in armatures]
     made, failed = [], []
@@ -47,7 +53,8 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
     try:
         for done, (stream, armature) in enumerate(pairs, 1):
             try:
-                made.append(bake_pair(context, report, stream, armature, name(stream, armature), push_to_nla))
+                made.append(bake_pair(context, report, stream, armature, name(stream, armature), push_to_nla,
+                                      mapping))
             except (RuntimeError, *USER_ERRORS) as error:
                 message = str(error).removeprefix("Error: ").strip()
                 report({'ERROR'}, f"{stream.name} onto '{armature.name}': {message}")
@@ -56,8 +63,13 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
     finally:
         window_manager.progress_end()
         settings.target_armature = target
+        restore_bone_map(settings, mapping)
         if loaded:
-            bpy.ops.vr_avatar.load_stream(filepath=bpy.path.abspath(loaded))
+            try:
+                bpy.ops.vr_avatar.load_stream(filepath=bpy.path.abspath(loaded))
+            except RuntimeError as error:
+                report({'ERROR'}, f"The scene's stream could not be loaded back, so the last batch stream stays "
+                                  f"loaded: {str(error).removeprefix('Error: ').strip()}")
     report({'INFO'} if not failed else {'WARNING'},
            f"Batch: baked {len(made)} of {len(pairs)} ({', '.join(made) or 'none'})"
            + (f"; failed: {', '.join(failed)}" if failed else ""))

@@ -6,6 +6,22 @@ def bone_map(settings) -> dict[str, str]:
     return {item.joint: item.bone for item in settings.bone_map}
 
 
+def saved_bone_map(settings) -> tuple:
+    """The mapping list as it stands (the armature it is for, notes, rows), for `restore_bone_map`."""
+    return (settings.bone_map_armature, settings.bone_map_notes, settings.bone_map_index,
+            [(item.joint, item.bone, item.guessed) for item in settings.bone_map])
+
+
+def restore_bone_map(settings, saved: tuple) -> None:
+    """The mapping list put back as `saved_bone_map` saw it."""
+    settings.bone_map_armature, settings.bone_map_notes, index, rows = saved
+    settings.bone_map.clear()
+    for joint, bone, guessed in rows:
+        item = settings.bone_map.add()
+        item.joint, item.bone, item.guessed = joint, bone, guessed
+    settings.bone_map_index = index
+
+
 def fill_bone_map(settings, obj, override: dict[str, str] | None = None) -> int:
     """Replace the mapping list with the automatic mapping of `obj` (`override` entries kept); returns how many
     required joints are unmapped."""
