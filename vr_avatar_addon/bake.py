@@ -7,6 +7,7 @@ animates, so nothing from below leaks into the result; a channel that holds one 
 one key. Then the baked avatar is measured in Blender
 (avatar_quality) and the report written beside the .blend.
 """
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -206,9 +207,34 @@ def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, o
     return channels + extra
 
 
+def set_mode(obj, mode: str) -> None:
+    """Switch `obj` (active or not) into `mode`."""
+    with bpy.context.temp_override(active_object=obj, object=obj):
+        bpy.ops.object.mode_set(mode=mode)
+
+
+@contextmanager
+def posed(obj):
+    """`obj` shown as posed while it is measured (out of Edit Mode, its armature in Pose Position), put back
+    after."""
+    mode, position = obj.mode, obj.data.pose_position
+    if mode == 'EDIT':
+        set_mode(obj, 'OBJECT')
+    if position != 'POSE':
+        obj.data.pose_position = 'POSE'
+    try:
+        yield
+    finally:
+        if position != 'POSE':
+            obj.data.pose_position = position
+        if mode == 'EDIT':
+            set_mode(obj, 'EDIT')
+
+
 def measure_steps(scene, obj, cache):
-    """The baked avatar measured in Blender (avatar_quality), a frame at a time: a generator yielding the share
-    measured and returning the figures and warnings; the scene is put back on its frame."""
+    """The baked avatar measured in Blender (avatar_quality) as posed, a frame at a time: a generator yielding the
+    share measured and returning the figures and warnings; the scene is put back on its frame, the armature in its
+    mode and pose position."""
     current = scene.frame_current
     step = max(1, -(-cache.frames // MEASURED_FRAMES))
     index = np.arange(0, cache.frames, step)
@@ -217,9 +243,10 @@ def measure_steps(scene, obj, cache):
     if not settings.bone_map or settings.bone_map_armature != obj.name:
         fill_bone_map(settings, obj)
     try:
-        figures, _ = yield from avatar_quality.measure_steps(
-            obj, bone_map(settings), cache.head_targets[index], cache.wrist_targets[index], tracked[index],
-            scene_fps(scene) / step, cache.frame_start + index)
+        with posed(obj):
+            figures, _ = yield from avatar_quality.measure_steps(
+                obj, bone_map(settings), cache.head_targets[index], cache.wrist_targets[index], tracked[index],
+                scene_fps(scene) / step, cache.frame_start + index)
     finally:
         scene.frame_set(current)
     return {"figures": figures, "warnings": avatar_quality.warnings(figures)}

@@ -149,3 +149,21 @@ def test_a_batch_keeps_the_hand_edited_mapping_and_says_in_one_line_that_the_sce
     assert {"walk - Avatar", "walk - Other"} <= set(bpy.data.actions.keys())
     assert settings.bone_map_armature == "Avatar" and [(i.joint, i.bone) for i in settings.bone_map] == mapped
     assert settings.target_armature == obj
+
+
+@pytest.mark.parametrize("state", ["edit mode", "rest position"])
+def test_a_bake_measures_the_avatar_as_posed_and_leaves_its_mode_and_pose_position(bpy, installed, stream, state):
+    """An armature in Edit Mode or Rest Position is measured as the bake poses it (no false warnings: the same
+    figures as in Object Mode) and left in its mode and pose position."""
+    obj = _solved(bpy, stream)
+    quality = bpy.context.scene.vr_avatar.solve.baked_quality
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    expected = (quality.hand_cm, quality.head_cm)
+    bpy.context.view_layer.objects.active = obj
+    if state == "edit mode":
+        bpy.ops.object.mode_set(mode='EDIT')
+    else:
+        obj.data.pose_position = 'REST'
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    assert (quality.hand_cm, quality.head_cm) == pytest.approx(expected, abs=0.05)
+    assert (obj.mode, obj.data.pose_position) == (('EDIT', 'POSE') if state == "edit mode" else ('OBJECT', 'REST'))
