@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from ..config import CalibrationConfig, DeviceOffsets
+from ..errors import FileFormatError
+from ..files.json_value import json_value
 from ..files.stream import ThreePointStream, read_comments
 from ..math import quat
 from ..math.vector import reject, unit
@@ -38,7 +40,10 @@ ARMS_APART_OF_HEIGHT = 0.6
 LEVEL_SHARE = 0.15
 """... level with each other within this share of their distance ..."""
 MAX_OFFSET_M = 0.2
-"""A grip farther than this from the wrist is not a hand's: the pivot fit went astray."""
+"""A grip farther than this from the wrist is not a hand's: the pivot fit went astray (or a stored one is wrong)."""
+STORED_LIMITS = {"standing_hmd_height_m": (0.5, 3.0), "arm_span_m": (0.3, 3.5), "quaternion_norm": (0.95, 1.05)}
+"""What a stored calibration's figures may be: a person's standing HMD height and arm span (metres), and how far a
+grip tilt's quaternion may be from unit length (rounded by hand) before it is taken for a mistake."""
 BELOW_HMD_M = (-0.05, 0.5)
 """... and between these distances below the HMD (shoulder height; a hunched start brings the head down to it)."""
 A_POSE_DEG = (20.0, 65.0)
@@ -120,35 +125,84 @@ class StreamCalibration:
                 "pivot_residual_mm": rounded(self.pivot_residual_mm, 2)}
 
     @classmethod
-    def from_description(cls, data: dict, where: str = "calibration") -> "StreamCalibration":
-        """The inverse of `describe` (the derived figures are recomputed); ValueError naming `where` if malformed."""
+    def from_description(cls, data, where: str = "calibration") -> "StreamCalibration":
+        """The inverse of `describe` (the derived figures are recomputed); a FileFormatError naming `where` for a
+        description that is malformed or implausible (STORED_LIMITS)."""
         try:
+            if not isinstance(data, dict) or not isinstance(data.get("found"), bool):
+                raise ValueError('expected a JSON object with "found": true or false')
             if not data["found"]:
                 return cls(False)
-            offsets = tuple(None if o is None else np.array(o, dtype=float).reshape(3) for o in data["grip_offsets_m"])
-            tilts = tuple(quat.normalize(np.array(t, dtype=float).reshape(4)) for t in data["grip_tilts"])
-            if len(offsets) != 2 or len(tilts) != 2:
-                raise ValueError("expected two controllers")
-            return cls(True, float(data["standing_hmd_height_m"]), float(data["arm_span_m"]), offsets, tilts,
-                       tuple(data.get("pose_s", ())), tuple(data.get("wrist_turn_deg", ())),
-                       tuple(data.get("pivot_residual_mm", ())), str(data.get("pose", "T")))
-        except (KeyError, TypeError, ValueError) as error:
-            raise ValueError(f"{where}: not a calibration ({type(error).__name__}: {error})") from None
+            height = _numbers(data, "standing_hmd_height_m", 1)[0]
+            span = _numbers(data, "arm_span_m", 1)[0]
+            _within(height, STORED_LIMITS["standing_hmd_height_m"], "standing_hmd_height_m", " m")
+            _within(span, STORED_LIMITS["arm_span_m"], "arm_span_m", " m")
+            pose_s = _numbers(data, "pose_s", 2)
+            if not 0.0 <= pose_s[0] <= pose_s[1]:
+                raise ValueError(f"pose_s {pose_s} is not a start and an end in stream seconds")
+            pose = data.get("pose", "T")
+            if pose not in ("T", "A"):
+                raise ValueError(f'pose {pose!r} is neither "T" nor "A"')
+            offsets, tilts = _pair(data, "grip_offsets_m"), _pair(data, "grip_tilts")
+            for k, side in enumerate(("left", "right")):
+                if offsets[k] is not None:
+                    offsets[k] = np.array(_numbers(offsets, k, 3, f"grip_offsets_m ({side})"))
+                    _within(float(np.linalg.norm(offsets[k])), (0.0, MAX_OFFSET_M), f"the {side} grip's distance from the wrist",
+                            " m")
+                tilt = np.array(_numbers(tilts, k, 4, f"grip_tilts ({side})"))
+                _within(float(np.linalg.norm(tilt)), STORED_LIMITS["quaternion_norm"],
+                        f"the {side} grip tilt's length (a rotation's is 1)", "")
+                tilts[k] = quat.normalize(tilt)
+            extras = [tuple(_numbers(data, key, 2)) if key in data else () for key in ("wrist_turn_deg", "pivot_residual_mm")]
+            return cls(True, height, span, tuple(offsets), tuple(tilts), tuple(pose_s), *extras, pose)
+        except ValueError as error:
+            raise FileFormatError(f"{where}: not a calibration: {error}") from None
 
     def comment(self) -> str:
         """The stream file's comment line for it (without the '# ')."""
         return f"{COMMENT_KEY} {json.dumps(self.describe())}"
 
 
+def _numbers(container, key, count: int, name: str | None = None) -> list[float]:
+    """`container[key]`: `count` finite numbers (one: a number, more: a list); ValueError saying what is wrong."""
+    name = name or str(key)
+    try:
+        value = container[key]
+    except (KeyError, IndexError):
+        raise ValueError(f"{name} is missing") from None
+    values = [value] if count == 1 else value
+    if (not isinstance(values, list) or len(values) != count
+            or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)):
+        raise ValueError(f"{name} is not " + ("a number" if count == 1 else f"a list of {count} numbers"))
+    if not all(np.isfinite(values)):
+        raise ValueError(f"{name} is not finite ({value})")
+    return [float(v) for v in values]
+
+
+def _pair(data: dict, key: str) -> list:
+    """`data[key]` as a list of two entries, one per controller; ValueError if it is not."""
+    value = data.get(key)
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError(f"{key} is not a list of two controllers' values")
+    return list(value)
+
+
+def _within(value: float, limits: tuple, name: str, unit: str) -> None:
+    """ValueError unless `limits[0] <= value <= limits[1]`."""
+    if not limits[0] <= value <= limits[1]:
+        raise ValueError(f"{name} is {value:g}{unit}, outside {limits[0]:g}-{limits[1]:g}{unit}")
+
+
 def stored_calibration(path: str | Path) -> StreamCalibration | None:
-    """The calibration a stream file carries in its comments (the last one), or None."""
+    """The calibration a stream file carries in its comments (the last one), or None; a FileFormatError naming the
+    file and line for a comment that is not a plausible calibration."""
     found = None
     for number, text in read_comments(path):
         if text.startswith(COMMENT_KEY + " "):
             try:
-                data = json.loads(text[len(COMMENT_KEY) + 1:])
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: calibration comment is not JSON ({error})") from None
+                data = json_value(text[len(COMMENT_KEY) + 1:])
+            except ValueError as error:
+                raise FileFormatError(f"{path}:{number}: calibration comment is not JSON ({error})") from None
             found = StreamCalibration.from_description(data, f"{path}:{number}")
     return found
 

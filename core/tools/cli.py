@@ -242,7 +242,7 @@ def solve_stream(args) -> int:
         print("physics: " + ", ".join(f"{k} {v}" for k, v in solution.physics.items()), file=sys.stderr)
     if solution.calibration is not None and solution.calibration.found:
         found = solution.calibration.describe()
-        print(f"calibrated from the T-pose at {found['pose_s'][0]:.2f}-{found['pose_s'][1]:.2f} s: grips tilted "
+        print(f"calibrated from the {found['pose']}-pose at {found['pose_s'][0]:.2f}-{found['pose_s'][1]:.2f} s: grips tilted "
               f"{found['grip_tilt_deg'][0]:.1f} / {found['grip_tilt_deg'][1]:.1f} deg, arm span {found['arm_span_m']:.3f} m",
               file=sys.stderr)
     if args.avatar:

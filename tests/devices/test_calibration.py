@@ -12,6 +12,7 @@ from core.math import quat
 from core.files.bvh import read_bvh
 from core.devices.calibration import StreamCalibration, calibrate_stream, pivot, stored_calibration
 from core.config import CalibrationConfig, SimulationConfig
+from core.errors import FileFormatError
 from core.devices.attachments import implied_joint_positions, joints_from_devices
 from core.rig.humanoid import find_mapping
 from core.matching.pose_database import build_database
@@ -184,6 +185,73 @@ def test_a_stored_calibration_round_trips_and_a_bad_one_is_named(any_noisy, tmp_
     (tmp_path / "odd.csv").write_text('# calibration {"found": true}\nt\n')
     with pytest.raises(ValueError, match="odd.csv:1: not a calibration"):
         stored_calibration(tmp_path / "odd.csv")
+
+
+STORED = {"found": True, "standing_hmd_height_m": 1.45, "arm_span_m": 1.14, "pose": "T", "pose_s": [0.0, 3.2],
+          "grip_offsets_m": [[0.0, -0.082, 0.0005], None], "grip_tilts": [[0.998, 0.032, 0.013, 0.051], [1, 0, 0, 0]]}
+"""A plausible stored calibration, as `describe` writes it (the right offset not measured)."""
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"pose_s": None}, "pose_s is not a list of 2 numbers"), ("pose_s", "pose_s is missing"),
+    ({"pose_s": [3.0, 1.0]}, "pose_s [3.0, 1.0] is not a start and an end"),
+    ({"grip_offsets_m": [[50.0, 0, 0], None]}, "the left grip's distance from the wrist is 50 m, outside 0-0.2 m"),
+    ({"grip_offsets_m": [[float("nan"), 0, 0], None]}, "grip_offsets_m (left) is not finite"),
+    ({"grip_offsets_m": [None, [0, "0.1", 0]]}, "grip_offsets_m (right) is not a list of 3 numbers"),
+    ({"grip_tilts": [[0, 0, 0, 0], [1, 0, 0, 0]]}, "the left grip tilt's length (a rotation's is 1) is 0"),
+    ({"grip_tilts": [[1, 0, 0, 0], [float("nan"), 0, 0, 0]]}, "grip_tilts (right) is not finite"),
+    ({"grip_tilts": [[1, 0, 0, 0]]}, "grip_tilts is not a list of two controllers' values"),
+    ({"standing_hmd_height_m": 0.0}, "standing_hmd_height_m is 0 m, outside 0.5-3 m"),
+    ({"standing_hmd_height_m": float("inf")}, "standing_hmd_height_m is not finite"),
+    ({"arm_span_m": True}, "arm_span_m is not a number"), ({"pose": "X"}, "pose 'X' is neither"),
+    ({"found": "yes"}, '"found": true or false'),
+], ids=lambda v: v if isinstance(v, str) else None)
+def test_an_implausible_stored_calibration_is_one_line_naming_the_file_and_line(tmp_path, change, words):
+    data = {k: v for k, v in STORED.items() if k != change} if isinstance(change, str) else {**STORED, **change}
+    path = tmp_path / "stream.csv"
+    path.write_text(f"# made by hand\n# calibration {json.dumps(data)}\nt\n")
+    with pytest.raises(FileFormatError) as raised:
+        stored_calibration(path)
+    message = str(raised.value)
+    assert message.startswith(f"{path}:2: not a calibration: ") and words in message and "\n" not in message
+
+
+def test_a_calibration_nested_too_deeply_is_one_line(tmp_path):
+    path = tmp_path / "stream.csv"
+    path.write_text("# calibration " + "[" * 100_000 + "]" * 100_000 + "\nt\n")
+    with pytest.raises(FileFormatError, match="stream.csv:1: calibration comment is not JSON"):
+        stored_calibration(path)
+
+
+def test_a_plausible_stored_calibration_is_read(tmp_path):
+    read = StreamCalibration.from_description(json.loads(json.dumps(STORED)))
+    assert read.found and read.pose_s == (0.0, 3.2) and read.grip_offsets_m[1] is None
+    np.testing.assert_allclose(np.linalg.norm(read.grip_tilts, axis=-1), 1.0)
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-10, 10) | st.floats(allow_nan=True) | st.text(max_size=3),
+                           lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+                           max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.fixed_dictionaries({}, optional={key: st.one_of(JSON_VALUES, st.just(value)) for key, value in STORED.items()}),
+       st.floats(allow_nan=True), st.floats(allow_nan=True))
+def test_any_stored_description_is_refused_or_plausible(data, offset, tilt):
+    if "grip_offsets_m" in data and isinstance(data["grip_offsets_m"], list) and data["grip_offsets_m"]:
+        data["grip_offsets_m"] = [[offset, 0, 0], None]
+    if "grip_tilts" in data and isinstance(data["grip_tilts"], list) and data["grip_tilts"]:
+        data["grip_tilts"] = [[tilt, 0, 0, 0], [1, 0, 0, 0]]
+    try:
+        read = StreamCalibration.from_description(data, "stream.csv:1")
+    except FileFormatError as error:
+        assert str(error).startswith("stream.csv:1: ") and "\n" not in str(error)
+        return
+    if read.found:
+        assert 0.5 <= read.standing_hmd_height_m <= 3.0 and 0.3 <= read.arm_span_m <= 3.5 and len(read.pose_s) == 2
+        assert all(o is None or np.linalg.norm(o) <= 0.2 for o in read.grip_offsets_m)
+        np.testing.assert_allclose(np.linalg.norm(read.grip_tilts, axis=-1), 1.0)
+        assert np.isfinite(read.describe()["grip_tilt_deg"]).all()
 
 
 def test_stream_calibrate_and_solve_from_the_command_line(tmp_path):
