@@ -76,6 +76,10 @@ def with_root_motion(obj, cache, mode: str, hips: str) -> tuple:
     if mode == 'OBJECT' and obj.parent is not None:
         raise VRAvatarError(f"Armature '{obj.name}' has a parent: Object root motion keys the object's own "
                             "transform; choose another mode or clear the parent")
+    constrained = [c.name for c in obj.constraints if not c.mute] if mode == 'OBJECT' else []
+    if constrained:
+        raise VRAvatarError(f"Armature '{obj.name}' has object constraints ({', '.join(constrained)}), which move it "
+                            "past the transform Object root motion keys: choose another mode or mute them")
     matrices, order, parents = armature_space(obj, cache)
     h = cache.bones.index(hips)
     moves = travel(matrices[:, h], rest_matrices(obj)[order[h]])
@@ -95,12 +99,25 @@ def with_root_motion(obj, cache, mode: str, hips: str) -> tuple:
     return basis, locations, scales, extra
 
 
+def delta_rotation(obj) -> np.ndarray:
+    """(3, 3) the object's delta rotation, which Blender puts before its rotation (axis-angle mode has none)."""
+    if obj.rotation_mode == 'QUATERNION':
+        return np.array(obj.delta_rotation_quaternion.normalized().to_matrix())
+    if obj.rotation_mode == 'AXIS_ANGLE':
+        return np.eye(3)
+    euler = obj.delta_rotation_euler.copy()
+    euler.order = obj.rotation_mode
+    return np.array(euler.to_matrix())
+
+
 def object_channels(obj, moves: np.ndarray) -> list:
-    """The object's location and rotation channels (in its rotation mode) that put it at its world matrix · T."""
+    """The object's location and rotation channels (in its rotation mode) that put it at its world matrix · T, its
+    delta transforms taken off."""
     world = np.array(obj.matrix_world, dtype=float) @ moves
-    axes = world[:, :3, :3] / np.linalg.norm(world[:, :3, :3], axis=-2, keepdims=True)
+    axes = delta_rotation(obj).T @ (world[:, :3, :3] / np.linalg.norm(world[:, :3, :3], axis=-2, keepdims=True))
     rotation, values = rotation_values(quat.unroll(quat.from_matrix(axes)), obj.rotation_mode)
-    return [("location", world[:, :3, 3], "Object Transforms"), (rotation, values, "Object Transforms")]
+    location = world[:, :3, 3] - np.array(obj.delta_location)
+    return [("location", location, "Object Transforms"), (rotation, values, "Object Transforms")]
 
 
 def prepare(obj, mode: str) -> None:

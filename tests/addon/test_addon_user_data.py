@@ -25,14 +25,16 @@ def stream(tmp_path_factory):
     return path
 
 
-def _solved(bpy, stream, fps: int = 30, names: dict = MIXAMO, extra_root: bool = False):
+def _solved(bpy, stream, fps: int = 30, names: dict = MIXAMO, extra_root: bool = False, setup=None):
     """An empty scene at `fps` with the stream loaded and solved onto a rig named as `names` say (`extra_root`: a
-    bone above the hips): the rig."""
+    bone above the hips; `setup(rig)` before the solve): the rig."""
     bpy.ops.wm.read_homefile(use_empty=True)
     scene = bpy.context.scene
     scene.render.fps, scene.render.fps_base = fps, 1.0
     assert bpy.ops.vr_avatar.load_stream(filepath=str(stream)) == {'FINISHED'}
     obj = build_rig(bpy, FIXTURE_WALK_1, "Avatar", names, 0.9, 30.0, extra_root, seed=1)
+    if setup is not None:
+        setup(obj)
     scene.vr_avatar.target_armature = obj
     assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
     assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
@@ -167,3 +169,32 @@ def test_a_bake_measures_the_avatar_as_posed_and_leaves_its_mode_and_pose_positi
     assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
     assert (quality.hand_cm, quality.head_cm) == pytest.approx(expected, abs=0.05)
     assert (obj.mode, obj.data.pose_position) == (('EDIT', 'POSE') if state == "edit mode" else ('OBJECT', 'REST'))
+
+
+@pytest.mark.parametrize("rotation_mode", ["XZY", "QUATERNION"])
+def test_object_root_motion_takes_the_delta_transforms_off_and_refuses_object_constraints(bpy, installed, stream,
+                                                                                          rotation_mode):
+    """Keyed on an object with delta transforms, the bones land where they were solved; an object constraint, which
+    would move the object past its keys, is refused in one line with nothing made."""
+    def moved(obj):
+        obj.rotation_mode = rotation_mode
+        obj.delta_location = (0.4, -0.2, 0.05)
+        obj.delta_rotation_euler = (0.1, 0.0, 0.6)
+        obj.delta_rotation_quaternion = (0.9, 0.1, 0.0, 0.4)
+        bpy.context.view_layer.update()
+
+    obj = _solved(bpy, stream, setup=moved)
+    scene = bpy.context.scene
+    scene.vr_avatar.bake.root_motion = 'OBJECT'
+    constraint = obj.constraints.new('COPY_LOCATION')
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match=r"has object constraints \(Copy Location\), which move it"):
+        bpy.ops.vr_avatar.bake_action()
+    assert set(bpy.data.actions) == actions
+    obj.constraints.remove(constraint)
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    cache = installed.solve_cache.load(scene)
+    for frame in (scene.frame_start, scene.frame_start + 45):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(frame)],
+                                   atol=1e-3)
