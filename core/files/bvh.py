@@ -120,21 +120,27 @@ def write_bvh(path: str | Path, motion: Motion, order: str = "zxy", scale: float
     def number(v):
         return f"{v * scale:.6f}"
 
-    def write_joint(j: int, depth: int):
+    children = [[] for _ in skeleton.names]
+    for j, parent in enumerate(skeleton.parents):
+        if parent >= 0:
+            children[parent].append(j)
+    stack = [(0, 0, True)]  # (joint, depth, opening): a loop, not recursion, for hierarchies thousands deep
+    while stack:
+        j, depth, opening = stack.pop()
         pad = "\t" * depth
+        if not opening:
+            if j in end_sites:
+                lines.extend([f"{pad}\tEnd Site", pad + "\t{",
+                              f"{pad}\t\tOFFSET {' '.join(number(v) for v in end_sites[j])}", pad + "\t}"])
+            lines.append(pad + "}")
+            continue
         lines.append(f"{pad}{'ROOT' if j == 0 else 'JOINT'} {skeleton.names[j]}")
         lines.append(pad + "{")
         lines.append(f"{pad}\tOFFSET {' '.join(number(v) for v in skeleton.offsets[j])}")
         position = "Xposition Yposition Zposition " if moving[j] else ""
         lines.append(f"{pad}\tCHANNELS {6 if moving[j] else 3} {position}{rotation_channels}")
-        for child in skeleton.children(j):
-            write_joint(child, depth + 1)
-        if j in end_sites:
-            lines.extend([f"{pad}\tEnd Site", pad + "\t{",
-                          f"{pad}\t\tOFFSET {' '.join(number(v) for v in end_sites[j])}", pad + "\t}"])
-        lines.append(pad + "}")
-
-    write_joint(0, 0)
+        stack.append((j, depth, False))
+        stack.extend((child, depth + 1, True) for child in reversed(children[j]))
     degrees = np.degrees(quat.to_euler(motion.rotations, order))
     columns = []
     for j in _depth_first(skeleton):

@@ -149,6 +149,20 @@ def test_writer_orders_columns_depth_first(tmp_path):
     assert np.abs(copy.global_positions()[:, order] - motion.global_positions()).max() < 1e-5
 
 
+def test_a_hierarchy_deeper_than_python_recurses_is_written_and_reads_back(tmp_path):
+    """A 1500-joint chain (a rope or hair) with an end site: deeper than Python recurses (1000)."""
+    joints = 1500
+    skeleton = Skeleton(tuple(f"j{k}" for k in range(joints)), np.arange(joints) - 1,
+                        np.tile([0.0, 0.01, 0.0], (joints, 1)), end_sites=((joints - 1, (0.0, 0.02, 0.0)),))
+    rotations = quat.normalize(np.random.default_rng(2).normal([1, 0, 0, 0], 0.01, size=(2, joints, 4)))
+    motion = Motion.from_root(skeleton, rotations, np.zeros((2, 3)), 30.0)
+    write_bvh(tmp_path / "deep.bvh", motion)
+    copy = read_bvh(tmp_path / "deep.bvh", scale=1.0)
+    assert copy.skeleton.names == skeleton.names and copy.skeleton.end_sites == skeleton.end_sites
+    np.testing.assert_allclose(copy.rotations, motion.rotations * np.sign(copy.rotations[..., :1] * motion.rotations[..., :1]),
+                               atol=1e-5)
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
 def test_malformed_files_raise_one_error_type_with_file_and_line(name):
     line, message = EXPECTED_ERRORS[name]
