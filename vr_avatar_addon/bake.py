@@ -49,6 +49,7 @@ class Bake:
             fill_bone_map(scene.vr_avatar, obj)
         self.channels = bake_channels(cache, obj, settings.root_motion, bone_map(scene.vr_avatar),
                                       settings.only_mapped)
+        self.had_travel = root_motion.TRAVEL_PROPERTY in obj
         root_motion.prepare(obj, settings.root_motion)
         self.before = keyframes.ActiveAction(obj)
         self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
@@ -74,9 +75,8 @@ class Bake:
         while self.quality is None:
             self.step()
         if self.settings.root_motion == 'IN_PLACE':  # the measured action gives way to the one kept in place
-            measured = self.action
+            bpy.data.actions.remove(self.action)  # first, so that the new one takes its name
             self.action = keyframes.new_action(self.name, self.obj, self.channels, self.cache.frame_start)[0]
-            bpy.data.actions.remove(measured)
         if self.pushed:
             self.push_to_nla()
         scene, obj, cache, action, quality = self.scene, self.obj, self.cache, self.action, self.quality
@@ -106,10 +106,12 @@ class Bake:
         self.before.restore()
 
     def cancel(self) -> None:
-        """Take the bake back: the new action removed, the armature's action, its fake user, the preview and the
-        scene's frame as they were."""
+        """Take the bake back: the new action removed, the armature's action, its fake user, its custom properties,
+        the preview and the scene's frame as they were."""
         self.measuring.close()
         bpy.data.actions.remove(self.action)
+        if not self.had_travel and root_motion.TRAVEL_PROPERTY in self.obj:
+            del self.obj[root_motion.TRAVEL_PROPERTY]
         self.before.restore()
         animation = self.obj.animation_data
         if not self.before.had_animation and animation is not None and not animation.nla_tracks:

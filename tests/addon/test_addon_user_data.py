@@ -1,6 +1,7 @@
 """What the add-on must leave as the user has it, in the real bpy: the open file's paths after Save Copy, the scene's
 frame rate under a solve, the body's place in a bake of the mapped bones alone."""
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -198,3 +199,19 @@ def test_object_root_motion_takes_the_delta_transforms_off_and_refuses_object_co
         scene.frame_set(frame)
         np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(frame)],
                                    atol=1e-3)
+
+
+def test_a_cancelled_in_place_bake_leaves_no_property_and_a_finished_one_takes_the_plain_name(bpy, installed, stream,
+                                                                                              monkeypatch):
+    """Esc during an In Place bake leaves no root motion property on the object; the bake run to its end is named
+    '<armature> VR Avatar', not '... .001'."""
+    monkeypatch.setattr(installed.operators.solve.VR_AVATAR_OT_bake_action, "tick_s", 0.0)  # a frame a tick
+    obj = _solved(bpy, stream)
+    bpy.context.scene.vr_avatar.bake.root_motion = 'IN_PLACE'
+    actions = set(bpy.data.actions)
+    assert bpy.ops.vr_avatar.bake_action(beside=True) == {'RUNNING_MODAL'}
+    running = installed.operators.solve.VR_AVATAR_OT_bake_action._running
+    assert running.modal(bpy.context, SimpleNamespace(type='ESC', value='PRESS')) == {'CANCELLED'}
+    assert "vr_avatar_root_motion" not in obj.keys() and set(bpy.data.actions) == actions
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    assert [action.name for action in set(bpy.data.actions) - actions] == ["Avatar VR Avatar"]
