@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import stat
 import tempfile
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -122,7 +124,7 @@ def written_path(path, suffix: str = ".part"):
 @contextmanager
 def together():
     """Files written inside the block replace their targets only when it ends without an error, one after
-    another; on an error none does and their temporary files are removed."""
+    another with Ctrl+C held back until the last; on an error none does and their temporary files are removed."""
     pending: list = []
     token = _PENDING.set(pending)
     try:
@@ -136,8 +138,39 @@ def together():
         raise
     finally:
         _PENDING.reset(token)
-    for temporary, target in pending:
-        os.replace(temporary, target)
+    with _interrupts_deferred():
+        done = 0
+        try:
+            for temporary, target in pending:
+                os.replace(temporary, target)
+                done += 1
+        except BaseException as error:
+            for temporary, _ in pending[done:]:
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
+            if isinstance(error, OSError):
+                raise OutputError(f"{pending[done][1]}: cannot replace: {error.strerror or error}; "
+                                  f"{done} of {len(pending)} outputs were replaced before it") from None
+            raise
+
+
+@contextmanager
+def _interrupts_deferred():
+    """Ctrl+C (SIGINT) held back until the block ends, then acted on; in the main thread only, where Python runs
+    signal handlers (elsewhere the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread() or not callable(signal.getsignal(signal.SIGINT)):
+        yield
+        return
+    received = []
+    previous = signal.signal(signal.SIGINT, lambda number, frame: received.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            previous(signal.SIGINT, received[0])
 
 
 @contextmanager

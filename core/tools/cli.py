@@ -487,6 +487,9 @@ def main(argv=None) -> int:
     except USER_ERRORS as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("error: interrupted; each output is either complete or as it was", file=sys.stderr)
+        return 130
 
 
 def _one_line(error: Exception) -> str:

@@ -65,3 +65,47 @@ def test_a_link_to_a_named_pipe_is_refused(tmp_path):
     (tmp_path / "out.bvh").symlink_to(tmp_path / "pipe")
     with pytest.raises(OutputError, match="out.bvh: is not a regular file"):
         check_outputs([tmp_path / "out.bvh"])
+
+
+def _outputs_with_old_content(folder):
+    outputs = [folder / name for name in ("out.bvh", "out.report.json", "out.report.png")]
+    for path in outputs:
+        write_text(path, "old")
+    return outputs
+
+
+def test_ctrl_c_during_the_renames_waits_until_all_outputs_are_replaced(tmp_path, monkeypatch):
+    outputs = _outputs_with_old_content(tmp_path)
+    replace = os.replace
+
+    def interrupted_replace(source, target):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl+C arrives between the renames
+        replace(source, target)
+
+    with pytest.raises(KeyboardInterrupt):
+        with together():
+            for path in outputs:
+                write_text(path, "new")
+            monkeypatch.setattr(os, "replace", interrupted_replace)
+    monkeypatch.undo()
+    assert [path.read_text() for path in outputs] == ["new"] * 3 and not _leftovers(tmp_path)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_failed_rename_removes_the_temporary_files_left(tmp_path, monkeypatch):
+    outputs = _outputs_with_old_content(tmp_path)
+    replace, calls = os.replace, []
+
+    def failing_replace(source, target):
+        calls.append(target)
+        if len(calls) == 2:
+            raise PermissionError(13, "Permission denied")
+        replace(source, target)
+
+    with pytest.raises(OutputError, match="out.report.json: cannot replace: Permission denied; 1 of 3 outputs"):
+        with together():
+            for path in outputs:
+                write_text(path, "new")
+            monkeypatch.setattr(os, "replace", failing_replace)
+    monkeypatch.undo()
+    assert not _leftovers(tmp_path)

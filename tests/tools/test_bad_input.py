@@ -434,6 +434,17 @@ def test_a_read_only_output_file_is_refused_and_kept(good):
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def test_ctrl_c_is_one_line_and_exit_130_with_no_output_left(good, tmp_path, capsys, monkeypatch):
+    def interrupted(*args, **options):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("core.tools.cli.write_solution_report", interrupted)
+    code = main(["solve", str(good / "walk.csv"), "-o", str(tmp_path / "out.bvh"), "--orientation", "hmd"])
+    err = capsys.readouterr().err
+    assert code == 130 and err == "error: interrupted; each output is either complete or as it was\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_damaged_database_through_the_real_entry_point(good, tmp_path):
     db = _damaged_database(good, tmp_path, "truncated")
     done = _core(["solve", good / "walk.csv", "--db", db, "--method", "mm", "-o", tmp_path / "out.bvh"])
