@@ -199,7 +199,7 @@ def _parse_header(path: Path, text: bytes):
     motion_at = re.search(rb"^[ \t]*MOTION[ \t]*\r?$", text, re.MULTILINE)
     if motion_at is None:
         raise BVHError(path, None, "no MOTION section")
-    header = text[:motion_at.start()].decode("utf-8", errors="replace").splitlines()
+    header = _header_text(text[:motion_at.start()]).splitlines()
     motion_line = len(header) + 1
     hierarchy = _HierarchyReader(path)
     hierarchy.read(header, motion_line)
@@ -207,6 +207,14 @@ def _parse_header(path: Path, text: bytes):
     skeleton = Skeleton(tuple(hierarchy.names), np.array(hierarchy.parents), np.array(hierarchy.offsets),
                         tuple((j, o) for j, o, _ in hierarchy.end_sites))
     return skeleton, hierarchy.channels, motion_line + 3, frames, frame_time, body_start
+
+
+def _header_text(data: bytes) -> str:
+    """The hierarchy's text: UTF-8, else Latin-1 (older exporters' joint names such as "Hüfte", kept exactly)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 class _HierarchyReader:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from core.math import quat
 from core.files.bvh import BVHError, guess_units, read_bvh, write_bvh
@@ -161,6 +162,21 @@ def test_a_hierarchy_deeper_than_python_recurses_is_written_and_reads_back(tmp_p
     assert copy.skeleton.names == skeleton.names and copy.skeleton.end_sites == skeleton.end_sites
     np.testing.assert_allclose(copy.rotations, motion.rotations * np.sign(copy.rotations[..., :1] * motion.rotations[..., :1]),
                                atol=1e-5)
+
+
+LATIN_1_NAMES = st.lists(st.text(st.characters(min_codepoint=0x41, max_codepoint=0xFF, categories=("Lu", "Ll")),
+                                  min_size=1, max_size=8), min_size=3, max_size=3, unique=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(LATIN_1_NAMES, st.sampled_from(["utf-8", "latin-1"]))
+def test_joint_names_in_utf_8_or_latin_1_are_kept_exactly(tmp_path_factory, names, encoding):
+    """Older exporters write Latin-1 ("Hüfte"): read as such, not turned into U+FFFD."""
+    path = tmp_path_factory.mktemp("names") / "names.bvh"
+    skeleton = Skeleton(tuple(names), np.array([-1, 0, 1]), np.array([[0, 1, 0], [0, 0.5, 0], [0, 0.5, 0.0]]))
+    write_bvh(path, Motion.from_root(skeleton, np.tile([1.0, 0, 0, 0], (2, 3, 1)), np.zeros((2, 3)), 30.0))
+    path.write_bytes(path.read_text(encoding="utf-8").encode(encoding))
+    assert read_bvh(path, scale=1.0).skeleton.names == tuple(names)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
