@@ -6,8 +6,13 @@ import bpy
 import numpy as np
 
 from . import core
+from .axes import z_up_from_y_up
+from .keyframes import action_fcurves
 from .scene_timing import scene_fps
 from .stream_objects import TIME_START, empties_from_stream, remove_stream_empties, stream_from_empties
+
+EDITED_M = 0.01
+"""Stream empties keyed farther than this from the scene's stream file were edited by hand."""
 
 
 def format_error(error) -> str:
@@ -76,3 +81,40 @@ def export_stream(context, report, filepath: str) -> set:
         return {'CANCELLED'}
     report({'INFO'}, f"Exported {len(stream)} frames to {filepath}")
     return {'FINISHED'}
+
+
+def keyed_locations(obj, frames) -> np.ndarray | None:
+    """(F, 3) the object's keyed location at `frames`, or None where it has no location keys."""
+    action = obj.animation_data.action if obj is not None and obj.animation_data is not None else None
+    curves = {c.array_index: c for c in action_fcurves(action) if c.data_path == "location"} if action else {}
+    if len(curves) < 3:
+        return None
+    return np.array([[curves[i].evaluate(float(f)) for i in range(3)] for f in frames])
+
+
+def empties_edited(scene) -> str:
+    """A warning line where the stream empties are keyed more than 1 cm from the scene's stream file (the solve
+    reads the file, so hand edits to them would be missed); else ''."""
+    settings = scene.vr_avatar.stream
+    devices = (settings.head, settings.left, settings.right)
+    if not settings.stream_path or None in devices or settings.head.animation_data is None:
+        return ""
+    path = bpy.path.abspath(settings.stream_path)
+    try:
+        stream = core.files.stream.read_stream(path)
+    except (OSError, core.files.stream.StreamFormatError):
+        return ""
+    stream = core.devices.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
+    positions = z_up_from_y_up(stream.positions)
+    for device, obj in enumerate(devices):
+        first = obj.animation_data.action.frame_range[0] if obj.animation_data and obj.animation_data.action else 0
+        frames = first + np.arange(len(stream))
+        keyed = keyed_locations(obj, frames)
+        if keyed is None:
+            continue
+        gaps = np.where(stream.tracked[:, device], np.linalg.norm(keyed - positions[:, device], axis=-1), 0.0)
+        if gaps.max() > EDITED_M:
+            worst = int(np.argmax(gaps))
+            return (f"The stream empty '{obj.name}' is {gaps[worst] * 100:.0f} cm from {Path(path).name} at frame "
+                    f"{int(frames[worst])}: the solve reads the file, so Export Stream over it to solve the edits")
+    return ""

@@ -215,3 +215,20 @@ def test_a_cancelled_in_place_bake_leaves_no_property_and_a_finished_one_takes_t
     assert "vr_avatar_root_motion" not in obj.keys() and set(bpy.data.actions) == actions
     assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
     assert [action.name for action in set(bpy.data.actions) - actions] == ["Avatar VR Avatar"]
+
+
+def test_a_solve_warns_in_one_line_when_the_stream_empties_were_edited_away_from_the_file(bpy, installed, stream,
+                                                                                         capfd):
+    """A key of the left controller's empty moved 5 cm: the solve, which reads the file, says so and names Export
+    Stream; unedited empties give no warning."""
+    _solved(bpy, stream)
+    scene = bpy.context.scene
+    assert "Warning: The stream empty" not in capfd.readouterr().out
+    left = scene.vr_avatar.stream.left
+    curve = next(c for c in installed.keyframes.action_fcurves(left.animation_data.action)
+                 if c.data_path == "location" and c.array_index == 2)
+    curve.keyframe_points[20].co.y += 0.05
+    curve.update()
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert (f"Warning: The stream empty '{left.name}' is 5 cm from walk.csv at frame 21: the solve reads the file, "
+            "so Export Stream over it to solve the edits\n") in capfd.readouterr().out

@@ -9,7 +9,7 @@ import numpy as np
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from .. import bake, batch, bone_space, cleanup, core, solve_cache
+from .. import bake, batch, bone_space, cleanup, core, solve_cache, stream_files
 from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
@@ -179,6 +179,9 @@ class VR_AVATAR_OT_solve_stream(BesideBlender, bpy.types.Operator):
         return self.execute(context)
 
     def execute(self, context):
+        edited = stream_files.empties_edited(context.scene)
+        if edited:
+            self.report({'WARNING'}, edited)
         if self.beside:
             return self._start(context)
         try:
