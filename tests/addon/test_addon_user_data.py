@@ -1,5 +1,7 @@
-"""What the add-on must leave as the user has it, in the real bpy: the open file's paths after Save Copy, the scene's
-frame rate under a solve, the body's place in a bake of the mapped bones alone."""
+"""What the add-on must leave as the user has it, and what it must say, in the real bpy: the open file's paths after
+Save Copy, the scene's frame rate under a solve, the body's place in a bake of the mapped bones alone, a bake onto a
+library override, Batch Bake's mapping and stream, the measurement of an armature in Edit Mode or Rest Position,
+Object root motion on a transformed object, a cancelled In Place bake, stream empties edited away from their file."""
 from pathlib import Path
 from types import SimpleNamespace
 
