@@ -6,6 +6,7 @@ NaN pose values; readers never drop rows and reject what they cannot interpret, 
 """
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ import numpy as np
 
 from ..errors import FileFormatError
 from ..math import quat
-from .atomic import write_text
+from .atomic import write_bytes, write_text
 
 DEVICES = ("head", "left", "right")
 POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
@@ -227,6 +228,25 @@ def read_comments(path: str | Path) -> list[tuple[int, str]]:
         reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
         raise StreamFormatError(path, None, f"cannot read: {reason}") from None
     return comments
+
+
+def copy_with_comment(path: str | Path, output: str | Path, key: str, text: str) -> None:
+    """Copy the stream file `path` to `output` byte for byte but for one comment line: the comment lines before the
+    header that start with `key` and a space are dropped, and `# {text}` goes just before the header (in the
+    file's own line ends). Written atomically."""
+    try:
+        data = Path(path).read_bytes()
+        bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+        lines = list(io.StringIO(data[len(bom):].decode("utf-8"), newline=""))
+    except (OSError, UnicodeDecodeError) as error:
+        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
+        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+    header = next((k for k, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")), len(lines))
+    ends = [line[len(line.rstrip("\r\n")):] for line in lines[:header + 1]]
+    newline = next((end for end in ends if end), "\n")
+    kept = [line for line in lines[:header] if not line.strip()[1:].strip().startswith(key + " ")]
+    copied = "".join(kept) + f"# {text}{newline}" + "".join(lines[header:])
+    write_bytes(output, bom + copied.encode("utf-8"))
 
 
 def held_samples(tracked: np.ndarray) -> np.ndarray:

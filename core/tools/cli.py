@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import METHODS, CalibrationConfig, DatabaseConfig, DeviceNoise, DeviceOffsets, HybridConfig, \
     N3PConfig, SimulationConfig, SolveConfig, MatchingConfig, StitchConfig, describe
-from ..devices.calibration import calibrate_stream, stored_calibration
+from ..devices.calibration import COMMENT_KEY, calibrate_stream, stored_calibration
 from ..devices.openxr_source import OpenXRUnavailable, record
 from ..devices.plausibility import check_stream
 from ..devices.simulate import simulate_stream
@@ -18,7 +18,7 @@ from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files
 from .mocap_split import split_by_file
 from ..devices.grips import GRIPS, as_openxr_grip
-from ..files.stream import DEVICES, read_comments, read_stream, write_stream
+from ..files.stream import DEVICES, copy_with_comment, read_stream, write_stream
 from ..hybrid.solver import LEGS
 from ..ik.upper_body_ik import ik_constants
 from ..matching.pose_database import build_database
@@ -164,8 +164,7 @@ def stream_calibrate(args) -> int:
         lines = [f"{args.csv}: no calibration gesture (T- or A-pose, wrists circling) in the first {args.seconds:g} s; "
                  "the solver assumes the default grip"]
     if args.output:
-        comments = [text for _, text in read_comments(args.csv) if not text.startswith("calibration ")]
-        write_stream(args.output, stream, comments + [calibration.comment()])
+        copy_with_comment(args.csv, args.output, COMMENT_KEY, calibration.comment())
         lines.append(f"wrote {args.output} with the calibration as a comment line")
     _print(result, args.json, lines)
     return 0

@@ -260,6 +260,8 @@ def test_stream_calibrate_and_solve_from_the_command_line(tmp_path):
     printed = json.loads(core("stream", "calibrate", stream, "--json", "-o", stored).stdout)
     assert printed["found"] and len(printed["grip_offsets_m"]) == 2
     assert stored_calibration(stored).describe() == {k: v for k, v in printed.items() if k != "file"}
+    source_lines, stored_lines = stream.read_text().splitlines(), stored.read_text().splitlines()
+    assert stored_lines == source_lines[:2] + ["# " + stored_calibration(stored).comment()] + source_lines[2:]
     plain = tmp_path / "plain.csv"
     core("stream", "simulate", FIXTURE_WALK_2, "-o", plain)
     assert "no calibration gesture" in core("stream", "calibrate", plain).stdout

@@ -6,11 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from core.math import quat
 from core.files.bvh import read_bvh
 from core.devices.simulate import simulate_stream
-from core.files.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, read_stream, write_stream
+from core.files.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, copy_with_comment, read_comments, \
+    read_stream, write_stream
 
 BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
 WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
@@ -246,6 +248,31 @@ def test_windows_line_endings_and_spaces(tmp_path):
     path.write_bytes(("# comment\r\n" + "\r\n".join([header] + rows) + "\r\n").encode())
     stream = read_stream(path)
     assert len(stream) == 2 and stream.tracked.all()
+
+
+# --- a comment added to a copy -----------------------------------------------------------------
+
+
+PREAMBLE_LINES = st.sampled_from(["# made by a recorder", "# calibration {\"found\": false}", "  # calibration old",
+                                  "#calibration {}", "# calibrated by hand", "", "# Hüfte"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(PREAMBLE_LINES, max_size=5), st.sampled_from(["\n", "\r\n", "\r"]), st.booleans(),
+       st.lists(st.sampled_from(["1.5e0", "0001.25", "  2 ", ""]), min_size=2, max_size=2))
+def test_a_copy_with_a_comment_changes_only_that_comment(tmp_path_factory, preamble, newline, bom, extra):
+    """Extra columns, their order, numbers as written, later comments and line ends are kept byte for byte."""
+    folder = tmp_path_factory.mktemp("copy")
+    header = ["frame"] + list(reversed(COLUMNS))
+    rows = [",".join(_cells(t, {"frame": value}, header=header)) for t, value in zip((0.0, 0.1), extra)]
+    body = newline.join([",".join(header), rows[0], "# a comment between rows", rows[1]]) + newline
+    source = folder / "in.csv"
+    source.write_bytes((b"\xef\xbb\xbf" if bom else b"") + (newline.join(preamble + [""]) + body).encode())
+    copy_with_comment(source, folder / "out.csv", "calibration", 'calibration {"found": false}')
+    kept = [line for line in preamble if not line.strip()[1:].strip().startswith("calibration ")]
+    expected = newline.join(kept + ['# calibration {"found": false}', ""]) + body
+    assert (folder / "out.csv").read_bytes() == (b"\xef\xbb\xbf" if bom else b"") + expected.encode()
+    assert [text for _, text in read_comments(folder / "out.csv")].count('calibration {"found": false}') == 1
 
 
 # --- resampling --------------------------------------------------------------------------------
