@@ -407,6 +407,8 @@ def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: i
         for column, word in enumerate(words):
             try:
                 value = float(word)
+                if b"_" in word or not word.isascii():  # Python's own syntax (1_0), which numpy refuses
+                    raise ValueError
             except ValueError:
                 raise BVHError(path, number, f"value {column + 1} is not a number: {word.decode(errors='replace')!r}") from None
             if not math.isfinite(value):

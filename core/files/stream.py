@@ -199,6 +199,7 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
 
 
 def _number(path, line: int, column: str, text: str, allow_missing: bool = True) -> float:
+    """A field's number: ASCII decimal or scientific notation (`nan` or empty for a missing one, where allowed)."""
     text = text.strip()
     if text == "" or text.lower() == "nan":
         if allow_missing:
@@ -206,6 +207,8 @@ def _number(path, line: int, column: str, text: str, allow_missing: bool = True)
         raise StreamFormatError(path, line, f"{column} is {'empty' if text == '' else text}: a time is required")
     try:
         value = float(text)
+        if "_" in text or not text.isascii():  # Python's own syntax (1_0) and other scripts' digits: not CSV v1
+            raise ValueError
     except ValueError:
         raise StreamFormatError(path, line, f"{column} is not a number: {text!r}") from None
     if not math.isfinite(value):

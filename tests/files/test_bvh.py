@@ -179,6 +179,19 @@ def test_joint_names_in_utf_8_or_latin_1_are_kept_exactly(tmp_path_factory, name
     assert read_bvh(path, scale=1.0).skeleton.names == tuple(names)
 
 
+@pytest.mark.parametrize("text", ["1_0", "\u0661\u0662"])
+def test_python_number_syntax_in_the_motion_is_named_at_its_line(tmp_path, text):
+    path = tmp_path / "odd.bvh"
+    write_bvh(path, read_bvh(FIXTURE_WALK_1)[:5])
+    lines = path.read_text().splitlines()
+    row = lines.index("MOTION") + 4  # the second frame
+    lines[row] = " ".join([text] + lines[row].split()[1:])
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(BVHError) as raised:
+        read_bvh(path)
+    assert str(raised.value) == f"{path}:{row + 1}: value 1 is not a number: {text!r}"
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
 def test_malformed_files_raise_one_error_type_with_file_and_line(name):
     line, message = EXPECTED_ERRORS[name]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -122,6 +123,31 @@ def test_non_numeric_field(tmp_path):
     error = _rejected(_write(tmp_path, COLUMNS, rows))
     assert error.line == FIRST_ROW_LINE + 1
     assert "head_py is not a number: '1.6m'" in str(error)
+
+
+STRICT_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+"""SPEC §3's numbers: ASCII decimal or scientific notation."""
+
+
+@pytest.mark.parametrize("text", ["1_0", "1_000.5", "\u0661.5", "\uff11", "1.5\u0660"])
+def test_python_number_syntax_and_other_digits_are_not_numbers(tmp_path, text):
+    rows = [_cells(0.0), _cells(0.1, {"head_py": text})]
+    error = _rejected(_write(tmp_path, COLUMNS, rows))
+    assert error.line == FIRST_ROW_LINE + 1 and f"head_py is not a number: {text!r}" in str(error)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("0123456789._eE+-naif \u0661\uff11"), max_size=8))
+def test_a_field_reads_as_a_number_only_in_decimal_or_scientific_notation(tmp_path_factory, text):
+    rows = [_cells(0.0), _cells(0.1, {"head_px": text})]
+    path = _write(tmp_path_factory.mktemp("field"), COLUMNS, rows)
+    stripped = text.strip()
+    if stripped == "" or stripped.lower() == "nan":
+        assert not read_stream(path).tracked[1, 0]
+    elif STRICT_NUMBER.fullmatch(stripped) and math.isfinite(float(stripped)):
+        assert read_stream(path).positions[1, 0, 0] == float(stripped)
+    else:
+        assert _rejected(path).line == FIRST_ROW_LINE + 1
 
 
 def test_empty_time(tmp_path):
