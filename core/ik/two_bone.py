@@ -23,7 +23,7 @@ def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m
     along = unit_or(target - hip, knee - hip)
     bend = unit_or(reject(knee - hip, along), np.array([0.0, 0.0, 1.0]))
     # Cosine rule: the thigh's angle at the hip between the hip-target line and the thigh.
-    cos_hip = np.clip((thigh_m ** 2 + reach ** 2 - shin_m ** 2) / (2.0 * thigh_m * reach), -1.0, 1.0)
+    cos_hip = np.clip((thigh_m ** 2 + reach ** 2 - shin_m ** 2) / np.maximum(2.0 * thigh_m * reach, 1e-12), -1.0, 1.0)
     sin_hip = np.sqrt(1.0 - cos_hip ** 2)
     return hip + thigh_m[..., None] * (cos_hip[..., None] * along + sin_hip[..., None] * bend)
 

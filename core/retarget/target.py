@@ -23,7 +23,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..math import quat
 from ..math.vector import length, unit, unit_across
-from ..rig.humanoid import HumanoidMapping, find_mapping
+from ..rig.humanoid import HumanoidMapping, HumanoidMappingError, find_mapping
 from ..rig.humanoid_structure import tails_along_bones
 
 # Each joint's bone points at the first of these that the skeleton has; joints without one take
@@ -237,14 +237,42 @@ def avatar_scale(target: TargetSkeleton, head_height_m: float, mode: str) -> flo
 
 
 
+MIN_LIMB_BONE_M = 0.01
+"""A mapped upper arm, forearm, thigh or shin shorter than this cannot be bent by the limbs' IK (a hand would end
+a bone's length off its controller)."""
+LIMB_BONES = {"upper arm": ("upper_arm", "forearm"), "forearm": ("forearm", "hand"), "thigh": ("thigh", "shin"),
+              "shin": ("shin", "foot")}
+"""Each limb bone the IK bends: (the canonical joint at its head, the one at its tail)."""
+
+
+def check_limb_bones(names, rest_positions: np.ndarray, mapping: HumanoidMapping) -> None:
+    """HumanoidMappingError naming the first mapped limb bone shorter than MIN_LIMB_BONE_M at the rest pose."""
+    for side, word in (("l", "left"), ("r", "right")):
+        for bone, (head, tail) in LIMB_BONES.items():
+            head, tail = mapping.joints.get(f"{side}_{head}"), mapping.joints.get(f"{side}_{tail}")
+            if head is None or tail is None:
+                continue
+            bone_m = float(np.linalg.norm(rest_positions[tail] - rest_positions[head]))
+            if bone_m < MIN_LIMB_BONE_M:
+                raise HumanoidMappingError(f"the {word} {bone} ({names[head]} to {names[tail]}) is {bone_m * 100:.2f} cm "
+                                           f"long; the limbs' IK needs at least {MIN_LIMB_BONE_M * 100:g} cm")
+
+
 def bvh_target(motion: Motion, override: dict[str, str] | str | None = None) -> TargetSkeleton:
     """A BVH character as a target: its joints with world-aligned axes at the file's rest pose, standing as in
-    its most upright frame (a BVH rest pose need not stand)."""
+    its most upright frame (a BVH rest pose need not stand). Limb bones too short to bend and a character
+    that does not stand upright in any frame are refused (HumanoidMappingError)."""
     skeleton = motion.skeleton
     rest_rotations, rest_positions = forward_kinematics(skeleton.parents, quat.identity(len(skeleton)), skeleton.offsets)
     mapping = find_mapping(skeleton, override)
+    check_limb_bones(skeleton.names, rest_positions, mapping)
     rotations, positions = motion.global_transforms()
     frame = int(standing_frames(positions, mapping, 1)[0])
+    tilt = float(np.degrees(uprightness(positions[frame], mapping)))
+    if tilt > UPRIGHT_LIMIT_DEG:  # a Z-up rig: refused before a solve, with the same words as Retargeting.between
+        raise HumanoidMappingError(f"the target's standing pose is not upright: its torso and legs lean {tilt:.0f} "
+                                   f"degrees from vertical in all (at most {UPRIGHT_LIMIT_DEG:.0f}); a rig's rest pose "
+                                   "must stand (a Z-up file?)")
     return TargetSkeleton(skeleton.names, skeleton.parents, rest_positions, rest_rotations, mapping,
                           standing=(rotations[frame], positions[frame]))
 

@@ -231,6 +231,13 @@ def solve_stream(args) -> int:
     _warn(check_stream(stream, args.stream))
     _warn(unused_solve_options(args, config))
     calibration = None if args.no_calibrate else (stored_calibration(args.stream) or CalibrationConfig())
+    avatar = target = None
+    if args.avatar:  # refused before the solve, not after it
+        avatar = read_humanoid(args.avatar, mapping=args.mapping)
+        try:
+            target = bvh_target(avatar, args.mapping)
+        except HumanoidMappingError as error:
+            raise HumanoidMappingError(f"{args.avatar}: {error}") from None
     solver = load_solver(config, args.db if config.needs_database else ())
     try:
         solution = solve(stream, solver, calibration)
@@ -244,10 +251,8 @@ def solve_stream(args) -> int:
         print(f"calibrated from the {found['pose']}-pose at {found['pose_s'][0]:.2f}-{found['pose_s'][1]:.2f} s: grips tilted "
               f"{found['grip_tilt_deg'][0]:.1f} / {found['grip_tilt_deg'][1]:.1f} deg, arm span {found['arm_span_m']:.3f} m",
               file=sys.stderr)
-    if args.avatar:
-        avatar = read_humanoid(args.avatar, mapping=args.mapping)
-        retargeted = retarget_solution(solution, bvh_target(avatar, args.mapping), solution.motion.fps,
-                                       size=args.avatar_size)
+    if avatar is not None:
+        retargeted = retarget_solution(solution, target, solution.motion.fps, size=args.avatar_size)
         write_bvh(args.output, on_bvh_skeleton(retargeted, avatar.skeleton, solution.motion.fps))
     else:
         write_bvh(args.output, solution.motion)

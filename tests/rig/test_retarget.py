@@ -7,6 +7,8 @@ lays every bone along X: nothing may depend on either. Two tests stay on the rea
 foot floats without the live stances needs legs that differ from the rig's, and the head's facing
 needs a source that looks ahead on average (the fixture looks around while it stands).
 """
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -14,9 +16,11 @@ from core.math import quat
 
 from core.retarget import retargeting as retarget
 from core.retarget.stances import HEEL_RISE_LIMIT_DEG, LiveStances
-from core.rig.humanoid import find_mapping
+from core.rig.humanoid import HumanoidMappingError, find_mapping
+from core.anim.motion import Motion
+from core.ik.two_bone import knee_position
 from core.files.bvh import read_bvh
-from core.retarget.target import CANONICAL_CHILDREN, TargetSkeleton, bone_directions, uprightness
+from core.retarget.target import CANONICAL_CHILDREN, TargetSkeleton, bone_directions, bvh_target, uprightness
 from core.retarget.retargeting import Retargeting, twist_angle
 from core.anim.contacts import contact_weights
 from core.retarget.stances import held_over_stances
@@ -475,3 +479,39 @@ def test_live_retargeting_waits_for_the_headset_and_makes_its_standing_reference
         retargetings.add(id(live.retargeting))
     assert all(finite) and len(made) == 1  # for the solver's waiting pose and the retargeting alike
     assert len(retargetings) == (3 if size == "fit" else 1)
+
+
+def _with_bone_shrunk(motion, joint: int, factor: float):
+    """`motion` with the bone ending at `joint` (its offset from its parent) scaled by `factor`."""
+    offsets = motion.skeleton.offsets.copy()
+    offsets[joint] *= factor
+    positions = motion.positions.copy()
+    positions[:, joint] *= factor
+    return Motion(replace(motion.skeleton, offsets=offsets), motion.rotations, positions, motion.fps)
+
+
+@pytest.mark.parametrize("bone, tail", [("left upper arm", "l_forearm"), ("right forearm", "r_hand"),
+                                        ("left thigh", "l_shin"), ("right shin", "r_foot")])
+def test_a_limb_bone_too_short_to_bend_is_refused_naming_it(fixture_walk1, bone, tail):
+    clip = fixture_walk1[:30]
+    mapping = find_mapping(clip.skeleton)
+    names = clip.skeleton.names
+    head = names[clip.skeleton.parents[mapping[tail]]]
+    with pytest.raises(HumanoidMappingError, match=f"the {bone} \\({head} to {names[mapping[tail]]}\\) is 0.00 cm long"):
+        bvh_target(_with_bone_shrunk(clip, mapping[tail], 0.0))
+    assert bvh_target(_with_bone_shrunk(clip, mapping[tail], 0.5)).mapping.joints == mapping.joints
+
+
+def test_a_character_lying_down_is_refused_before_any_retargeting(fixture_walk1):
+    clip = fixture_walk1[:30]
+    rotations = clip.rotations.copy()
+    rotations[:, 0] = quat.multiply(quat.from_axis_rotation("x", np.radians(90.0)), rotations[:, 0])
+    with pytest.raises(HumanoidMappingError, match="standing pose is not upright"):
+        bvh_target(Motion(clip.skeleton, rotations, clip.positions, clip.fps))
+
+
+def test_a_zero_length_thigh_gives_the_ik_no_warning_and_a_finite_knee():
+    hip, knee = np.zeros((1, 3)), np.zeros((1, 3))
+    with np.errstate(all="raise"):
+        placed = knee_position(hip, knee, np.array([[0.0, -0.5, 0.0]]), np.zeros(1), np.full(1, 0.4))
+    assert np.isfinite(placed).all()

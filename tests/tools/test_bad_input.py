@@ -3,6 +3,7 @@ with one line naming the file (exit 1, no traceback), nothing written and the ea
 the input is usable (a byte-order mark, CR line ends, a gap, an absurd sample), solved with a warning."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -18,7 +19,10 @@ import pytest
 
 from conftest import FIXTURE_WALK_1, TRUNCATED_BVH
 
+from core.anim.motion import Motion
 from core.files.bvh import read_bvh, write_bvh
+from core.math import quat
+from core.rig.humanoid import find_mapping
 from core.tools.cli import main
 from core.config import MatchingConfig
 from core.devices.attachments import head_on_floor
@@ -443,6 +447,24 @@ def test_ctrl_c_is_one_line_and_exit_130_with_no_output_left(good, tmp_path, cap
     err = capsys.readouterr().err
     assert code == 130 and err == "error: interrupted; each output is either complete or as it was\n"
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("case, words", [("zero upper arm", ["left upper arm", "0.00 cm long"]),
+                                         ("lying down", ["not upright"])])
+def test_an_avatar_the_solve_cannot_pose_is_named_before_the_solve(good, tmp_path, capsys, monkeypatch, case, words):
+    clip = read_bvh(good / "clip.bvh")
+    skeleton, rotations, positions = clip.skeleton, clip.rotations.copy(), clip.positions.copy()
+    if case == "zero upper arm":
+        elbow = find_mapping(skeleton)["l_forearm"]
+        offsets = skeleton.offsets.copy()
+        offsets[elbow] = positions[:, elbow] = 0.0
+        skeleton = dataclasses.replace(skeleton, offsets=offsets)
+    else:
+        rotations[:, 0] = quat.multiply(quat.from_axis_rotation("x", np.radians(90.0)), rotations[:, 0])
+    avatar = tmp_path / "avatar.bvh"
+    write_bvh(avatar, Motion(skeleton, rotations, positions, clip.fps))
+    monkeypatch.setattr("core.tools.cli.solve", None)  # never reached
+    refused(capsys, tmp_path, ["solve", good / "walk.csv", "--avatar", avatar, "-o", tmp_path / "out.bvh"], avatar, words)
 
 
 def test_a_damaged_database_through_the_real_entry_point(good, tmp_path):
