@@ -7,6 +7,8 @@ fast with the controllers left where they were is a glitch of the headset's, not
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..files.stream import ThreePointStream
@@ -37,6 +39,18 @@ def vertical_turns(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     w = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3]  # after * inverse(before): its w and y
     y = a[2] * b[0] - a[0] * b[2] + a[1] * b[3] - a[3] * b[1]
     return (2.0 * np.arctan2(y, w) + np.pi) % (2.0 * np.pi) - np.pi
+
+
+def hmd_may_have_jumped(before: tuple, after: tuple, dt: float) -> bool:
+    """Whether the HMD's pose (position (3,), rotation (4,)) moved along the floor or turned about the vertical
+    between two samples as fast as a jump's (a first test in plain floats, for the live step: `jumped` on the head and
+    `turned_with_controllers` decide)."""
+    (x0, _, z0), (x1, _, z1) = before[0].tolist(), after[0].tolist()
+    if math.hypot(x1 - x0, z1 - z0) > max(SMALLEST_JUMP_M, CARRY_SPEED_M_S * dt):
+        return True
+    (bw, bx, by, bz), (aw, ax, ay, az) = before[1].tolist(), after[1].tolist()
+    turn = 2.0 * math.atan2(ay * bw - aw * by + ax * bz - az * bx, aw * bw + ax * bx + ay * by + az * bz)
+    return abs(math.remainder(turn, 2.0 * math.pi)) >= math.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt))
 
 
 def turned_with_controllers(before: tuple, after: tuple, dt: float) -> float:

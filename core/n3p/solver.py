@@ -32,7 +32,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
-from ..devices.jumps import held_up_to_jumps, jumped, turned_with_controllers, vertical_turns
+from ..devices.jumps import held_up_to_jumps, hmd_may_have_jumped, jumped, turned_with_controllers, vertical_turns
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
 from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
@@ -324,7 +324,8 @@ class N3PSolver:
             if scale != self.signal_scale:  # the user measured anew: the predictor's world scales with the signals
                 self.predictor.rescale(scale / self.signal_scale)
                 self.prediction[2][:2] *= scale / self.signal_scale
-            self.jumped = self.follow_jump(before, (positions, rotations, tracked), scale, dt)
+            self.jumped = hmd_may_have_jumped((before[0][0], before[1][0]), (positions[0], rotations[0]), dt) and \
+                self.follow_jump(before, (positions, rotations, tracked), scale, dt)
         self.devices_before = (positions.copy(), rotations.copy(), tracked.copy())
         self.signal_scale = scale
         self.since_tick_s += dt
