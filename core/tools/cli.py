@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -488,6 +489,9 @@ def main(argv=None) -> int:
     try:
         with together() if args.run in WRITTEN_TOGETHER else nullcontext():
             return args.run(args)
+    except BrokenPipeError:  # the reader stopped (`bvh info DIR | head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except USER_ERRORS as error:
         print(f"error: {_one_line(error)}", file=sys.stderr)
         return 1

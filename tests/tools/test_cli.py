@@ -117,6 +117,19 @@ def test_bvh_info_on_a_missing_file(tmp_path):
     assert done.returncode == 1 and str(missing) in done.stderr and "Traceback" not in done.stderr
 
 
+def test_bvh_info_into_a_closed_pipe_exits_quietly():
+    """`bvh info DIR | head`: the reader leaves before the output ends."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "core", "bvh", "info", str(WALK)], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0 and done.stderr == ""
+
+
 # --- stream simulate / stream info ------------------------------------------------------------
 
 
