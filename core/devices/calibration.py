@@ -194,11 +194,12 @@ def _within(value: float, limits: tuple, name: str, unit: str) -> None:
 
 
 def stored_calibration(path: str | Path) -> StreamCalibration | None:
-    """The calibration a stream file carries in its comments (the last one), or None; a FileFormatError naming the
-    file and line for a comment that is not a plausible calibration."""
+    """The calibration a stream file carries in its comments (the last `# calibration {...}`; other comments, "#
+    calibration done by hand" among them, are the writer's own), or None; a FileFormatError naming the file and line
+    for a calibration comment that is not a plausible calibration."""
     found = None
     for number, text in read_comments(path):
-        if text.startswith(COMMENT_KEY + " "):
+        if text.startswith(COMMENT_KEY + " ") and text[len(COMMENT_KEY):].lstrip().startswith("{"):
             try:
                 data = json_value(text[len(COMMENT_KEY) + 1:])
             except ValueError as error:

@@ -218,9 +218,19 @@ def test_an_implausible_stored_calibration_is_one_line_naming_the_file_and_line(
 
 def test_a_calibration_nested_too_deeply_is_one_line(tmp_path):
     path = tmp_path / "stream.csv"
-    path.write_text("# calibration " + "[" * 100_000 + "]" * 100_000 + "\nt\n")
+    path.write_text("# calibration " + '{"a": ' * 100_000 + "1" + "}" * 100_000 + "\nt\n")
     with pytest.raises(FileFormatError, match="stream.csv:1: calibration comment is not JSON"):
         stored_calibration(path)
+
+
+def test_a_comment_of_the_writers_own_that_starts_with_calibration_is_left_alone(tmp_path):
+    """Another tool's free text ("# calibration done by hand") is a comment like any other, not a broken calibration;
+    the last JSON object after "# calibration" is the stored one."""
+    path = tmp_path / "stream.csv"
+    path.write_text(f"# calibration {json.dumps(STORED)}\n# calibration done by hand, see notes [v2]\nt\n")
+    assert stored_calibration(path).pose_s == (0.0, 3.2)
+    path.write_text("# calibration done by hand\n# calibration: T-pose at 0 s\nt\n")
+    assert stored_calibration(path) is None
 
 
 def test_a_plausible_stored_calibration_is_read(tmp_path):
