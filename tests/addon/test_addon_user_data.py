@@ -115,8 +115,11 @@ def test_a_bake_onto_a_library_override_is_made_where_the_override_is_editable(b
     scene.render.fps = 30
     with bpy.data.libraries.load(str(library), link=True) as (_, data):
         data.collections = ["Character"]
-    data.collections[0].override_hierarchy_create(scene, bpy.context.view_layer, do_fully_editable=editable)
-    (override,) = [o for o in scene.objects if o.type == 'ARMATURE']
+    linked = data.collections[0]
+    scene.collection.children.link(linked)  # Blender 5.3 overrides only what the scene holds
+    root = linked.override_hierarchy_create(scene, bpy.context.view_layer, do_fully_editable=editable)
+    scene.collection.children.unlink(linked)
+    (override,) = [o for o in root.all_objects if o.type == 'ARMATURE']
     assert override.override_library is not None and override.data.library is not None
     scene.vr_avatar.target_armature = override
     assert bpy.ops.vr_avatar.load_stream(filepath=str(stream)) == {'FINISHED'}
