@@ -3,7 +3,8 @@
 An unusable sample (not finite, absurd: plausibility.py) counts as untracked; an untracked HMD holds its last
 pose in the world, an untracked controller its last pose relative to the HMD's frame; a time step that is not
 finite, not positive or too long is a one-frame pause. Each frame also carries the target (the centre of the
-head on the floor, MMVR §5.3) and whether the HMD jumped farther than a teleport in one step.
+head on the floor, MMVR §5.3) and whether the HMD jumped farther than a teleport in one step (or faster than a body
+moves, or a recentring turned the devices: jumps.py).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..math import quat
 from .attachments import head_on_floor, hmd_frame_rotations
+from .jumps import hmd_may_have_jumped, jumped, turned_with_controllers
 from .plausibility import step_seconds, usable_samples
 
 HANDS_BEFORE_TRACKED = ((0.2, -0.6, 0.1), (-0.2, -0.6, 0.1))
@@ -40,7 +42,8 @@ class HeldFrame:
     target: np.ndarray
     """(3,) the centre of the head on the floor."""
     teleported: bool
-    """The target moved farther than the teleport distance since the previous frame."""
+    """The target moved farther than the teleport distance since the previous frame, or the devices jumped
+    (jumps.py: faster than a body moves, or a recentring turned them)."""
 
 
 def hands_in_hmd_frame(positions: np.ndarray, rotations: np.ndarray, hmd_frame: np.ndarray):
@@ -66,6 +69,8 @@ class HeldDevices:
         """The device poses of the last frame all three were tracked in, while they still are."""
         self.hands_in_hmd_frame: tuple | None = None
         self.previous_target: np.ndarray | None = None
+        self.previous: tuple | None = None
+        """The last frame's devices as held (positions, rotations, tracked)."""
         self.rejected_samples = 0
         """Device samples flagged tracked that were not usable (non-finite, absurd) and counted as untracked."""
         self.paused_steps = 0
@@ -86,9 +91,12 @@ class HeldDevices:
                 np.where(usable[:, None], rotations, np.nan), usable
         positions, rotations = self.hold(positions, rotations, tracked)
         target = head_on_floor(positions[0], rotations[0], self.head_centre)
-        teleported = (self.previous_target is not None
-                      and np.linalg.norm(target - self.previous_target) > self.teleport_distance_m)
-        self.previous_target = target
+        teleported = self.previous is not None and (
+            np.linalg.norm(target - self.previous_target) > self.teleport_distance_m
+            or hmd_may_have_jumped((self.previous[0][0], self.previous[1][0]), (positions[0], rotations[0]), dt)
+            and (jumped(target - self.previous_target, dt)
+                 or turned_with_controllers(self.previous, (positions, rotations, tracked), dt) != 0.0))
+        self.previous_target, self.previous = target, (positions, rotations, tracked)
         return HeldFrame(positions, rotations, tracked, rejected, dt, target, bool(teleported))
 
     def hold(self, positions, rotations, tracked):

@@ -28,6 +28,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..config import DeviceOffsets, SimulationConfig, MatchingConfig
 from ..devices.attachments import device_offsets, joints_from_devices
 from ..devices.held import HeldDevices
+from ..devices.jumps import held_up_to_jumps
 from ..devices.plausibility import without_unusable_samples
 from ..devices.simulate import simulate_stream
 from ..devices.standing_height import StandingHeight
@@ -387,7 +388,7 @@ def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
     """Steps 1-5 over a whole stream: on the solver's timeline (resampled to its rate), the standing height
     measured on it (devices/standing_height.py), every frame from the HMD's first tracked one stepped and the frames
     before it waiting in that one's pose. Returns the stream as stepped, the height and one frame per sample."""
-    stream = without_unusable_samples(stream)[0].resampled(solver.fps)
+    stream = held_up_to_jumps(without_unusable_samples(stream)[0]).resampled(solver.fps)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
     solver.reset(height)
