@@ -83,13 +83,22 @@ def export_stream(context, report, filepath: str) -> set:
     return {'FINISHED'}
 
 
-def keyed_locations(obj, frames) -> np.ndarray | None:
-    """(F, 3) the object's keyed location at `frames`, or None where it has no location keys."""
+def keyed_locations(obj) -> tuple[np.ndarray, np.ndarray] | None:
+    """The frames (K,) and values (K, 3) of the object's location keys, each curve read in one call; None where
+    it has no location keys or its three curves are not keyed on the same frames."""
     action = obj.animation_data.action if obj is not None and obj.animation_data is not None else None
     curves = {c.array_index: c for c in action_fcurves(action) if c.data_path == "location"} if action else {}
     if len(curves) < 3:
         return None
-    return np.array([[curves[i].evaluate(float(f)) for i in range(3)] for f in frames])
+    keys = []
+    for index in range(3):
+        points = curves[index].keyframe_points
+        co = np.empty(2 * len(points), dtype=np.float64)
+        points.foreach_get("co", co)
+        keys.append(co.reshape(-1, 2))
+    if any(len(k) != len(keys[0]) or not np.array_equal(k[:, 0], keys[0][:, 0]) for k in keys):
+        return None
+    return keys[0][:, 0], np.stack([k[:, 1] for k in keys], axis=-1)
 
 
 def empties_edited(scene) -> str:
@@ -107,14 +116,14 @@ def empties_edited(scene) -> str:
     stream = core.devices.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
     positions = z_up_from_y_up(stream.positions)
     for device, obj in enumerate(devices):
-        first = obj.animation_data.action.frame_range[0] if obj.animation_data and obj.animation_data.action else 0
-        frames = first + np.arange(len(stream))
-        keyed = keyed_locations(obj, frames)
-        if keyed is None:
+        keyed = keyed_locations(obj)
+        if keyed is None or len(keyed[0]) != len(stream):  # loaded at another rate, or keyed by the user throughout
             continue
-        gaps = np.where(stream.tracked[:, device], np.linalg.norm(keyed - positions[:, device], axis=-1), 0.0)
+        frames, locations = keyed
+        gaps = np.where(stream.tracked[:, device], np.linalg.norm(locations - positions[:, device], axis=-1), 0.0)
         if gaps.max() > EDITED_M:
             worst = int(np.argmax(gaps))
             return (f"The stream empty '{obj.name}' is {gaps[worst] * 100:.0f} cm from {Path(path).name} at frame "
-                    f"{int(frames[worst])}: the solve reads the file, so Export Stream over it to solve the edits")
+                    f"{int(frames[worst])}: the solve reads the file, so Export Stream to a new file and load it to "
+                    "solve the edits")
     return ""

@@ -41,6 +41,8 @@ LEVEL_SHARE = 0.15
 """... level with each other within this share of their distance ..."""
 MAX_OFFSET_M = 0.2
 """A grip farther than this from the wrist is not a hand's: the pivot fit went astray (or a stored one is wrong)."""
+STORED_ROUNDING_M = 1e-3
+"""A stored grip offset may lie this much past MAX_OFFSET_M: `describe` rounds each axis to 0.1 mm."""
 STORED_LIMITS = {"standing_hmd_height_m": (0.5, 3.0), "arm_span_m": (0.3, 3.5), "quaternion_norm": (0.95, 1.05)}
 """What a stored calibration's figures may be: a person's standing HMD height and arm span (metres), and how far a
 grip tilt's quaternion may be from unit length (rounded by hand) before it is taken for a mistake."""
@@ -147,8 +149,8 @@ class StreamCalibration:
             for k, side in enumerate(("left", "right")):
                 if offsets[k] is not None:
                     offsets[k] = np.array(_numbers(offsets, k, 3, f"grip_offsets_m ({side})"))
-                    _within(float(np.linalg.norm(offsets[k])), (0.0, MAX_OFFSET_M), f"the {side} grip's distance from the wrist",
-                            " m")
+                    _within(float(np.linalg.norm(offsets[k])), (0.0, MAX_OFFSET_M + STORED_ROUNDING_M),
+                            f"the {side} grip's distance from the wrist", " m")
                 tilt = np.array(_numbers(tilts, k, 4, f"grip_tilts ({side})"))
                 _within(float(np.linalg.norm(tilt)), STORED_LIMITS["quaternion_norm"],
                         f"the {side} grip tilt's length (a rotation's is 1)", "")

@@ -76,8 +76,9 @@ class HeldDevices:
         self.paused_steps = 0
         """Steps whose dt was not finite, not positive or too long, taken as one frame."""
 
-    def step(self, positions, rotations, tracked, dt: float) -> HeldFrame:
-        """This frame's devices (poses (3, 3), (3, 4), tracking flags (3,), seconds since the last frame) as held;
+    def step(self, positions, rotations, tracked, dt: float, jump: bool = False) -> HeldFrame:
+        """This frame's devices (poses (3, 3), (3, 4), tracking flags (3,), seconds since the last frame) as held
+        (`jump`: known to have jumped since the last frame, teleported whatever this step's own test says);
         HMDNotTracked before the HMD's first usable sample."""
         dt, paused = step_seconds(dt, self.nominal_dt)
         self.paused_steps += paused
@@ -92,7 +93,7 @@ class HeldDevices:
         positions, rotations = self.hold(positions, rotations, tracked)
         target = head_on_floor(positions[0], rotations[0], self.head_centre)
         teleported = self.previous is not None and (
-            np.linalg.norm(target - self.previous_target) > self.teleport_distance_m
+            jump or np.linalg.norm(target - self.previous_target) > self.teleport_distance_m
             or hmd_may_have_jumped((self.previous[0][0], self.previous[1][0]), (positions[0], rotations[0]), dt)
             and (jumped(target - self.previous_target, dt)
                  or turned_with_controllers(self.previous, (positions, rotations, tracked), dt) != 0.0))

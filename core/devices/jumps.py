@@ -2,8 +2,9 @@
 
 A head that moves along the floor faster than CARRY_SPEED_M_S (by at least SMALLEST_JUMP_M) between two samples
 jumped; so did a headset that turns about the vertical faster than TURN_SPEED_DEG_S (by at least SMALLEST_TURN_DEG)
-while the tracked controllers go round with it, as a recentring ("reset view") turns the whole tracking space about the user. A head turned that
-fast with the controllers left where they were is a glitch of the headset's, not a jump.
+while the tracked controllers go round with it, as a recentring ("reset view") turns the whole tracking space about
+the user. A head turned that fast with the controllers left where they were, or with none tracked to tell, is taken
+for a glitch of the headset's, not a jump.
 """
 from __future__ import annotations
 
@@ -57,11 +58,14 @@ def turned_with_controllers(before: tuple, after: tuple, dt: float) -> float:
     """The vertical turn (radians) of a recentring between two samples, `before` and `after` (positions (3, 3),
     rotations (3, 4), tracked (3,); the HMD tracked in both), or 0.0 if there was none: the headset turned faster
     than TURN_SPEED_DEG_S, by at least SMALLEST_TURN_DEG, and each controller tracked in both lies nearer where that
-    turn about the headset takes it than where it was."""
+    turn about the headset takes it than where it was. With no controller tracked in both, none: a headset's glitch
+    could not be told from a recentring."""
     turn = float(vertical_turns(before[1][0], after[1][0]))
     if abs(turn) < np.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt)):
         return 0.0
     both = np.flatnonzero(before[2][1:] & after[2][1:]) + 1
+    if not len(both):
+        return 0.0
     was, now = before[0][both], after[0][both]
     moved = quat.rotate(quat.from_yaw(turn), was - before[0][0]) + after[0][0]
     if np.any(np.linalg.norm(moved - now, axis=-1) >= np.linalg.norm(was - now, axis=-1)):
@@ -69,10 +73,9 @@ def turned_with_controllers(before: tuple, after: tuple, dt: float) -> float:
     return turn
 
 
-def held_up_to_jumps(stream: ThreePointStream) -> ThreePointStream:
-    """The stream with each sample before a jump (a teleport's or a recentring's, as above, between two samples
-    with the HMD tracked) held until just before the next one, so that resampling it puts no sample halfway across
-    the jump."""
+def jump_samples(stream: ThreePointStream) -> np.ndarray:
+    """The samples (indices) that a jump (a teleport's or a recentring's, as above, from the sample before, the HMD
+    tracked in both) leads to, found at the stream's own rate."""
     positions, rotations, tracked, times = stream.positions, stream.rotations, stream.tracked, stream.times
     dts = np.diff(times)
     steps = positions[1:, 0] - positions[:-1, 0]
@@ -81,11 +84,29 @@ def held_up_to_jumps(stream: ThreePointStream) -> ThreePointStream:
         turning = np.abs(vertical_turns(rotations[:-1, 0], rotations[1:, 0])) >= \
             np.radians(np.maximum(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dts))
     candidates = np.flatnonzero(tracked[:-1, 0] & tracked[1:, 0] & (fast | turning))
-    held = np.array([k for k in candidates if fast[k] or turned_with_controllers(
+    return np.array([k + 1 for k in candidates if fast[k] or turned_with_controllers(
         (positions[k], rotations[k], tracked[k]), (positions[k + 1], rotations[k + 1], tracked[k + 1]), dts[k])], int)
-    if not len(held):
-        return stream
-    hold_times = np.maximum(times[held + 1] - 1e-6, (times[held] + times[held + 1]) / 2)
-    return ThreePointStream(np.insert(times, held + 1, hold_times), np.insert(positions, held + 1, positions[held], axis=0),
-                            np.insert(rotations, held + 1, rotations[held], axis=0),
-                            np.insert(tracked, held + 1, tracked[held], axis=0))
+
+
+def held_up_to_jumps(stream: ThreePointStream) -> tuple[ThreePointStream, np.ndarray]:
+    """The stream with each sample before a jump (`jump_samples`) held until just before the next one, so that
+    resampling it puts no sample halfway across the jump; and the times of the samples the jumps lead to."""
+    after = jump_samples(stream)
+    times = stream.times
+    if not len(after):
+        return stream, times[after]
+    held = after - 1
+    hold_times = np.maximum(times[after] - 1e-6, (times[held] + times[after]) / 2)
+    return ThreePointStream(np.insert(times, after, hold_times), np.insert(stream.positions, after,
+                                                                           stream.positions[held], axis=0),
+                            np.insert(stream.rotations, after, stream.rotations[held], axis=0),
+                            np.insert(stream.tracked, after, stream.tracked[held], axis=0)), times[after]
+
+
+def crossing(jump_times: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """(T,) the frames at `times` (a resampled timeline) that are the first at or after a jump (`jump_times`): where
+    a solver stepping at that rate, whose own test sees a longer step, must take the jump."""
+    crossed = np.zeros(len(times), bool)
+    if len(times):
+        crossed[np.minimum(np.searchsorted(times, jump_times), len(times) - 1)] = True
+    return crossed

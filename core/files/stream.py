@@ -247,9 +247,14 @@ def copy_with_comment(path: str | Path, output: str | Path, key: str, text: str)
     header = next((k for k, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")), len(lines))
     ends = [line[len(line.rstrip("\r\n")):] for line in lines[:header + 1]]
     newline = next((end for end in ends if end), "\n")
-    kept = [line for line in lines[:header] if not line.strip()[1:].strip().startswith(key + " ")]
+    kept = [line for line in lines[:header] if not _is_keyed(line.strip()[1:].strip(), key)]
     copied = "".join(kept) + f"# {text}{newline}" + "".join(lines[header:])
     write_bytes(output, bom + copied.encode("utf-8"))
+
+
+def _is_keyed(comment: str, key: str) -> bool:
+    """Whether a comment's text is `key` and a JSON object (`# calibration {...}`), not the writer's own words."""
+    return comment.startswith(key + " ") and comment[len(key):].lstrip().startswith("{")
 
 
 def held_samples(tracked: np.ndarray) -> np.ndarray:

@@ -137,6 +137,7 @@ class HybridSolver:
             yaw = self.facing.step(held.positions, held.rotations, dt, jumped) if self.faces_with_model else None
             if jumped:
                 self.live_facing.clear()
+                self.speed.clear()
             matched, contacts = None, self.predictor.contacts
             devices = (held.positions, held.rotations, held.tracked)
         speed = 0.0 if self.previous_hips is None or placed else float(np.hypot(*(hips - self.previous_hips)[[0, 2]])) / dt
@@ -193,7 +194,7 @@ class HybridSolver:
         stepped, its standing HMD height, and per frame the orientation model's yaw (or zero), the target, the time
         step and whether the avatar was placed (a teleport, or where the predictor's world jumped with the user,
         `jumps` (T,)). Frames before the HMD is first tracked wait in its first frame's."""
-        stepped = held_up_to_jumps(without_unusable_samples(stream)[0]).resampled(self.fps)
+        stepped = held_up_to_jumps(without_unusable_samples(stream)[0])[0].resampled(self.fps)
         height = self.predictor.fixed_height or standing_height(stepped, self.predictor.config.calibration_s)
         first = int(np.flatnonzero(stepped.tracked[:, 0])[0])  # standing_height refused a stream without one
         self.held.reset()

@@ -28,7 +28,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..config import DeviceOffsets, SimulationConfig, MatchingConfig
 from ..devices.attachments import device_offsets, joints_from_devices
 from ..devices.held import HeldDevices
-from ..devices.jumps import held_up_to_jumps
+from ..devices.jumps import crossing, held_up_to_jumps
 from ..devices.plausibility import without_unusable_samples
 from ..devices.simulate import simulate_stream
 from ..devices.standing_height import StandingHeight
@@ -237,10 +237,11 @@ class MotionMatchingSolver:
                         np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height,
                         self.method)
 
-    def step_lower_body(self, positions, rotations, tracked, dt: float) -> LowerBodyFrame:
-        """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK."""
+    def step_lower_body(self, positions, rotations, tracked, dt: float, jump: bool = False) -> LowerBodyFrame:
+        """Steps 1-5 of the module docstring: the matched pose and its root, before the foot lock and the IK (`jump`:
+        the user is known to have jumped since the last frame, as HeldDevices.step takes it)."""
         state, config = self.state, self.config
-        held = self.held.step(positions, rotations, tracked, dt)
+        held = self.held.step(positions, rotations, tracked, dt, jump)
         positions, rotations, dt, target, teleported = held.positions, held.rotations, held.dt, held.target, \
             held.teleported
         hmd_position = positions[0]
@@ -388,14 +389,17 @@ def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
     """Steps 1-5 over a whole stream: on the solver's timeline (resampled to its rate), the standing height
     measured on it (devices/standing_height.py), every frame from the HMD's first tracked one stepped and the frames
     before it waiting in that one's pose. Returns the stream as stepped, the height and one frame per sample."""
-    stream = held_up_to_jumps(without_unusable_samples(stream)[0]).resampled(solver.fps)
+    stream, jump_times = held_up_to_jumps(without_unusable_samples(stream)[0])
+    stream = stream.resampled(solver.fps)
+    known = crossing(jump_times, stream.times)
     height = solver.fixed_height or standing_height(stream, solver.config.calibration_s)
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
     solver.reset(height)
     frames = []
     for t in range(first, len(stream)):
         dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
-        frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt))
+        frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt,
+                                             bool(known[t])))
     return stream, height, [frames[0]] * first + frames
 
 

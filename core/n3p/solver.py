@@ -32,7 +32,7 @@ from ..anim.motion import Motion, forward_kinematics
 from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
-from ..devices.jumps import held_up_to_jumps, hmd_may_have_jumped, jumped, turned_with_controllers, vertical_turns
+from ..devices.jumps import crossing, held_up_to_jumps, hmd_may_have_jumped, jumped, turned_with_controllers, vertical_turns
 from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
 from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
@@ -289,8 +289,10 @@ class N3PSolver:
                                                             TICK_BLEND_HALFLIFE_S, dt)
         return Motion(motion.skeleton, rotations[None], positions[None], motion.fps)
 
-    def advance(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> "Advanced":
-        """Steps 1-3 of one frame, the predictor ticked if one is due."""
+    def advance(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float,
+                jump: bool = False) -> "Advanced":
+        """Steps 1-3 of one frame, the predictor ticked if one is due; `jump`: the user is known to have jumped since
+        the last frame (found at the stream's own rate offline), whatever this step's own test says."""
         positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
         tracked = np.array(tracked, dtype=bool)
         usable = usable_samples(positions, rotations, tracked)
@@ -324,8 +326,8 @@ class N3PSolver:
             if scale != self.signal_scale:  # the user measured anew: the predictor's world scales with the signals
                 self.predictor.rescale(scale / self.signal_scale)
                 self.prediction[2][:2] *= scale / self.signal_scale
-            self.jumped = hmd_may_have_jumped((before[0][0], before[1][0]), (positions[0], rotations[0]), dt) and \
-                self.follow_jump(before, (positions, rotations, tracked), scale, dt)
+            self.jumped = (jump or hmd_may_have_jumped((before[0][0], before[1][0]), (positions[0], rotations[0]), dt)) \
+                and self.follow_jump(before, (positions, rotations, tracked), scale, dt, jump)
         self.devices_before = (positions.copy(), rotations.copy(), tracked.copy())
         self.signal_scale = scale
         self.since_tick_s += dt
@@ -334,15 +336,15 @@ class N3PSolver:
             self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
         return Advanced(positions, rotations, tracked, scale, dt, *self.prediction)
 
-    def follow_jump(self, before: tuple, now: tuple, scale: float, dt: float) -> bool:
+    def follow_jump(self, before: tuple, now: tuple, scale: float, dt: float, known: bool = False) -> bool:
         """Where the devices (positions (3, 3), rotations (3, 4), tracked (3,); the HMD held where untracked) jumped
-        from `before` to `now` over `dt` (devices/jumps.py: the head the HMD implies moved faster than
+        from `before` to `now` over `dt` (`known`, or devices/jumps.py: the head the HMD implies moved faster than
         CARRY_SPEED_M_S, or it turned faster than TURN_SPEED_DEG_S with the controllers), the predictor's world
         (scaled by `scale`) moves with the head, turned as the HMD turned: the avatar is placed where the user now is,
         still in its stride, instead of walking or turning there. Whether it did."""
         heads = [joints_from_devices(positions[0], rotations[0], self.offsets[0]) for positions, rotations, _ in
                  (before, now)]
-        if jumped(heads[1] - heads[0], dt):
+        if known or jumped(heads[1] - heads[0], dt):
             turn = float(vertical_turns(before[1][0], now[1][0]))
         else:
             turn = turned_with_controllers(before, now, dt)
@@ -392,8 +394,9 @@ class N3PSolver:
         """The offline driver: calibrate on the stream's standing height, advance every sample of the stream at 30 Hz,
         pose the predictions interpolated onto the output's timeline, then the IK toward the devices at every
         output frame."""
-        stream = held_up_to_jumps(without_unusable_samples(stream)[0])
+        stream, jump_times = held_up_to_jumps(without_unusable_samples(stream)[0])
         ticks, output = stream.resampled(FPS), stream.resampled(self.fps)
+        known = crossing(jump_times, ticks.times)
         if stream.tracked[:, 0].any() and not ticks.tracked[:, 0].any():
             raise ValueError(f"the HMD is first tracked at t = {stream.times[np.argmax(stream.tracked[:, 0])]:.3f} s, "
                              f"less than one of the predictor's {FPS:g} Hz steps before the stream ends: too short "
@@ -407,7 +410,7 @@ class N3PSolver:
         frames, jumps = [], np.zeros(len(ticks), bool)
         for t in range(first, len(ticks)):
             frames.append(self.advance(ticks.positions[t], ticks.rotations[t], ticks.tracked[t],
-                                       ticks.times[t] - ticks.times[t - 1] if t > first else TICK_S))
+                                       ticks.times[t] - ticks.times[t - 1] if t > first else TICK_S, bool(known[t])))
             jumps[t] = self.jumped
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
         advanced = Advanced(*(np.array(values) for values in zip(*frames)))

@@ -236,4 +236,4 @@ def test_a_solve_warns_in_one_line_when_the_stream_empties_were_edited_away_from
     curve.update()
     assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
     assert (f"Warning: The stream empty '{left.name}' is 5 cm from walk.csv at frame 21: the solve reads the file, "
-            "so Export Stream over it to solve the edits\n") in capfd.readouterr().out
+            "so Export Stream to a new file and load it to solve the edits\n") in capfd.readouterr().out

@@ -195,7 +195,7 @@ STORED = {"found": True, "standing_hmd_height_m": 1.45, "arm_span_m": 1.14, "pos
 @pytest.mark.parametrize("change, words", [
     ({"pose_s": None}, "pose_s is not a list of 2 numbers"), ("pose_s", "pose_s is missing"),
     ({"pose_s": [3.0, 1.0]}, "pose_s [3.0, 1.0] is not a start and an end"),
-    ({"grip_offsets_m": [[50.0, 0, 0], None]}, "the left grip's distance from the wrist is 50 m, outside 0-0.2 m"),
+    ({"grip_offsets_m": [[50.0, 0, 0], None]}, "the left grip's distance from the wrist is 50 m, outside 0-0.201 m"),
     ({"grip_offsets_m": [[float("nan"), 0, 0], None]}, "grip_offsets_m (left) is not finite"),
     ({"grip_offsets_m": [None, [0, "0.1", 0]]}, "grip_offsets_m (right) is not a list of 3 numbers"),
     ({"grip_tilts": [[0, 0, 0, 0], [1, 0, 0, 0]]}, "the left grip tilt's length (a rotation's is 1) is 0"),

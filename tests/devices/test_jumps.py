@@ -4,7 +4,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from core.config import DeviceNoise, SimulationConfig
-from core.devices.jumps import TURN_SPEED_DEG_S, held_up_to_jumps, turned_with_controllers, vertical_turns
+from core.devices.jumps import TURN_SPEED_DEG_S, crossing, held_up_to_jumps, turned_with_controllers, vertical_turns
 from core.devices.simulate import simulate_stream
 from core.files.stream import ThreePointStream
 from core.math import quat
@@ -62,8 +62,8 @@ def test_a_recentring_is_found_at_any_rate_and_no_tick_lands_halfway_across_it(f
     turned = _recentred(stream, at, sign * turn_deg)
     assert abs(turned_with_controllers(*((turned.positions[k], turned.rotations[k], turned.tracked[k])
                                          for k in (at - 1, at)), 1.0 / rate) - np.radians(sign * turn_deg)) < 0.05
-    held = held_up_to_jumps(turned)
-    assert len(held) == len(stream) + 1
+    held, jump_times = held_up_to_jumps(turned)
+    assert len(held) == len(stream) + 1 and jump_times.tolist() == [stream.times[at]]
     ticks, plain = held.resampled(30.0), stream.resampled(30.0)
     off = np.degrees(np.abs(vertical_turns(plain.rotations[:, 0], ticks.rotations[:, 0])))
     assert np.all((off < 1.0) | (np.abs(off - turn_deg) < 1.0))
@@ -77,11 +77,11 @@ def test_a_users_own_motion_is_never_a_jump(fixture_walk2, rate, seed):
     the hands still: no jump."""
     noisy = simulate_stream(fixture_walk2, SimulationConfig(
         fps=90.0, look_around_deg=60.0, device_noise=DeviceNoise(rates_hz=(rate,)), seed=seed)).stream
-    assert held_up_to_jumps(noisy) is noisy
+    assert held_up_to_jumps(noisy)[0] is noisy
     spun = _turned_about_own_axis(noisy, 1100.0, controllers=True)
-    assert held_up_to_jumps(spun) is spun
+    assert held_up_to_jumps(spun)[0] is spun
     shaken = _turned_about_own_axis(noisy, 1400.0 * 6, controllers=False)  # the HMD alone turning past the limit
-    assert held_up_to_jumps(shaken) is shaken
+    assert held_up_to_jumps(shaken)[0] is shaken
 
 
 def test_a_headset_that_turns_alone_past_the_limit_is_not_a_recentring(walk_stream):
@@ -95,3 +95,11 @@ def test_a_headset_that_turns_alone_past_the_limit_is_not_a_recentring(walk_stre
     samples = [(s.positions[k], s.rotations[k], s.tracked[k]) for s, k in ((walk_stream, at - 1),
                                                                            (_recentred(walk_stream, at, 90.0), at))]
     assert turned_with_controllers(*samples, 1 / 90) == pytest.approx(np.pi / 2, abs=0.05)  # and the head's own turn
+    untracked = [(positions, rotations, np.array([True, False, False])) for positions, rotations, _ in samples]
+    assert turned_with_controllers(*untracked, 1 / 90) == 0.0  # no controller to tell it from a glitch
+
+
+def test_the_frames_of_a_slower_timeline_that_cross_a_jump():
+    times = np.arange(6) / 30.0
+    assert crossing(np.array([0.05, times[3]]), times).tolist() == [False, False, True, True, False, False]
+    assert not crossing(np.zeros(0), times).any() and len(crossing(np.array([0.1]), np.zeros(0))) == 0

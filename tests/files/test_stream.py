@@ -280,14 +280,16 @@ def test_windows_line_endings_and_spaces(tmp_path):
 
 
 PREAMBLE_LINES = st.sampled_from(["# made by a recorder", "# calibration {\"found\": false}", "  # calibration old",
-                                  "#calibration {}", "# calibrated by hand", "", "# Hüfte"])
+                                  "#calibration {}", "# calibrated by hand", "", "# Hüfte",
+                                  "# calibration done by hand [v2]", "# calibration  {\"found\": true}"])
 
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(PREAMBLE_LINES, max_size=5), st.sampled_from(["\n", "\r\n", "\r"]), st.booleans(),
        st.lists(st.sampled_from(["1.5e0", "0001.25", "  2 ", ""]), min_size=2, max_size=2))
 def test_a_copy_with_a_comment_changes_only_that_comment(tmp_path_factory, preamble, newline, bom, extra):
-    """Extra columns, their order, numbers as written, later comments and line ends are kept byte for byte."""
+    """Extra columns, their order, numbers as written, later comments and line ends are kept byte for byte; an
+    earlier calibration comment ("# calibration {...}") is replaced, the writer's own words after "calibration" kept."""
     folder = tmp_path_factory.mktemp("copy")
     header = ["frame"] + list(reversed(COLUMNS))
     rows = [",".join(_cells(t, {"frame": value}, header=header)) for t, value in zip((0.0, 0.1), extra)]
@@ -295,7 +297,8 @@ def test_a_copy_with_a_comment_changes_only_that_comment(tmp_path_factory, pream
     source = folder / "in.csv"
     source.write_bytes((b"\xef\xbb\xbf" if bom else b"") + (newline.join(preamble + [""]) + body).encode())
     copy_with_comment(source, folder / "out.csv", "calibration", 'calibration {"found": false}')
-    kept = [line for line in preamble if not line.strip()[1:].strip().startswith("calibration ")]
+    kept = [line for line in preamble if not (line.strip()[1:].strip().startswith("calibration ")
+                                              and line.split("calibration", 1)[1].lstrip().startswith("{"))]
     expected = newline.join(kept + ['# calibration {"found": false}', ""]) + body
     assert (folder / "out.csv").read_bytes() == (b"\xef\xbb\xbf" if bom else b"") + expected.encode()
     assert [text for _, text in read_comments(folder / "out.csv")].count('calibration {"found": false}') == 1
