@@ -70,12 +70,19 @@ class Canvas:
         """A line through the points; a non-finite point breaks it."""
         xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
         ok = np.isfinite(xs[:-1]) & np.isfinite(ys[:-1]) & np.isfinite(xs[1:]) & np.isfinite(ys[1:])
-        for x0, y0, x1, y1 in zip(xs[:-1][ok], ys[:-1][ok], xs[1:][ok], ys[1:][ok]):
-            count = int(max(abs(x1 - x0), abs(y1 - y0))) + 1
-            px = np.rint(np.linspace(x0, x1, count + 1)).astype(int)
-            py = np.rint(np.linspace(y0, y1, count + 1)).astype(int)
-            inside = (px >= 0) & (px < self.pixels.shape[1]) & (py >= 0) & (py < self.pixels.shape[0])
-            self.pixels[py[inside], px[inside]] = colour
+        x0, y0, x1, y1 = xs[:-1][ok], ys[:-1][ok], xs[1:][ok], ys[1:][ok]
+        if not len(x0):
+            return
+        with np.errstate(over="ignore", invalid="ignore"):  # a segment beyond any canvas is clipped below
+            counts = np.minimum(np.maximum(np.abs(x1 - x0), np.abs(y1 - y0)), 2.0 * sum(self.pixels.shape))
+        counts = counts.astype(int) + 1  # each segment's steps: one a pixel along its longer axis
+        segment = np.repeat(np.arange(len(x0)), counts + 1)
+        step = np.arange(len(segment)) - np.repeat(np.cumsum(counts + 1) - (counts + 1), counts + 1)
+        last = step == counts[segment]
+        px = np.rint(np.where(last, x1[segment], x0[segment] + step * ((x1 - x0) / counts)[segment]))
+        py = np.rint(np.where(last, y1[segment], y0[segment] + step * ((y1 - y0) / counts)[segment]))
+        inside = (px >= 0) & (px < self.pixels.shape[1]) & (py >= 0) & (py < self.pixels.shape[0])
+        self.pixels[py[inside].astype(int), px[inside].astype(int)] = colour
 
 
 def nice_ticks(low: float, high: float, count: int = 5) -> np.ndarray:

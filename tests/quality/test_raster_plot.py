@@ -63,6 +63,36 @@ def test_a_series_is_drawn_where_its_values_are_and_a_gap_breaks_it():
     assert (pixels < 100).all(axis=-1).sum() > 500  # text and frames in ink
 
 
+@given(st.lists(st.tuples(st.floats(-30, 90), st.floats(-30, 70)), min_size=2, max_size=12))
+@settings(max_examples=60, deadline=None)
+def test_a_polyline_is_every_pixel_along_its_segments_and_only_those(points):
+    """Each segment, drawn alone: its ends' pixels (where on the canvas), a path of touching pixels between them, and
+    nothing farther than a pixel from it; all segments together draw the union."""
+    xs, ys = np.array(points).T
+    together = Canvas(60, 40)
+    together.polyline(xs, ys, (0, 0, 0))
+    union = np.zeros((40, 60), bool)
+    for (x0, y0), (x1, y1) in zip(points[:-1], points[1:]):
+        alone = Canvas(60, 40)
+        alone.polyline(np.array([x0, x1]), np.array([y0, y1]), (0, 0, 0))
+        drawn = np.all(alone.pixels == 0, axis=-1)
+        union |= drawn
+        rows, columns = np.nonzero(drawn)
+        for x, y in ((x0, y0), (x1, y1)):
+            if 0 <= round(x) < 60 and 0 <= round(y) < 40:
+                assert drawn[int(np.rint(y)), int(np.rint(x))]
+        along = np.array([x1 - x0, y1 - y0])
+        length = max(float(np.linalg.norm(along)), 1e-12)
+        offsets = np.stack([columns - x0, rows - y0], axis=-1)
+        across = np.abs(offsets[:, 0] * along[1] - offsets[:, 1] * along[0]) / length
+        assert np.all(across <= 1.0)
+        if 0 <= x0 < 59.5 and 0 <= y0 < 39.5 and 0 <= x1 < 59.5 and 0 <= y1 < 39.5:  # inside: one touching path
+            order = np.argsort(offsets @ along)
+            steps = np.abs(np.diff(np.stack([columns, rows], axis=-1)[order], axis=0))
+            assert np.all(steps.max(axis=-1) <= 1) if len(steps) else True
+    np.testing.assert_array_equal(np.all(together.pixels == 0, axis=-1), union)
+
+
 def test_text_draws_each_glyph_and_an_unknown_one_as_a_box():
     canvas = Canvas(60, 20)
     canvas.text(0, 0, "a~")
