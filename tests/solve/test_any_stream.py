@@ -178,9 +178,10 @@ def test_streams_whose_length_broke_the_default_solve(solvers, person, rate, sam
     check_solutions({"hybrid": solvers["hybrid"]}, ThreePointStream(times, *person_at(person, times)))
 
 
-def test_a_ten_minute_session_solves_with_the_default(solvers, person):
-    """Ten minutes at 30 Hz (the person walking the clip again and again): 36,001 frames at 60 Hz, all finite."""
-    times = np.arange(600 * 30 + 1) / 30.0
+def test_a_long_session_solves_with_the_default(solvers, person):
+    """Five minutes at 30 Hz (the person walking the clip again and again): 18,001 frames at 60 Hz, all finite (ten
+    minutes took a minute of the suite; docs/benchmarks.md times them)."""
+    times = np.arange(300 * 30 + 1) / 30.0
     stream = ThreePointStream(times + 1.7e9, *person_at(person, times % person.duration))
     check_solutions({"hybrid": solvers["hybrid"]}, stream)
 
