@@ -27,10 +27,20 @@ SMALLEST_TURN_DEG = 20.0
 """A turn smaller than this is never a jump, however short the step (a fast stream's samples a millisecond apart)."""
 
 
+def step_limit(dt: float) -> float:
+    """The shortest step along the floor (metres) over `dt` seconds that is a jump's."""
+    return max(SMALLEST_JUMP_M, CARRY_SPEED_M_S * dt)
+
+
+def turn_limit(dt: float) -> float:
+    """The smallest turn about the vertical (radians) over `dt` seconds that is a jump's."""
+    return math.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt))
+
+
 def jumped(step: np.ndarray, dt: float) -> bool:
     """Whether the head's (or the headset's) step (3,) along the floor over `dt` seconds is faster than
     CARRY_SPEED_M_S (and longer than SMALLEST_JUMP_M)."""
-    return float(np.hypot(step[0], step[2])) > max(SMALLEST_JUMP_M, CARRY_SPEED_M_S * dt)
+    return float(np.hypot(step[0], step[2])) > step_limit(dt)
 
 
 def vertical_turns(before: np.ndarray, after: np.ndarray) -> np.ndarray:
@@ -47,11 +57,11 @@ def hmd_may_have_jumped(before: tuple, after: tuple, dt: float) -> bool:
     between two samples as fast as a jump's (a first test in plain floats, for the live step: `jumped` on the head and
     `turned_with_controllers` decide)."""
     (x0, _, z0), (x1, _, z1) = before[0].tolist(), after[0].tolist()
-    if math.hypot(x1 - x0, z1 - z0) > max(SMALLEST_JUMP_M, CARRY_SPEED_M_S * dt):
+    if math.hypot(x1 - x0, z1 - z0) > step_limit(dt):
         return True
     (bw, bx, by, bz), (aw, ax, ay, az) = before[1].tolist(), after[1].tolist()
     turn = 2.0 * math.atan2(ay * bw - aw * by + ax * bz - az * bx, aw * bw + ax * bx + ay * by + az * bz)
-    return abs(math.remainder(turn, 2.0 * math.pi)) >= math.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt))
+    return abs(math.remainder(turn, 2.0 * math.pi)) >= turn_limit(dt)
 
 
 def turned_with_controllers(before: tuple, after: tuple, dt: float) -> float:
@@ -61,7 +71,7 @@ def turned_with_controllers(before: tuple, after: tuple, dt: float) -> float:
     turn about the headset takes it than where it was. With no controller tracked in both, none: a headset's glitch
     could not be told from a recentring."""
     turn = float(vertical_turns(before[1][0], after[1][0]))
-    if abs(turn) < np.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt)):
+    if abs(turn) < turn_limit(dt):
         return 0.0
     both = np.flatnonzero(before[2][1:] & after[2][1:]) + 1
     if not len(both):

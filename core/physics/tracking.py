@@ -30,7 +30,7 @@ import numpy as np
 
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
-from ..devices.jumps import SMALLEST_TURN_DEG, TURN_SPEED_DEG_S, jumped, vertical_turns
+from ..devices.jumps import jumped, turn_limit, vertical_turns
 from ..math import quat
 from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody, simulated_body
 
@@ -328,7 +328,7 @@ class PhysicsTracker:
         faster than a body can (devices/jumps.py)."""
         turn = abs(float(vertical_turns(self.previous[3:7], target[3:7])))
         return jumped(target[:3] - self.previous[:3], dt) or \
-            turn >= np.radians(max(SMALLEST_TURN_DEG, TURN_SPEED_DEG_S * dt))
+            turn >= turn_limit(dt)
 
 
 def held_frames(targets: np.ndarray, fps: float) -> np.ndarray:
