@@ -5,7 +5,7 @@ from pathlib import Path
 
 import bpy
 
-from . import avatar, core
+from . import avatar, core, stream_files
 from .armature import target_armature
 from .bone_map import bone_map, fill_bone_map
 from .errors import VRAvatarError
@@ -33,17 +33,24 @@ def device_calibration(settings):
     return stored or core.config.CalibrationConfig()
 
 
-def read_stream(settings):
+def read_stream(scene):
+    """(the stream the scene's solve reads, a line saying so where it is the edited stream empties': else '').
+
+    The scene's stream file, unless its empties were edited away from it (stream_files.solve_input); either way
+    its controllers re-expressed as OpenXR grips from the stream's named grip."""
+    settings = scene.vr_avatar
     path = bpy.path.abspath(settings.stream.stream_path)
     if not settings.stream.stream_path:
         raise VRAvatarError("Load a three-point stream first (VR Avatar › Stream)")
+    hmd_only = settings.solve.method == 'N3P' and settings.solve.hmd_only
     try:
-        stream = core.files.stream.read_stream(path, hmd_only=settings.solve.method == 'N3P' and settings.solve.hmd_only)
+        stream = core.files.stream.read_stream(path, hmd_only=hmd_only)
         core.devices.plausibility.check_stream(stream, path)  # units a solve cannot use; warnings were given on loading
+        stream, note = stream_files.solve_input(scene, stream, path, hmd_only)
         stream = core.devices.grips.as_openxr_grip(stream, settings.stream.grip)
     except (OSError, core.files.stream.StreamFormatError) as error:
         raise VRAvatarError(str(error)) from None
-    return stream
+    return stream, note
 
 
 def avatar_target(context):

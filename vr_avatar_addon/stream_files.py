@@ -6,13 +6,15 @@ import bpy
 import numpy as np
 
 from . import core
-from .axes import z_up_from_y_up
-from .keyframes import action_fcurves
+from .axes import z_up_from_y_up, z_up_rotation_from_y_up
 from .scene_timing import scene_fps
-from .stream_objects import TIME_START, empties_from_stream, remove_stream_empties, stream_from_empties
+from .stream_objects import FRAME_START, LOADED_FPS, TIME_START, device_poses, empties_from_stream, \
+    remove_stream_empties, slot_fcurves, stream_from_empties
 
 EDITED_M = 0.01
-"""Stream empties keyed farther than this from the scene's stream file were edited by hand."""
+"""A stream empty farther than this from the scene's stream file was edited by hand ..."""
+EDITED_DEG = 1.0
+"""... or one turned more than this from it."""
 
 
 def format_error(error) -> str:
@@ -52,10 +54,10 @@ def load_stream(context, report, filepath: str) -> set:
     for warning in warnings:
         report({'WARNING'}, warning)
     scene = context.scene
-    stream = core.devices.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
+    stream = as_loaded(stream, scene)
     remove_stream_empties(scene)
     settings = scene.vr_avatar.stream
-    settings.head, settings.left, settings.right = empties_from_stream(scene, stream, scene.frame_start)
+    settings.head, settings.left, settings.right = empties_from_stream(scene, stream, scene.frame_start, scene_fps(scene))
     settings.stream_path = bpy.path.relpath(filepath) if bpy.data.is_saved else filepath
     scene.frame_end = max(scene.frame_end, scene.frame_start + len(stream) - 1)
     untracked = np.count_nonzero(~stream.tracked, axis=0)
@@ -83,47 +85,74 @@ def export_stream(context, report, filepath: str) -> set:
     return {'FINISHED'}
 
 
-def keyed_locations(obj) -> tuple[np.ndarray, np.ndarray] | None:
-    """The frames (K,) and values (K, 3) of the object's location keys, each curve read in one call; None where
-    it has no location keys or its three curves are not keyed on the same frames."""
-    action = obj.animation_data.action if obj is not None and obj.animation_data is not None else None
-    curves = {c.array_index: c for c in action_fcurves(action) if c.data_path == "location"} if action else {}
-    if len(curves) < 3:
-        return None
-    keys = []
-    for index in range(3):
-        points = curves[index].keyframe_points
-        co = np.empty(2 * len(points), dtype=np.float64)
-        points.foreach_get("co", co)
-        keys.append(co.reshape(-1, 2))
-    if any(len(k) != len(keys[0]) or not np.array_equal(k[:, 0], keys[0][:, 0]) for k in keys):
-        return None
-    return keys[0][:, 0], np.stack([k[:, 1] for k in keys], axis=-1)
+def loaded_frames(settings, samples: int) -> np.ndarray:
+    """The scene frames the loaded stream's `samples` samples were keyed at (its empties' first frame on)."""
+    head = settings.head
+    start = head.get(FRAME_START)
+    if start is None:  # loaded by an earlier version: the first frame its keys reach
+        action = head.animation_data.action if head.animation_data is not None else None
+        start = round(action.frame_range[0]) if action is not None else bpy.context.scene.frame_start
+    return int(start) + np.arange(samples)
 
 
-def empties_edited(scene) -> str:
-    """A warning line where the stream empties are keyed more than 1 cm from the scene's stream file (the solve
-    reads the file, so hand edits to them would be missed); else ''."""
+def loaded_at(scene, samples: int) -> bool:
+    """Whether the stream empties were keyed at the scene's present rate (an earlier version's: one key a sample)."""
+    head = scene.vr_avatar.stream.head
+    fps = head.get(LOADED_FPS)
+    if fps is not None:
+        return abs(fps - scene_fps(scene)) < 1e-6
+    curves = slot_fcurves(head)
+    return ("location", 0) in curves and len(curves["location", 0].keyframe_points) == samples
+
+
+def empties_edits(scene, loaded, devices=(0, 1, 2)) -> str:
+    """Where the scene's stream empties (those of `devices`) no longer hold `loaded`, the stream as it was loaded
+    (`as_loaded`): a position more than 1 cm away, a rotation more than 1 degree, or a frame marked tracked or
+    untracked otherwise. A line naming the first empty and frame, or '' where they hold it."""
     settings = scene.vr_avatar.stream
-    devices = (settings.head, settings.left, settings.right)
-    if not settings.stream_path or None in devices or settings.head.animation_data is None:
+    empties = (settings.head, settings.left, settings.right)
+    if None in empties or not loaded_at(scene, len(loaded)):
         return ""
-    path = bpy.path.abspath(settings.stream_path)
-    try:
-        stream = core.files.stream.read_stream(path)
-    except (OSError, core.files.stream.StreamFormatError):
-        return ""
-    stream = core.devices.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
-    positions = z_up_from_y_up(stream.positions)
-    for device, obj in enumerate(devices):
-        keyed = keyed_locations(obj)
-        if keyed is None or len(keyed[0]) != len(stream):  # loaded at another rate, or keyed by the user throughout
-            continue
-        frames, locations = keyed
-        gaps = np.where(stream.tracked[:, device], np.linalg.norm(locations - positions[:, device], axis=-1), 0.0)
-        if gaps.max() > EDITED_M:
-            worst = int(np.argmax(gaps))
-            return (f"The stream empty '{obj.name}' is {gaps[worst] * 100:.0f} cm from {Path(path).name} at frame "
-                    f"{int(frames[worst])}: the solve reads the file, so Export Stream to a new file and load it to "
-                    "solve the edits")
+    frames = loaded_frames(settings, len(loaded))
+    positions, rotations, tracked = device_poses(empties, frames)
+    both = tracked & loaded.tracked
+    moved = np.linalg.norm(positions - np.nan_to_num(z_up_from_y_up(loaded.positions)), axis=-1)
+    cosine = np.abs(np.sum(rotations * np.nan_to_num(z_up_rotation_from_y_up(loaded.rotations)), axis=-1))
+    turned = np.degrees(2.0 * np.arccos(np.clip(cosine, 0.0, 1.0)))
+    edited = (both & ((moved > EDITED_M) | (turned > EDITED_DEG))) | (tracked != loaded.tracked)
+    for device in devices:
+        if edited[:, device].any():
+            first = int(np.argmax(edited[:, device]))
+            what = ("marked tracked" if tracked[first, device] else "marked untracked") \
+                if tracked[first, device] != loaded.tracked[first, device] else \
+                f"{moved[first, device] * 100:.0f} cm and {turned[first, device]:.0f} deg from the file"
+            count = int(edited[:, device].sum())
+            return (f"'{empties[device].name}' edited at frame {int(frames[first])} ({what}; "
+                    f"{count} frame{'s' if count > 1 else ''} edited)")
     return ""
+
+
+def as_loaded(stream, scene):
+    """The stream as Load Stream keys it: its unusable samples dropped, at the scene's rate."""
+    return core.devices.plausibility.without_unusable_samples(stream)[0].resampled(scene_fps(scene))
+
+
+def solve_input(scene, stream, path: str, hmd_only: bool = False):
+    """(the stream to solve, a line saying where it came from): `stream`, read from the scene's stream file at
+    `path`, unless the scene's empties were edited away from it; then the empties' poses at the scene's rate,
+    where the first edit is named (with `hmd_only`, the HMD's edits alone count and the controllers are
+    untracked)."""
+    loaded = as_loaded(stream, scene)
+    edits = empties_edits(scene, loaded, (0,) if hmd_only else (0, 1, 2))
+    if not edits:
+        return stream, ""
+    settings = scene.vr_avatar.stream
+    empties = (settings.head, settings.left, settings.right)
+    edited = stream_from_empties(*empties, loaded_frames(settings, len(loaded)), scene_fps(scene),
+                                 settings.head.get(TIME_START, 0.0))
+    if hmd_only:
+        edited.tracked[:, 1:] = False
+        edited.positions[:, 1:] = np.nan
+        edited.rotations[:, 1:] = np.nan
+    return edited, (f"Solving the stream empties as edited, not {Path(path).name}: {edits}; at the scene's "
+                    f"{scene_fps(scene):g} fps")

@@ -14,6 +14,9 @@ from .keyframes import new_action
 TAG = "vr_avatar_stream"
 TRACKED = "tracked"
 TIME_START = "vr_avatar_time_start"
+FRAME_START = "vr_avatar_frame_start"
+LOADED_FPS = "vr_avatar_fps"
+"""The scene frame of the first sample and the scene's rate, as loaded (the empties' custom properties)."""
 COLLECTION_NAME = "VR Stream"
 # Per device in core.files.stream.DEVICES order: object name, empty display type, display size (metres).
 EMPTIES = (("VR HMD", 'ARROWS', 0.15), ("VR Left Controller", 'ARROWS', 0.1), ("VR Right Controller", 'ARROWS', 0.1))
@@ -53,10 +56,10 @@ def remove_stream_empties(scene) -> int:
     return len(empties)
 
 
-def empties_from_stream(scene, stream, frame_start: int):
+def empties_from_stream(scene, stream, frame_start: int, fps: float):
     """Three new empties (HMD, left, right) in the "VR Stream" collection animated by `stream`, one frame per sample.
 
-    stream: a core ThreePointStream at the scene's rate (core's frame). Each empty is keyed with
+    stream: a core ThreePointStream at the scene's rate `fps` (core's frame). Each empty is keyed with
     location, rotation_quaternion and a 0/1 "tracked" custom property; untracked frames hold the
     last tracked pose. Returns the three objects.
     """
@@ -74,6 +77,8 @@ def empties_from_stream(scene, stream, frame_start: int):
         obj[TAG] = 1
         obj[TRACKED] = 1
         obj[TIME_START] = float(stream.times[0])
+        obj[FRAME_START] = int(frame_start)
+        obj[LOADED_FPS] = float(fps)
         collection.objects.link(obj)
         action, _ = new_action(f"{name} Stream", obj, [
             ("location", location, "Transform"),
@@ -88,18 +93,30 @@ def empties_from_stream(scene, stream, frame_start: int):
 
 
 def stream_from_empties(head, left, right, frames, fps: float, time_start: float = 0.0):
-    """A core ThreePointStream sampled from the three objects' world matrices at `frames` (core's frame).
+    """A core ThreePointStream sampled from the three objects' world poses at `frames` (core's frame).
 
     Times are time_start + (frame - frames[0]) / fps. A frame is untracked where the object's
-    "tracked" custom property reads 0 (objects without it are always tracked). The scene's current
-    frame is restored afterwards.
+    "tracked" custom property reads 0 (objects without it are always tracked).
     """
-    scene = bpy.context.scene
     frames = np.asarray(frames, dtype=int)
-    devices = (head, left, right)
-    positions = np.empty((len(frames), 3, 3))
-    rotations = np.empty((len(frames), 3, 4))
-    tracked = np.ones((len(frames), 3), dtype=bool)
+    positions, rotations, tracked = device_poses((head, left, right), frames)
+    return stream_from_blender_poses(time_start + (frames - frames[0]) / fps, positions, rotations, tracked)
+
+
+def device_poses(devices, frames):
+    """(positions (F, D, 3), rotations (F, D, 4), tracked (F, D)) of the objects at `frames`, Blender's frame.
+
+    Objects posed by their own keys alone (`keyed_alone`) are read from their f-curves; otherwise every frame is
+    set and the world matrices read, the scene's current frame restored afterwards.
+    """
+    frames = np.asarray(frames, dtype=int)
+    if all(keyed_alone(obj) for obj in devices):
+        poses = [keyed_pose(obj, frames) for obj in devices]
+        return tuple(np.stack([p[k] for p in poses], axis=1) for k in range(3))
+    scene = bpy.context.scene
+    positions = np.empty((len(frames), len(devices), 3))
+    rotations = np.empty((len(frames), len(devices), 4))
+    tracked = np.ones((len(frames), len(devices)), dtype=bool)
     current = scene.frame_current, scene.frame_subframe
     try:
         for i, frame in enumerate(frames):
@@ -111,7 +128,52 @@ def stream_from_empties(head, left, right, frames, fps: float, time_start: float
                 tracked[i, device] = bool(obj.get(TRACKED, 1))
     finally:
         scene.frame_set(current[0], subframe=current[1])
-    return stream_from_blender_poses(time_start + (frames - frames[0]) / fps, positions, rotations, tracked)
+    return positions, rotations, tracked
+
+
+KEYED_ALONE_PATHS = {"location", "rotation_quaternion", f'["{TRACKED}"]'}
+"""What a stream empty's own keys may animate for its pose to be read from them."""
+
+
+def slot_fcurves(obj) -> dict:
+    """{(data_path, index): f-curve} of the object's own slot in its active action, muted curves left out."""
+    animation = obj.animation_data
+    if animation is None or animation.action is None or animation.action_slot is None:
+        return {}
+    curves = {}
+    for layer in animation.action.layers:
+        for strip in layer.strips:
+            channelbag = strip.channelbag(animation.action_slot)
+            if channelbag is not None:
+                curves.update({(c.data_path, c.array_index): c for c in channelbag.fcurves if not c.mute})
+    return curves
+
+
+def keyed_alone(obj) -> bool:
+    """Whether the object's world pose is its own location and quaternion, keyed or set: no parent, constraints,
+    delta transforms, drivers or NLA strips, and its keys animate nothing else."""
+    animation = obj.animation_data
+    return (obj.parent is None and len(obj.constraints) == 0 and obj.rotation_mode == 'QUATERNION'
+            and tuple(obj.delta_location) == (0.0, 0.0, 0.0)
+            and tuple(obj.delta_rotation_quaternion) == (1.0, 0.0, 0.0, 0.0)
+            and (animation is None or (len(animation.drivers) == 0 and len(animation.nla_tracks) == 0))
+            and all(path in KEYED_ALONE_PATHS for path, _ in slot_fcurves(obj)))
+
+
+def keyed_pose(obj, frames):
+    """(positions (F, 3), unit quaternions (F, 4), tracked (F,)) of a `keyed_alone` object: its curves evaluated at
+    `frames`, its set values where a channel has none."""
+    curves = slot_fcurves(obj)
+
+    def channel(path: str, values) -> np.ndarray:
+        return np.stack([np.array([curves[path, i].evaluate(f) for f in frames]) if (path, i) in curves
+                         else np.full(len(frames), float(v)) for i, v in enumerate(values)], axis=-1)
+
+    positions = channel("location", obj.location)
+    rotations = channel("rotation_quaternion", obj.rotation_quaternion)
+    rotations /= np.maximum(np.linalg.norm(rotations, axis=-1, keepdims=True), 1e-12)
+    tracked = channel(f'["{TRACKED}"]', [obj.get(TRACKED, 1)])[:, 0] != 0.0
+    return positions, rotations, tracked
 
 
 def stream_from_blender_poses(times, positions, rotations, tracked=None):

@@ -222,18 +222,114 @@ def test_a_cancelled_in_place_bake_leaves_no_property_and_a_finished_one_takes_t
     assert [action.name for action in set(bpy.data.actions) - actions] == ["Avatar VR Avatar"]
 
 
-def test_a_solve_warns_in_one_line_when_the_stream_empties_were_edited_away_from_the_file(bpy, installed, stream,
-                                                                                         capfd):
-    """A key of the left controller's empty moved 5 cm: the solve, which reads the file, says so and names Export
-    Stream; unedited empties give no warning."""
+def _curve(installed, obj, data_path: str, index: int):
+    return next(c for c in installed.keyframes.action_fcurves(obj.animation_data.action)
+                if c.data_path == data_path and c.array_index == index)
+
+
+def test_a_solve_reads_the_stream_empties_where_they_were_edited_away_from_the_file(bpy, installed, stream, capfd):
+    """A key of the left controller's empty moved 5 cm: the solve says in one line that it solves the edited
+    empties, and its left wrist target moves 5 cm at that frame alone; unedited empties are solved from the file,
+    without a line."""
     _solved(bpy, stream)
     scene = bpy.context.scene
-    assert "Warning: The stream empty" not in capfd.readouterr().out
+    assert "Solving the stream empties" not in capfd.readouterr().out
+    before = installed.solve_cache.load(scene).wrist_targets.copy()
     left = scene.vr_avatar.stream.left
-    curve = next(c for c in installed.keyframes.action_fcurves(left.animation_data.action)
-                 if c.data_path == "location" and c.array_index == 2)
+    curve = _curve(installed, left, "location", 2)
     curve.keyframe_points[20].co.y += 0.05
     curve.update()
     assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
-    assert (f"Warning: The stream empty '{left.name}' is 5 cm from walk.csv at frame 21: the solve reads the file, "
-            "so Export Stream to a new file and load it to solve the edits\n") in capfd.readouterr().out
+    assert (f"Info: Solving the stream empties as edited, not walk.csv: '{left.name}' edited at frame 21 (5 cm and "
+            "0 deg from the file; 1 frame edited); at the scene's 30 fps\n") in capfd.readouterr().out
+    after = installed.solve_cache.load(scene).wrist_targets
+    moved = np.linalg.norm(after - before, axis=-1)
+    assert abs(moved[20, 0] - 0.05) < 0.005, moved[18:23]
+    assert np.delete(moved[:, 0], 20).max() < 0.002 and moved[:, 1].max() < 0.002
+
+
+def test_a_solve_reads_frames_marked_untracked_keys_deleted_and_a_parent_on_the_stream_empties(bpy, installed, stream,
+                                                                                                capfd):
+    """What an animator does to a glitch, each seen by the solve: frames keyed untracked, keys deleted and one moved
+    (the curve interpolating across), the empty parented under a moved one (read frame by frame); with the
+    headset-only method, edits to the controllers are not its input; empties keyed at another scene rate than the
+    present one are not compared."""
+    _solved(bpy, stream)
+    scene = bpy.context.scene
+    settings = scene.vr_avatar.stream
+    capfd.readouterr()
+    tracked = _curve(installed, settings.right, '["tracked"]', 0)
+    for point in tracked.keyframe_points[19:30]:
+        point.co.y = 0.0
+    tracked.update()
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert (f"'{settings.right.name}' edited at frame 20 (marked untracked; 11 frames edited)"
+            in capfd.readouterr().out)
+
+    _solved(bpy, stream)
+    settings = bpy.context.scene.vr_avatar.stream
+    capfd.readouterr()
+    curve = _curve(installed, settings.left, "location", 2)
+    for index in range(24, 17, -1):
+        curve.keyframe_points.remove(curve.keyframe_points[index])
+    curve.keyframe_points[18].co.y += 0.04  # the key of frame 26, now after the gap
+    curve.update()
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    out = capfd.readouterr().out
+    assert f"Info: Solving the stream empties as edited, not walk.csv: '{settings.left.name}' edited at frame " in out
+
+    _solved(bpy, stream)
+    scene = bpy.context.scene
+    settings = scene.vr_avatar.stream
+    capfd.readouterr()
+    offset = bpy.data.objects.new("Tracking Offset", None)
+    scene.collection.objects.link(offset)
+    offset.location = (0.0, 0.0, 0.1)
+    settings.head.parent = offset
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert f"'{settings.head.name}' edited at frame 1 (10 cm and 0 deg from the file; " in capfd.readouterr().out
+    settings.head.parent = None
+
+    curve = _curve(installed, settings.left, "location", 0)
+    curve.keyframe_points[5].co.y += 0.2
+    curve.update()
+    scene.vr_avatar.solve.method, scene.vr_avatar.solve.hmd_only = 'N3P', True
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert "Solving the stream empties" not in capfd.readouterr().out
+    scene.vr_avatar.solve.hmd_only = False
+    scene.render.fps = 24  # the empties keyed at 30 fps: not compared, the file solved
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert "Solving the stream empties" not in capfd.readouterr().out
+
+
+def test_stream_empties_read_from_their_keys_are_what_blender_shows_frame_by_frame(bpy, installed, stream):
+    """Keys moved, turned, deleted and given other interpolations at random (five seeds): the empties' poses read from
+    their f-curves equal their world matrices with each frame set (forced by a constraint of no influence)."""
+    objects = installed.stream_objects
+    _solved(bpy, stream)
+    settings = bpy.context.scene.vr_avatar.stream
+    empties = (settings.head, settings.left, settings.right)
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        for obj in empties:
+            for curve in installed.keyframes.action_fcurves(obj.animation_data.action):
+                points = curve.keyframe_points
+                for index in sorted(rng.choice(len(points) - 2, 3, replace=False) + 1, reverse=True):
+                    points.remove(points[int(index)])
+                for index in rng.choice(len(points), 4, replace=False):
+                    if curve.data_path != '["tracked"]':
+                        points[int(index)].co.y += rng.normal(0.0, 0.05)
+                    points[int(index)].interpolation = str(rng.choice(["BEZIER", "CONSTANT", "LINEAR"]))
+                curve.update()
+        frames = np.arange(-2, 70)
+        assert all(objects.keyed_alone(obj) for obj in empties)
+        keyed = objects.device_poses(empties, frames)
+        constraints = [obj.constraints.new('COPY_LOCATION') for obj in empties]
+        for constraint in constraints:
+            constraint.influence = 0.0
+        shown = objects.device_poses(empties, frames)
+        for obj, constraint in zip(empties, constraints):
+            obj.constraints.remove(constraint)
+        np.testing.assert_allclose(keyed[0], shown[0], atol=1e-5)
+        np.testing.assert_allclose(np.abs(np.sum(keyed[1] * shown[1], axis=-1)), 1.0, atol=1e-6)
+        np.testing.assert_array_equal(keyed[2], shown[2])

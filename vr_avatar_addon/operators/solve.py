@@ -9,7 +9,7 @@ import numpy as np
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from .. import bake, batch, bone_space, cleanup, core, solve_cache, stream_files
+from .. import bake, batch, bone_space, cleanup, core, solve_cache
 from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
@@ -36,6 +36,8 @@ class SceneSolve:
     avatar_size: str
     physics: bool
     stream_path: str = ""
+    stream_note: str = ""
+    """Where the stream comes from when it is not the file as it is (`scene_solver.read_stream`)."""
     phase: str = "solving"
     solution: object = None
     retargeted: object = None
@@ -47,9 +49,10 @@ class SceneSolve:
         scene, settings = context.scene, context.scene.vr_avatar
         obj, target = avatar_target(context)
         require_physics(settings)  # said before the solve runs, not after it
-        return cls(obj.name, target, solver_for_scene(context), read_stream(settings), device_calibration(settings),
+        stream, note = read_stream(scene)
+        return cls(obj.name, target, solver_for_scene(context), stream, device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
-                   settings.solve.physics, bpy.path.abspath(settings.stream.stream_path))
+                   settings.solve.physics, bpy.path.abspath(settings.stream.stream_path), note)
 
     def compute(self) -> None:
         """The solve and its retargeting onto the target (core alone); an error is kept in `error`."""
@@ -90,9 +93,12 @@ class SceneSolve:
         return cache
 
 
-def solve_scene(context) -> solve_cache.SolveCache:
-    """Solve the scene's stream with its settings onto the target armature, in one go: the cache, stored."""
+def solve_scene(context, report=None) -> solve_cache.SolveCache:
+    """Solve the scene's stream with its settings onto the target armature, in one go: the cache, stored (`report`
+    told where the stream is the edited empties')."""
     solve = SceneSolve.prepare(context)
+    if solve.stream_note and report is not None:
+        report({'INFO'}, solve.stream_note)
     solve.compute()
     return solve.finish(context)
 
@@ -179,13 +185,10 @@ class VR_AVATAR_OT_solve_stream(BesideBlender, bpy.types.Operator):
         return self.execute(context)
 
     def execute(self, context):
-        edited = stream_files.empties_edited(context.scene)
-        if edited:
-            self.report({'WARNING'}, edited)
         if self.beside:
             return self._start(context)
         try:
-            cache = solve_scene(context)
+            cache = solve_scene(context, self.report)
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
@@ -199,6 +202,8 @@ class VR_AVATAR_OT_solve_stream(BesideBlender, bpy.types.Operator):
         except VRAvatarError as error:
             self.report({'ERROR'}, str(error))
             return {'CANCELLED'}
+        if self._solve.stream_note:
+            self.report({'INFO'}, self._solve.stream_note)
         self._started = time.perf_counter()
         self._thread = threading.Thread(target=self._solve.compute, name="VR Avatar solve", daemon=True)
         self._thread.start()
