@@ -46,6 +46,8 @@ def relative_paths(scene):
     yield settings.solve, "report_path"
     for item in settings.library.databases:
         yield item, "path"
+    for take in settings.stream.takes:
+        yield take, "path"
 
 
 def rebased(path: str, old_folder: str, new_folder: str) -> str:
@@ -66,7 +68,7 @@ _rewritten = {}
 
 @persistent
 def keep_paths_on_save_as(filepath, _=None):
-    """save_pre: a .blend saved into another folder keeps its streams, databases and reports (relative paths are
+    """save_pre: a .blend saved into another folder keeps its streams, takes, databases and reports (relative paths are
     rewritten from the new folder; Blender remaps its own data's paths, not an add-on's)."""
     _rewritten.clear()
     if not bpy.data.filepath or not filepath:

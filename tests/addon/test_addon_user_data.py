@@ -45,7 +45,8 @@ def _solved(bpy, stream, fps: int = 30, names: dict = MIXAMO, extra_root: bool =
 
 
 def test_save_copy_into_another_folder_leaves_the_open_files_paths(bpy, installed, empty_scene, tmp_path):
-    """Save Copy writes the copy's paths from its own folder; the open file keeps its own, and they still read."""
+    """Save Copy writes the copy's paths from its own folder; the open file keeps its own, and they still read. Save
+    As rewrites them, the takes' too, from the new folder."""
     project, elsewhere = tmp_path / "project", tmp_path / "backup" / "deep"
     project.mkdir()
     elsewhere.mkdir(parents=True)
@@ -54,15 +55,21 @@ def test_save_copy_into_another_folder_leaves_the_open_files_paths(bpy, installe
     settings = bpy.context.scene.vr_avatar
     settings.stream["stream_path"] = "//take.csv"  # past the update callback, which would load the file
     settings.library.databases.add()["path"] = "//scene.vr_avatar_db.npz"
+    settings.stream.takes.add()["path"] = "//takes/take_001.csv"
     bpy.ops.wm.save_as_mainfile(filepath=str(elsewhere / "copy.blend"), copy=True)
     assert bpy.data.filepath == str(project / "scene.blend")
     assert settings.stream.stream_path == "//take.csv"
     assert settings.library.databases[0].path == "//scene.vr_avatar_db.npz"
+    assert settings.stream.takes[0].path == "//takes/take_001.csv"
+    bpy.ops.wm.save_as_mainfile(filepath=str(elsewhere / "moved.blend"))
+    assert settings.stream.takes[0].path == "//../../project/takes/take_001.csv"
+    assert settings.stream.stream_path == "//../../project/take.csv"
     bpy.ops.wm.open_mainfile(filepath=str(elsewhere / "copy.blend"))
     copied = bpy.context.scene.vr_avatar
     assert Path(bpy.path.abspath(copied.stream.stream_path)).resolve() == (project / "take.csv").resolve()
     assert Path(bpy.path.abspath(copied.library.databases[0].path)).resolve() == \
         (project / "scene.vr_avatar_db.npz").resolve()
+    assert Path(bpy.path.abspath(copied.stream.takes[0].path)).resolve() == (project / "takes" / "take_001.csv").resolve()
 
 
 def test_importing_motion_keeps_a_solved_scenes_rate_and_a_bake_refuses_a_solve_at_another(bpy, installed, stream):
