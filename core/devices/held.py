@@ -15,7 +15,7 @@ import numpy as np
 from ..math import quat
 from .attachments import head_on_floor, hmd_frame_rotations
 from .jumps import hmd_may_have_jumped, jumped, turned_with_controllers
-from .plausibility import step_seconds, usable_samples
+from .plausibility import step_seconds, unit_rotations, usable_samples
 
 HANDS_BEFORE_TRACKED = ((0.2, -0.6, 0.1), (-0.2, -0.6, 0.1))
 """Where an untracked controller is held, in the HMD frame, before any controller was seen with the HMD."""
@@ -85,6 +85,7 @@ class HeldDevices:
         positions, rotations, tracked = np.asarray(positions, float), np.asarray(rotations, float), \
             np.asarray(tracked, bool)
         usable = usable_samples(positions, rotations, tracked)
+        rotations = unit_rotations(rotations, usable)
         rejected = tracked & ~usable
         if rejected.any():
             self.rejected_samples += int(rejected.sum())

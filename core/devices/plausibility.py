@@ -1,7 +1,8 @@
 """What the solvers accept from devices and streams: finite, sane samples and time steps, metres and +Y up.
 
 A device sample that is not finite, lies farther than MAX_POSITION_M from the origin or has a
-quaternion far from unit length counts as untracked (`usable_samples`); a time step that is not
+quaternion far from unit length counts as untracked (`usable_samples`), one near it is made unit
+(`unit_rotations`); a time step that is not
 finite, not positive or longer than PAUSE_STEP_S is a pause: the solvers advance by one nominal
 frame. `check_stream` looks at a whole stream file: times in milliseconds and positions in
 centimetres or millimetres or on a +Z up axis are errors, gaps and absurd samples are warnings.
@@ -38,6 +39,14 @@ def usable_samples(positions, rotations, tracked) -> np.ndarray:
         squared = np.einsum("...i,...i->...", rotations, rotations)
         return (np.asarray(tracked, dtype=bool) & (np.abs(positions) <= MAX_POSITION_M).all(axis=-1)
                 & (squared >= low * low) & (squared <= high * high))
+
+
+def unit_rotations(rotations, usable) -> np.ndarray:
+    """Rotations (..., 4) with those of usable samples (`usable` (...,), usable_samples) scaled to unit length, the
+    others as they are: a quaternion up to QUATERNION_NORM_TOLERANCE off unit length is the rotation it points at."""
+    rotations, usable = np.asarray(rotations, dtype=float), np.asarray(usable, dtype=bool)[..., None]
+    kept = np.where(usable, rotations, 1.0)
+    return np.where(usable, kept / np.linalg.norm(kept, axis=-1, keepdims=True), rotations)
 
 
 def step_seconds(dt, nominal: float) -> tuple[float, bool]:

@@ -33,7 +33,7 @@ from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.jumps import crossing, held_up_to_jumps, hmd_may_have_jumped, jumped, turned_with_controllers, vertical_turns
-from ..devices.plausibility import step_seconds, usable_samples, without_unusable_samples
+from ..devices.plausibility import step_seconds, unit_rotations, usable_samples, without_unusable_samples
 from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
@@ -296,6 +296,7 @@ class N3PSolver:
         positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
         tracked = np.array(tracked, dtype=bool)
         usable = usable_samples(positions, rotations, tracked)
+        rotations = unit_rotations(rotations, usable)
         measured = bool(usable[0])  # the HMD's own sample, not the one held for it below
         rejected = tracked & ~usable
         if rejected.any():
