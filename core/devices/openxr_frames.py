@@ -108,16 +108,17 @@ def frames_to_stream(frames: list[Frame], rate: float | None = None) -> ThreePoi
     """Frames to a stream whose times start at 0 s; with `rate`, at most one frame per 1/rate tick.
 
     Thinning keeps the first frame in each tick of a grid from the first frame's time, so the mean
-    rate is `rate` even when the runtime's rate is not a multiple of it.
+    rate is `rate` even when the runtime's rate is not a multiple of it. A frame no later than one before it (a
+    runtime may hand out the same display time twice, or an earlier one) is dropped.
     """
     if not frames:
         raise ValueError("no frames to make a stream of: nothing was tracked")
     times_ns = np.array([f.time_ns for f in frames], dtype=np.int64)
     keep = np.ones(len(frames), dtype=bool)
-    keep[1:] = np.diff(times_ns) > 0  # a runtime may hand out the same display time twice
+    keep[1:] = times_ns[1:] > np.maximum.accumulate(times_ns)[:-1]
     if rate:
         ticks = ((times_ns - times_ns[0]) * rate // 1_000_000_000).astype(np.int64)
-        keep[1:] &= np.diff(ticks) > 0
+        keep[1:] &= ticks[1:] > np.maximum.accumulate(ticks)[:-1]
     kept = [f for f, k in zip(frames, keep) if k]
     return ThreePointStream((times_ns[keep] - times_ns[0]) * 1e-9,
                             np.stack([f.positions for f in kept]), np.stack([f.rotations for f in kept]),

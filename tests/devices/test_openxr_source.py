@@ -168,6 +168,15 @@ def test_frames_become_a_stream_from_zero_seconds():
         frames_to_stream([])
 
 
+@pytest.mark.parametrize("rate", [None, 60.0, 200.0])
+def test_frames_whose_display_time_steps_back_are_dropped_not_the_recording(rate):
+    """A display time earlier than one before it, followed by another still earlier than that one: the stream kept
+    the second ('stream times must be strictly increasing', the whole take lost at the end of a recording)."""
+    stream = frames_to_stream(_frames(np.array([0, 11, 5, 8, 22, 33]) * 1_000_000), rate)
+    assert np.all(np.diff(stream.times) > 0) and stream.times[-1] > 0.02
+    assert 0.005 not in stream.times and 0.008 not in stream.times
+
+
 def test_rate_thins_a_90_hz_runtime_to_60_hz():
     times = np.round(np.arange(0, 270) * 1e9 / 90).astype(np.int64)  # 3 s at 90 Hz
     stream = frames_to_stream(_frames(times), rate=60.0)
