@@ -34,6 +34,9 @@ class StandingHeight:
         self.calibration_s, self.fixed = calibration_s, fixed
         self.first: list[float] = []
         """The heights of the first calibration_s seconds (at least one)."""
+        self.first_total = 0.0
+        """Their sum: their mean so far without going over them at each step (a clock ticking in microseconds puts
+        hundreds of thousands in those seconds)."""
         self.first_mean: float | None = None
         """Their mean, once calibration_s has passed."""
         self.recent: deque[tuple[float, float, float]] = deque()
@@ -54,7 +57,7 @@ class StandingHeight:
             return self.raised
         if self.first_mean is not None:
             return self.first_mean
-        return float(np.mean(self.first)) if self.first else None
+        return self.first_total / len(self.first) if self.first else None
 
     def add(self, height: float, dt: float, sample: bool = True) -> float | None:
         """This frame's HMD height (`sample` False: not a measurement, as a held or rejected one), `dt` seconds
@@ -62,6 +65,7 @@ class StandingHeight:
         if self.fixed is None and sample:
             if self.elapsed_s <= self.calibration_s + 1e-9 or not self.first:
                 self.first.append(height)
+                self.first_total += height
             elif self.first_mean is None:
                 self.first_mean = float(np.mean(self.first))
             self.recent.append((self.elapsed_s, height, min(dt, CHECK_S)))

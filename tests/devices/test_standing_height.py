@@ -133,3 +133,23 @@ def test_a_gap_in_the_stream_covers_no_more_than_a_check():
     times = np.concatenate([np.arange(300) / 60, 8.6 + np.arange(24) / 60, [30.0]])
     heights = np.concatenate([np.full(300, 1.6), np.full(24, 1.9), [1.9]])
     assert measured_standing_height(times, heights, np.ones(len(times), bool), CALIBRATION_S) == pytest.approx(1.6)
+
+
+def test_reading_the_height_over_the_first_seconds_costs_the_same_however_many_samples_they_hold():
+    """A clock ticking in microseconds puts a sample every microsecond into the first half second: the height was
+    their mean taken anew at each reading (several a live step), so a step cost more the longer the session ran."""
+    import time
+
+    def reading_s(samples: int) -> float:
+        measure = StandingHeight(CALIBRATION_S)
+        for _ in range(samples):
+            measure.add(1.7, 1e-6)
+        timings = []
+        for _ in range(20):
+            start = time.perf_counter()
+            for _ in range(50):
+                assert measure.height_m == pytest.approx(1.7)
+            timings.append(time.perf_counter() - start)
+        return min(timings)
+
+    assert reading_s(5000) < 5 * reading_s(5)
