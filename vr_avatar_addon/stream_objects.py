@@ -166,7 +166,7 @@ def keyed_pose(obj, frames):
     curves = slot_fcurves(obj)
 
     def channel(path: str, values) -> np.ndarray:
-        return np.stack([np.array([curves[path, i].evaluate(f) for f in frames]) if (path, i) in curves
+        return np.stack([curve_values(curves[path, i], frames) if (path, i) in curves
                          else np.full(len(frames), float(v)) for i, v in enumerate(values)], axis=-1)
 
     positions = channel("location", obj.location)
@@ -174,6 +174,23 @@ def keyed_pose(obj, frames):
     rotations /= np.maximum(np.linalg.norm(rotations, axis=-1, keepdims=True), 1e-12)
     tracked = channel(f'["{TRACKED}"]', [obj.get(TRACKED, 1)])[:, 0] != 0.0
     return positions, rotations, tracked
+
+
+def curve_values(curve, frames) -> np.ndarray:
+    """(F,) the f-curve's values at whole `frames`: a key's own value where one key sits on the frame (a curve passes
+    through its keys whatever their interpolation), `evaluate` elsewhere and on curves with modifiers."""
+    points = curve.keyframe_points
+    co = np.empty(2 * len(points))
+    points.foreach_get("co", co)
+    keys, values = co[0::2], co[1::2]
+    result = np.empty(len(frames))
+    on_key = np.zeros(len(frames), dtype=bool)
+    if len(keys) and len(curve.modifiers) == 0 and np.all(np.diff(keys) > 0.0):
+        index = np.clip(np.searchsorted(keys, frames), 0, len(keys) - 1)
+        on_key = keys[index] == frames
+        result[on_key] = values[index[on_key]]
+    result[~on_key] = [curve.evaluate(float(f)) for f in frames[~on_key]]
+    return result
 
 
 def stream_from_blender_poses(times, positions, rotations, tracked=None):
