@@ -358,7 +358,7 @@ def _header_number(path: Path, parts: list[bytes], index: int, number: int, key:
     line = parts[index].decode("utf-8", errors="replace").strip() if index < len(parts) else ""
     found_key, _, value = line.partition(":")
     try:
-        if found_key.strip() != key:
+        if " ".join(found_key.split()) != key:  # "Frame\tTime" or "Frame  Time" as some exporters write it
             raise ValueError
         return kind(value)
     except ValueError:

@@ -251,3 +251,12 @@ def test_blank_lines_are_not_frames(tmp_path):
     path.write_text(HEADER % 3000 + "\n" * 5000)
     with pytest.raises(BVHError, match=r"blank\.bvh:\d+: more than 1000 blank lines"):
         read_bvh(path)
+
+
+def test_tabs_for_spaces_everywhere_read_the_same(tmp_path):
+    """Some exporters separate every word with tabs, "Frame\tTime:" too (refused as a missing Frame Time before)."""
+    path = tmp_path / "tabs.bvh"
+    path.write_text(FIXTURE_WALK_1.read_text().replace(" ", "\t"))
+    expected, motion = read_bvh(FIXTURE_WALK_1), read_bvh(path)
+    assert motion.skeleton == expected.skeleton and motion.fps == expected.fps
+    np.testing.assert_array_equal(motion.rotations, expected.rotations)
