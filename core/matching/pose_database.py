@@ -27,6 +27,7 @@ from ..files.npz_archive import read_npz
 from ..math import quat
 from ..anim.contacts import foot_contacts
 from ..rig.humanoid import HumanoidMapping, find_mapping
+from ..retarget.target import clip_mapping
 
 FILE_VERSION = 1
 FPS_RANGE = (1.0, 1000.0)
@@ -146,10 +147,15 @@ def _layout_problem(skeleton: Skeleton, poses: int, starts, stops, clip_names, f
 
 
 def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] | None = None):
-    """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate."""
+    """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate;
+    a clip that does not map (HumanoidMappingError), is not +Y up (the same) or has no toes (DatabaseError) is
+    named."""
     resampled = motion.resampled(config.fps)
-    rooted = rooted_motion(resampled, find_mapping(resampled.skeleton, override))
+    rooted = rooted_motion(resampled, clip_mapping(resampled, override, f"clip {motion.name or '?'}"))
     mapping = find_mapping(rooted.skeleton, override)
+    if not {"l_toes", "r_toes"} <= set(mapping.joints):
+        raise DatabaseError(f"clip {motion.name or '?'}: its skeleton has no toe joints; a database's foot contacts "
+                            "and the solver's foot lock are the toes'")
     toes = rooted.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
     velocities, angular_velocities = local_velocities(rooted.rotations, rooted.positions, config.fps)
     return (rooted.skeleton, rooted.rotations, rooted.positions, velocities, angular_velocities,

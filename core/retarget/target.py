@@ -59,6 +59,9 @@ UPRIGHT_LIMIT_DEG = 60.0
 UPRIGHT_REFERENCE_DEG = 30.0
 """Frames whose torso and legs lean at most this from vertical (added up) serve the standing reference."""
 
+CLIP_TORSO_LIMIT_DEG = 60.0
+"""A capture clip's torso (hips to neck) leans at most this from +Y in its most upright frame (a dash's: 33)."""
+
 STANDING_FRAMES = 8
 """How many of the source's most upright frames make its standing reference."""
 
@@ -256,6 +259,23 @@ def check_limb_bones(names, rest_positions: np.ndarray, mapping: HumanoidMapping
             if bone_m < MIN_LIMB_BONE_M:
                 raise HumanoidMappingError(f"the {word} {bone} ({names[head]} to {names[tail]}) is {bone_m * 100:.2f} cm "
                                            f"long; the limbs' IK needs at least {MIN_LIMB_BONE_M * 100:g} cm")
+
+
+def clip_mapping(motion: Motion, override: dict[str, str] | str | None = None, where: str = "") -> HumanoidMapping:
+    """A capture clip's humanoid mapping, its torso upright (+Y up) in one of up to 200 frames spread over it (a
+    Z-up export's is not); else HumanoidMappingError, its message starting with `where` (the clip or file)."""
+    try:
+        mapping = find_mapping(motion.skeleton, override)
+    except HumanoidMappingError as error:
+        raise HumanoidMappingError(f"{where}: {error}" if where else str(error)) from None
+    positions = motion[:: max(1, len(motion) // 200)].global_positions()
+    torso = unit(positions[:, mapping["neck"]] - positions[:, mapping["hips"]])
+    tilt = float(np.degrees(np.arccos(np.clip(torso[:, 1].max(), -1.0, 1.0))))
+    if tilt > CLIP_TORSO_LIMIT_DEG:
+        raise HumanoidMappingError(f"{where + ': ' if where else ''}the body is not upright in any frame: its torso "
+                                   f"leans at least {tilt:.0f} degrees from +Y (at most {CLIP_TORSO_LIMIT_DEG:.0f}); "
+                                   "motion capture must be +Y up (a Z-up export?)")
+    return mapping
 
 
 def bvh_target(motion: Motion, override: dict[str, str] | str | None = None) -> TargetSkeleton:

@@ -31,6 +31,7 @@ from ..ik.two_bone import two_bone_ik
 from ..anim.character import database_skeleton, rooted_motion
 from ..math import quat
 from ..math.least_squares_path import least_squares_path
+from ..retarget.target import clip_mapping
 from ..rig.humanoid import find_mapping
 from .model import StitchModel
 from .pose import (PoseLayout, align_roots, lower_body_velocities, match_root_path, motion_from_vectors,
@@ -62,15 +63,20 @@ def align_clips(motions: list[Motion]) -> AlignedClips:
         raise StitchError("nothing to stitch")
     parts, first = [], None
     for motion in motions:
-        rooted = rooted_motion(motion.resampled(FPS), find_mapping(motion.skeleton))
+        name = motion.name or len(parts) + 1
+        mapping = clip_mapping(motion, where=f"clip {name}")
+        if not {"l_toes", "r_toes"} <= set(mapping.joints):
+            raise StitchError(f"clip {name}: its skeleton has no toe joints; stitching's poses hold the toes "
+                              "(the refiner is trained with them)")
+        rooted = rooted_motion(motion.resampled(FPS), mapping)
         if first is None:
             first = rooted
             layout = PoseLayout.of(rooted.skeleton)
         elif rooted.skeleton.names != first.skeleton.names:
-            raise StitchError(f"clip {motion.name or len(parts) + 1}: its skeleton differs from "
+            raise StitchError(f"clip {name}: its skeleton differs from "
                               f"{motions[0].name or 'the first clip'}'s; stitching needs one skeleton")
         if len(rooted) < 2:
-            raise StitchError(f"clip {motion.name or len(parts) + 1} has {len(rooted)} frame(s) at 60 fps; "
+            raise StitchError(f"clip {name} has {len(rooted)} frame(s) at 60 fps; "
                               "each clip needs at least 2 (the paper: more than 10)")
         rooted, levels = on_floor(rooted, layout)
         positions, rotations = rooted.positions.copy(), rooted.rotations.copy()

@@ -26,7 +26,7 @@ from ..matching.pose_database import build_database
 from ..quality.report import write_solution_report
 from ..rig.humanoid import HumanoidMappingError, find_mapping
 from ..rig.mapping_preset import builtin_presets, mapping_override
-from ..retarget.target import SIZE_MODES, bvh_target
+from ..retarget.target import SIZE_MODES, bvh_target, clip_mapping
 from ..retarget.retargeting import on_bvh_skeleton, retarget_solution
 from ..solve import load_solver, solve, with_physics
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
@@ -95,13 +95,10 @@ def bvh_info(args) -> int:
 
 
 def read_humanoid(path, scale: float | None = None, mapping=None):
-    """A BVH clip that maps onto the canonical humanoid (with `mapping`, a preset or file, if given); a skeleton
-    that does not map is one HumanoidMappingError naming the file."""
+    """A BVH clip that maps onto the canonical humanoid (with `mapping`, a preset or file, if given) and stands +Y
+    up; a skeleton that does not map, or a Z-up clip, is one HumanoidMappingError naming the file."""
     motion = read_bvh(path, scale=scale)
-    try:
-        find_mapping(motion.skeleton, mapping_override(mapping, motion.skeleton.names) if mapping else None)
-    except HumanoidMappingError as error:
-        raise HumanoidMappingError(f"{path}: {error}") from None
+    clip_mapping(motion, mapping_override(mapping, motion.skeleton.names) if mapping else None, str(path))
     return motion
 
 

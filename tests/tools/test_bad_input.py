@@ -507,3 +507,45 @@ def test_a_skeleton_that_is_not_a_humanoid_is_named(good, tmp_path, capsys, comm
             "avatar": ["solve", csv, "--avatar", chain, "-o", tmp_path / "out.bvh"],
             "stitch": ["stitch", clip, chain, "-o", tmp_path / "out.bvh"]}[command]
     refused(capsys, tmp_path, args, f"{chain}: skeleton lacks required humanoid joints")
+
+
+def _z_up(clip: Motion) -> Motion:
+    """The clip as a Z-up exporter writes it: the whole body turned +90 degrees about x."""
+    rotations = clip.rotations.copy()
+    rotations[:, 0] = quat.multiply(quat.from_axis_rotation("x", np.radians(90.0)), rotations[:, 0])
+    positions = clip.positions.copy()
+    positions[:, 0] = quat.rotate(quat.from_axis_rotation("x", np.radians(90.0)), positions[:, 0])
+    return Motion(clip.skeleton, rotations, positions, clip.fps, clip.name)
+
+
+def _without_toes(clip: Motion) -> Motion:
+    """The clip with its toe joints (leaves) left out, as rigs without toes have it."""
+    mapping = find_mapping(clip.skeleton)
+    kept = [j for j in range(len(clip.skeleton)) if j not in (mapping["l_toes"], mapping["r_toes"])]
+    new_index = np.full(len(clip.skeleton), -1)
+    new_index[kept] = np.arange(len(kept))
+    skeleton = clip.skeleton
+    parents = np.where(skeleton.parents[kept] >= 0, new_index[skeleton.parents[kept]], -1)
+    skeleton = dataclasses.replace(skeleton, names=tuple(skeleton.names[j] for j in kept), parents=parents,
+                                   offsets=skeleton.offsets[kept],
+                                   end_sites=tuple((int(new_index[j]), o) for j, o in skeleton.end_sites if j in kept))
+    return Motion(skeleton, clip.rotations[:, kept], clip.positions[:, kept], clip.fps, clip.name)
+
+
+@pytest.mark.parametrize("command", ["simulate", "build", "stitch"])
+@pytest.mark.parametrize("change, words", [(_z_up, ["not upright in any frame", "Z-up"]),
+                                           (_without_toes, ["no toe joints"])], ids=["z-up", "no-toes"])
+def test_a_z_up_clip_or_one_without_toes_is_named_where_it_cannot_be_used(good, tmp_path, capsys, command, change,
+                                                                          words):
+    """A Z-up export is refused, not built into a database, stitched or simulated lying down; a skeleton without
+    toes, usable as an avatar, is refused by the database and stitching, which need them (a KeyError before)."""
+    clip = _copy(good, tmp_path, "clip.bvh")[0]
+    odd = tmp_path / "odd.bvh"
+    write_bvh(odd, change(read_bvh(clip)))
+    if change is _without_toes and command == "simulate":
+        assert main(["stream", "simulate", str(odd), "-o", str(tmp_path / "s.csv")]) == 0
+        return
+    args = {"simulate": ["stream", "simulate", odd, "-o", tmp_path / "s.csv"],
+            "build": ["db", "build", clip, odd, "-o", tmp_path / "db.npz"],
+            "stitch": ["stitch", clip, odd, "-o", tmp_path / "out.bvh"]}[command]
+    refused(capsys, tmp_path, args, odd if change is _z_up else "clip odd", words)
