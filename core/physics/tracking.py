@@ -281,7 +281,9 @@ class PhysicsTracker:
         """Simulate `dt` seconds toward the target pose `target` (qpos); the first call puts the body on it.
         `planted` (2,): where the solver has each foot (left, right) planted, if it says; a planted foot's soles
         near the floor are held, as are those whose target stands still on it, and those on it held in place."""
+        lowered = float(target[1])
         target, soles, ends = self.grounded(target)
+        lowered -= float(target[1])
         standing = np.zeros(len(soles), dtype=bool) if self.previous_soles is None else \
             (np.linalg.norm((soles - self.previous_soles)[:, [0, 2]], axis=1) < STILL_M_S * dt) & (
                 soles[:, 1] <= LANDING_M)
@@ -299,6 +301,7 @@ class PhysicsTracker:
         target_velocity = self.velocity(self.previous, target, max(dt, 1e-6))
         end_velocities = (ends - self.previous_ends) / max(dt, 1e-6)
         self.previous, self.previous_ends = np.array(target, dtype=float), ends
+        places = swinging_feet_kept_up(ends, planted, lowered)
         steps = max(1, int(np.ceil(dt * config.sim_hz - 1e-6)))
         h = max(dt, SHORTEST_STEP_S) / steps
         forces, torques = [], []
@@ -310,7 +313,7 @@ class PhysicsTracker:
                       + config.damping * (target_velocity - data.qvel))
             solved = tracking_qp(inertia, data.qfrc_bias.copy(), wanted, self.contacts(standing, pinned),
                                  self.body.torque_limits,
-                                 config, data.qvel.copy(), h, self.tasks(ends, end_velocities))
+                                 config, data.qvel.copy(), h, self.tasks(places, end_velocities))
             if solved is None:  # no step within the bounds: back onto the target, as after a teleport
                 self.reset(target, target_velocity)
                 return PhysicsStep(data.qpos.copy(), 0.0, 0.0, True)
@@ -329,6 +332,20 @@ class PhysicsTracker:
         turn = abs(float(vertical_turns(self.previous[3:7], target[3:7])))
         return jumped(target[:3] - self.previous[:3], dt) or \
             turn >= turn_limit(dt)
+
+
+def swinging_feet_kept_up(ends: np.ndarray, planted: np.ndarray | None, lowered_m: float) -> np.ndarray:
+    """The hands' and feet's task places (`ends`, K, 3: left hand, right hand, left foot, right foot) with a foot the
+    solver swings over its planted one put back up by what the grounding lowered the target (`lowered_m`): the
+    target is lowered onto its planted sole, and a swinging foot lowered with it would come down early, its toe
+    sweeping along the floor before the solve's lands. With neither foot planted both are lowered, onto the floor
+    where the solve's stance is late or early."""
+    if planted is None or len(ends) != 4 or lowered_m <= 0.0:
+        return ends
+    planted = np.asarray(planted, dtype=bool)
+    places = ends.copy()
+    places[2:, 1] += np.where(~planted & planted[::-1], lowered_m, 0.0)
+    return places
 
 
 def held_frames(targets: np.ndarray, fps: float) -> np.ndarray:
