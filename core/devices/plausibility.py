@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..files.stream import HELD_GAP_S, MAX_GAP_S, QUATERNION_NORM_TOLERANCE, StreamFormatError, ThreePointStream
+from ..math import quat
 
 MAX_POSITION_M = 1e4
 """A device farther than this from the origin (10 km) is a broken sample, not a position."""
@@ -45,8 +46,7 @@ def unit_rotations(rotations, usable) -> np.ndarray:
     """Rotations (..., 4) with those of usable samples (`usable` (...,), usable_samples) scaled to unit length, the
     others as they are: a quaternion up to QUATERNION_NORM_TOLERANCE off unit length is the rotation it points at."""
     rotations, usable = np.asarray(rotations, dtype=float), np.asarray(usable, dtype=bool)[..., None]
-    kept = np.where(usable, rotations, 1.0)
-    return np.where(usable, kept / np.linalg.norm(kept, axis=-1, keepdims=True), rotations)
+    return np.where(usable, quat.normalize(np.where(usable, rotations, 1.0)), rotations)
 
 
 def step_seconds(dt, nominal: float) -> tuple[float, bool]:

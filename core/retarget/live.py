@@ -53,7 +53,8 @@ class LiveRetargeting:
         """(global rotations (1, J, 4), global positions (1, J, 3)) of the target this frame, core's frame; the
         devices' unusable samples count as untracked. The headset must be usable on the first step."""
         usable = usable_samples(positions, rotations, tracked)
-        positions, rotations = np.where(usable[:, None], positions, np.nan), unit_rotations(rotations, usable)  # the solver drops such samples; so do the targets
+        positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the targets
+        rotations = unit_rotations(rotations, usable)
         motion = self.solver.step(positions, rotations, usable, dt)
         joints = joints_from_devices(positions, rotations, self.solver.offsets)
         heads = np.where(usable[0], joints[0], np.nan)
