@@ -15,6 +15,9 @@ from .tracking import PhysicsTracker, motion_of, target_poses
 REBUILT_M = 0.01
 """The body is built anew when the solver's skeleton has changed this much (it fits the user's arms to the reach
 it sees over the first seconds)."""
+REBUILT_EVERY_S = 0.5
+"""Not more often than this (stream time): while a headset is lifted from a table to the head, the skeleton fitted to
+the user changes every step, and a rebuild costs more than a 90 Hz frame."""
 
 
 class PhysicalSolver:
@@ -27,6 +30,8 @@ class PhysicalSolver:
         self.body, self.tracker, self.arms = None, None, None
         self.residual_force_n = 0.0
         """The root's residual force over the last step (N)."""
+        self.since_built_s = 0.0
+        """Stream time since the body was last built."""
 
     def __getattr__(self, name: str):
         return getattr(self.solver, name)
@@ -38,6 +43,7 @@ class PhysicalSolver:
                                    standing if standing.skeleton == motion.skeleton else motion)
         self.tracker = PhysicsTracker(self.body, self.config)
         self.arms = arm_chains(motion) if self.config.hands_on_solve else None
+        self.since_built_s = 0.0
         if earlier is not None:
             self.tracker.go_on_from(earlier)
 
@@ -49,7 +55,10 @@ class PhysicalSolver:
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """The solver's step, followed by the simulated body for `dt` seconds."""
         motion = self.solver.step(positions, rotations, tracked, dt)
-        if self.body is None or np.abs(self.body.skeleton.offsets - motion.skeleton.offsets).max() > REBUILT_M:
+        if np.isfinite(dt) and dt > 0.0:
+            self.since_built_s += dt
+        if self.body is None or (self.since_built_s >= REBUILT_EVERY_S and
+                                 np.abs(self.body.skeleton.offsets - motion.skeleton.offsets).max() > REBUILT_M):
             self.rebuild(motion)
         contacts = getattr(self.solver, "contacts", None)
         step = self.tracker.step(target_poses(motion, self.body)[0], dt,

@@ -422,6 +422,26 @@ def test_a_live_solver_steps_through_the_simulated_body(solved, monkeypatch):
     assert physical.waiting_for_hmd and physical.body is None
 
 
+def test_a_headset_lifted_from_a_table_rebuilds_the_body_at_most_twice_a_second(monkeypatch):
+    """While a headset is lifted from a 0.8 m table to the head, the solver refits its skeleton every step: the body
+    follows at most every REBUILT_EVERY_S of stream time (it was rebuilt on each of the lift's first 46 steps at 90 Hz,
+    about 20 ms each), and is the fitted skeleton's once the lift is over."""
+    from core.physics.live import REBUILT_EVERY_S, PhysicalSolver
+
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)[:90], SimulationConfig(fps=90)).stream
+    positions = stream.positions.copy()
+    lifted = np.clip(np.arange(len(positions)) / 90, 0.0, 1.0)
+    positions[:, 0, 1] = 0.8 + (positions[:, 0, 1] - 0.8) * lifted
+    physical, built, rebuild = PhysicalSolver(load_solver()), [], PhysicalSolver.rebuild
+    monkeypatch.setattr(PhysicalSolver, "rebuild", lambda self, motion: built.append(step) or rebuild(self, motion))
+    for step, frame in enumerate(zip(positions, stream.rotations, stream.tracked)):
+        last = physical.step(*frame, 1 / 90)
+    assert built[0] == 0 and 3 <= len(built) <= 1 + len(positions) / (90 * REBUILT_EVERY_S)  # measured 0, 45, 90, 135
+    assert np.diff(built).min() >= 90 * REBUILT_EVERY_S - 1
+    assert np.abs(physical.body.skeleton.offsets - last.skeleton.offsets).max() <= 0.01
+    assert np.isfinite(last.global_positions()).all()
+
+
 def test_no_residual_allowed_is_no_residual_and_no_more_resets_than_a_tiny_one(solved):
     """Bounds of 0 make the residual an equality (0), not two opposite inequalities that leave the active-set method
     no room: the body then resets as often as with bounds of a micronewton (7 on this walk), not at most steps."""
