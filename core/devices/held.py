@@ -87,10 +87,9 @@ class HeldDevices:
         usable = usable_samples(positions, rotations, tracked)
         rotations = unit_rotations(rotations, usable)
         rejected = tracked & ~usable
-        if rejected.any():
-            self.rejected_samples += int(rejected.sum())
-            positions, rotations, tracked = np.where(usable[:, None], positions, np.nan), \
-                np.where(usable[:, None], rotations, np.nan), usable
+        self.rejected_samples += int(rejected.sum())
+        positions, rotations, tracked = np.where(usable[:, None], positions, np.nan), \
+            np.where(usable[:, None], rotations, np.nan), usable  # what an untracked device wrote too
         positions, rotations = self.hold(positions, rotations, tracked)
         target = head_on_floor(positions[0], rotations[0], self.head_centre)
         teleported = self.previous is not None and (

@@ -57,10 +57,11 @@ def step_seconds(dt, nominal: float) -> tuple[float, bool]:
 
 
 def without_unusable_samples(stream: ThreePointStream) -> tuple[ThreePointStream, int]:
-    """The stream with unusable samples marked untracked (NaN), and how many there were."""
+    """The stream with unusable samples marked untracked (NaN), and how many tracked ones there were; untracked
+    samples made NaN too, whatever a device wrote there (garbage would overflow the arithmetic that skips it)."""
     usable = usable_samples(stream.positions, stream.rotations, stream.tracked)
     rejected = int(np.count_nonzero(stream.tracked & ~usable))
-    if not rejected:
+    if not rejected and np.isnan(stream.positions[~usable]).all() and np.isnan(stream.rotations[~usable]).all():
         return stream, 0
     positions, rotations = stream.positions.copy(), stream.rotations.copy()
     positions[~usable], rotations[~usable] = np.nan, np.nan

@@ -299,9 +299,8 @@ class N3PSolver:
         rotations = unit_rotations(rotations, usable)
         measured = bool(usable[0])  # the HMD's own sample, not the one held for it below
         rejected = tracked & ~usable
-        if rejected.any():
-            self.rejected_samples += int(rejected.sum())
-            positions[~usable], rotations[~usable], tracked = np.nan, np.nan, usable
+        self.rejected_samples += int(rejected.sum())
+        positions[~usable], rotations[~usable], tracked = np.nan, np.nan, usable  # what an untracked device wrote too
         before = self.devices_before
         if tracked[0]:
             self.hmd = (positions[0].copy(), rotations[0].copy())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tracemalloc
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings, strategies as st
 import pytest
 
 from conftest import DATASET_2, WALK_2
@@ -204,3 +205,32 @@ def test_readers_stay_within_a_few_times_the_data_they_hold(stream, tmp_path):
     motion = Motion(clip.skeleton, np.tile(clip.rotations, (10, 1, 1)), np.tile(clip.positions, (10, 1, 1)), clip.fps)
     write_bvh(tmp_path / "long.bvh", motion)
     assert _peak_bytes(lambda: read_bvh(tmp_path / "long.bvh")) < 3 * (motion.rotations.nbytes + motion.positions.nbytes)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([1e300, -1e308, 3e38, np.inf]),
+       seed=st.integers(0, 2**16))
+def test_what_an_untracked_device_writes_is_not_read_live_or_offline(n3p_solver, mm_solver, stream, value, seed):
+    """A device marked untracked may still write numbers (a runtime's last pose, zeros, garbage): the steps and the
+    solves give what they give with NaN there, and no arithmetic on them warns (1e300 overflowed in quat's and the
+    jump test's products)."""
+    import warnings
+
+    stream = stream.resampled(30.0)
+    untracked = np.random.default_rng(seed).random(stream.tracked.shape) < 0.2
+    untracked[0, 0] = False
+    tracked = stream.tracked & ~untracked
+    written, blank = (ThreePointStream(stream.times, np.where(untracked[..., None], fill, stream.positions),
+                                       np.where(untracked[..., None], fill, stream.rotations), tracked)
+                      for fill in (value, np.nan))
+    dts = np.full(len(stream), 1.0 / 30.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for solver in (n3p_solver, mm_solver):
+            got, expected = (poses(run(solver, (s.positions, s.rotations, s.tracked, dts), 40))
+                             for s in (written, blank))
+            np.testing.assert_array_equal(got[0], expected[0])
+            np.testing.assert_array_equal(got[1], expected[1])
+        got, expected = (solve(s, n3p_solver).motion for s in (written, blank))
+    np.testing.assert_array_equal(got.positions, expected.positions)
+    np.testing.assert_array_equal(got.rotations, expected.rotations)
