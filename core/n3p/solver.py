@@ -396,11 +396,9 @@ class N3PSolver:
         output frame."""
         stream, jump_times = held_up_to_jumps(without_unusable_samples(stream)[0])
         ticks, output = stream.resampled(FPS), stream.resampled(self.fps)
+        if stream.tracked[:, 0].any() and not ticks.tracked[:, 0].any():  # first seen after the last tick
+            ticks = stream.sampled_at(np.append(ticks.times, ticks.times[-1] + 1.0 / FPS))  # one more, on the last
         known = crossing(jump_times, ticks.times)
-        if stream.tracked[:, 0].any() and not ticks.tracked[:, 0].any():
-            raise ValueError(f"the HMD is first tracked at t = {stream.times[np.argmax(stream.tracked[:, 0])]:.3f} s, "
-                             f"less than one of the predictor's {FPS:g} Hz steps before the stream ends: too short "
-                             f"to solve")
         measured = None if self.fixed_height else measured_over(ticks.times, ticks.positions[:, 0, 1],
                                                                 ticks.tracked[:, 0], self.config.calibration_s)
         height = self.fixed_height or measured.height_m

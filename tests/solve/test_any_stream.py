@@ -192,6 +192,17 @@ def test_streams_whose_length_broke_the_default_solve(solvers, person, rate, sam
     check_solutions({"hybrid": solvers["hybrid"]}, ThreePointStream(times, *person_at(person, times)))
 
 
+@pytest.mark.parametrize("method", ["hybrid", "n3p"])
+def test_a_headset_first_seen_after_the_predictors_last_step_is_solved(solvers, person, method):
+    """Two samples 29.5 ms apart, the HMD tracked in the second only (hypothesis wrote it): the 60 Hz timeline sees
+    the HMD, the predictor's 30 Hz one did not, and the solve was refused; it now takes one more step on the last
+    sample."""
+    times = np.array([0.0, 0.0295])
+    positions, rotations, tracked = person_at(person, times)
+    positions[0, 0], rotations[0, 0], tracked[0, 0] = np.nan, np.nan, False
+    check_solutions({method: solvers[method]}, ThreePointStream(times, positions, rotations, tracked))
+
+
 def test_a_long_session_solves_with_the_default(solvers, person):
     """Three minutes at 30 Hz (the person walking the clip again and again): 10,801 frames at 60 Hz, all finite (ten
     minutes took a minute of the suite; docs/benchmarks.md times them)."""
