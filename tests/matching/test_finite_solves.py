@@ -207,7 +207,7 @@ def test_readers_stay_within_a_few_times_the_data_they_hold(stream, tmp_path):
     assert _peak_bytes(lambda: read_bvh(tmp_path / "long.bvh")) < 3 * (motion.rotations.nbytes + motion.positions.nbytes)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from([1e300, -1e308, 3e38, np.inf]),
        seed=st.integers(0, 2**16))
 def test_what_an_untracked_device_writes_is_not_read_live_or_offline(n3p_solver, mm_solver, stream, value, seed):
