@@ -2,7 +2,7 @@
 """VR Avatar's single entry point: set-up, demo, tests, benchmarks and the Blender extension.
 
     python build.py demo [--mocap DIR]   stream, database, solve and report, then out/demo.blend and demo.png
-    python build.py test [PYTEST ARGS]   the test suite (what CI runs)
+    python build.py test [PYTEST ARGS]   the test suite but the add-on's (what CI runs, then test-blender)
     python build.py bench                speed figures as JSON
     python build.py eval-rigs [--json]   the add-on's user path on ../shared/rigs, measured on the baked avatars
     python build.py test-blender [4.5 5.0 5.3] [PYTEST ARGS]
@@ -108,14 +108,16 @@ fighting over it (the suite 145 s against 197 s on two cores)."""
 
 def test(args: list[str]) -> int:
     """ruff's error checks, then the suite on every core (pytest-xdist, each file's tests on one worker, in order),
-    after building the OpenXR runtime its live tests run against (they skip, saying why, without it)."""
+    after building the OpenXR runtime its live tests run against (they skip, saying why, without it). The add-on's
+    own tests (tests/addon) are `test-blender`'s: they run there in a clean environment per Blender line."""
     linted = run_in_environment(["-m", "ruff", "check", "--quiet", "core", "vr_avatar_addon", "addon_tools", "tests",
                                  "build.py", "xr_runtime.py"])
     if linted.returncode:
         return linted.returncode
     xr_runtime.build_or_explain()
     one_thread = {name: os.environ.get(name, "1") for name in ONE_THREAD}
-    return run_in_environment(["-m", "pytest", "tests", "-n", "auto", "--dist", "loadfile", *args],
+    return run_in_environment(["-m", "pytest", "tests", "--ignore", "tests/addon", "-n", "auto", "--dist", "loadfile",
+                               *args],
                               env=one_thread).returncode
 
 
