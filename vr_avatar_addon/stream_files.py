@@ -95,6 +95,12 @@ def loaded_frames(settings, samples: int) -> np.ndarray:
     return int(start) + np.arange(samples)
 
 
+def stream_start_frame(scene) -> int:
+    """The scene frame the loaded stream's first sample is keyed at (its empties'), else the scene's first frame."""
+    settings = scene.vr_avatar.stream
+    return int(loaded_frames(settings, 1)[0]) if settings.head is not None else scene.frame_start
+
+
 def loaded_at(scene, samples: int) -> bool:
     """Whether the stream empties were keyed at the scene's present rate (an earlier version's: one key a sample)."""
     head = scene.vr_avatar.stream.head

@@ -9,7 +9,7 @@ import numpy as np
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from .. import bake, batch, bone_space, cleanup, core, solve_cache
+from .. import bake, batch, bone_space, cleanup, core, solve_cache, stream_files
 from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
@@ -38,6 +38,8 @@ class SceneSolve:
     stream_path: str = ""
     stream_note: str = ""
     """Where the stream comes from when it is not the file as it is (`scene_solver.read_stream`)."""
+    frame_start: int = 1
+    """The scene frame of the stream's first sample: where its empties were keyed, whatever the scene's start now."""
     phase: str = "solving"
     solution: object = None
     retargeted: object = None
@@ -52,7 +54,8 @@ class SceneSolve:
         stream, note = read_stream(scene)
         return cls(obj.name, target, solver_for_scene(context), stream, device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
-                   settings.solve.physics, bpy.path.abspath(settings.stream.stream_path), note)
+                   settings.solve.physics, bpy.path.abspath(settings.stream.stream_path), note,
+                   stream_files.stream_start_frame(scene))
 
     def compute(self) -> None:
         """The solve and its retargeting onto the target (core alone); an error is kept in `error`."""
@@ -79,7 +82,7 @@ class SceneSolve:
             raise VRAvatarError(f"Armature '{self.armature}' was removed during the solve: nothing was cached")
         solution, retargeted = self.solution, self.retargeted
         basis, locations, scales = pose_values(obj, self.target, retargeted)
-        cache = solve_cache.SolveCache(obj.name, list(self.target.names), scene.frame_start, basis, locations, scales,
+        cache = solve_cache.SolveCache(obj.name, list(self.target.names), self.frame_start, basis, locations, scales,
                                        retargeted.positions, retargeted.wrist_targets, retargeted.head_targets,
                                        solution_figures(solution, retargeted), self.fps)
         if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
