@@ -3,8 +3,10 @@
 The solve moves the hips (`HIPS`, the default). The other modes take the travel T (the hips' horizontal
 place and heading, each frame, against their rest) off the hips and give it to a root bone above them
 (`ROOT_BONE`), to the armature object (`OBJECT`), or to no transform at all (`IN_PLACE`: the body kept over
-its rest place, T keyed in the object's custom property TRAVEL_PROPERTY as x, y and heading, in armature
-space, for a game engine to read). In every mode the bones end where the solve put them in the world:
+its rest place, T keyed in the object's custom property TRAVEL_PROPERTY as x, y and heading, in the armature's
+upright space, for a game engine to read). T is a move over the world's floor and a turn about its vertical,
+taken in the armature's upright space: armature space turned so that the world's up is its +Z (armature space
+itself on a Z-up rig; an FBX rig's +Y-up armature space turned 90° about X). In every mode the bones end where the solve put them in the world:
 world = object · T · armature space for `OBJECT` (and for `IN_PLACE` once T is applied), the root bone
 carrying T for `ROOT_BONE`.
 """
@@ -44,9 +46,24 @@ def armature_space(obj, cache) -> tuple[np.ndarray, list, np.ndarray]:
     return matrices, order, parents
 
 
+def upright_turn(obj) -> np.ndarray:
+    """(4, 4) the least turn from armature space into its upright space: the direction the object's world matrix
+    carries to the world's +Z onto +Z (the identity on a Z-up rig)."""
+    up = np.linalg.inv(np.array(obj.matrix_world, dtype=float))[:3, 2]
+    up /= np.linalg.norm(up)
+    axis, cosine = np.cross(up, [0.0, 0.0, 1.0]), float(up[2])
+    turn = np.eye(4)
+    if np.linalg.norm(axis) < 1e-9:
+        turn[:3, :3] = np.eye(3) if cosine > 0.0 else np.diag([1.0, -1.0, -1.0])
+        return turn
+    cross = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    turn[:3, :3] = np.eye(3) + cross + cross @ cross / (1.0 + cosine)
+    return turn
+
+
 def travel(hips: np.ndarray, rest: np.ndarray) -> np.ndarray:
     """(F, 4, 4) T: the hips' pose matrices (F, 4, 4) against their rest matrix (4, 4) as a move over the floor
-    and a turn about the vertical through the rest hips (armature space, +Z up)."""
+    and a turn about the vertical through the rest hips (upright space, +Z up)."""
     turn = quat.multiply_inverse(matrix_rotations(hips), matrix_rotations(rest))
     heading = 2.0 * np.arctan2(turn[:, 3], turn[:, 0])
     cos, sin = np.cos(heading), np.sin(heading)
@@ -82,15 +99,17 @@ def with_root_motion(obj, cache, mode: str, hips: str) -> tuple:
                             "past the transform Object root motion keys: choose another mode or mute them")
     matrices, order, parents = armature_space(obj, cache)
     h = cache.bones.index(hips)
-    moves = travel(matrices[:, h], rest_matrices(obj)[order[h]])
+    upright = upright_turn(obj)
+    moves = travel(upright @ matrices[:, h], upright @ rest_matrices(obj)[order[h]])
+    carried = upright.T @ moves @ upright  # T in armature space
     extra = []
     if mode == 'ROOT_BONE':
         root = cache.bones.index(top_of_chain(obj, hips))
-        matrices[:, root] = moves @ matrices[:, root]  # the other bones stay where the solve put them
+        matrices[:, root] = carried @ matrices[:, root]  # the other bones stay where the solve put them
     else:
-        matrices = np.linalg.inv(moves)[:, None] @ matrices
+        matrices = np.linalg.inv(carried)[:, None] @ matrices
         if mode == 'OBJECT':
-            extra = object_channels(obj, moves)
+            extra = object_channels(obj, carried)
         else:
             heading = np.arctan2(moves[:, 1, 0], moves[:, 0, 0])
             extra = [(f'["{TRAVEL_PROPERTY}"]', np.column_stack([moves[:, 0, 3], moves[:, 1, 3], heading]),

@@ -61,3 +61,52 @@ def test_a_scene_started_at_1001_after_loading_keeps_the_avatar_with_its_stream_
     np.testing.assert_allclose(_heads_at(bpy, obj, names, frames), expected, atol=1e-4)
     assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
     assert tuple(obj.animation_data.action.frame_range) == (1, int(SECONDS * 30))
+
+
+def _in_place_travel(obj, installed) -> np.ndarray:
+    """In Place's T at this frame in armature space: the property's x, y and heading are along the world's floor and
+    about its vertical, in armature space turned upright (an FBX rig's: turned by its object's rotation)."""
+    x, y, heading = obj[installed.root_motion.TRAVEL_PROPERTY]
+    c, s = np.cos(heading), np.sin(heading)
+    upright = np.eye(4)
+    world = np.array(obj.matrix_world)
+    upright[:3, :3] = world[:3, :3] / np.linalg.norm(world[:3, :3], axis=0)
+    return upright.T @ np.array([[c, -s, 0.0, x], [s, c, 0.0, y], [0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0]]) @ upright
+
+
+def test_root_motion_on_an_fbx_rig_travels_over_the_floor_and_turns_about_the_vertical(bpy, installed, stream):
+    """A Rigify-named rig with a root bone as FBX imports it (armature space +Y up, the object turned 90° about X
+    and scaled 0.01): In Place keeps the hips over their rest place, Object turns the object about the world's
+    vertical alone, Root Bone keeps the root on the floor; every bone but the root lands where the hips' bake puts
+    it."""
+    from test_addon_solve import RIGIFY
+    obj = _loaded(bpy, stream, RIGIFY, extra_root=True, fbx_units=True)
+    scene, settings = bpy.context.scene, bpy.context.scene.vr_avatar.bake
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    hips = {item.joint: item.bone for item in scene.vr_avatar.bone_map}["hips"]
+    rest_hips = np.array(obj.data.bones[hips].head_local)
+    body = [bone.name for bone in obj.data.bones if bone.name != "root"]
+    placement, frames = obj.matrix_world.copy(), [1, 30, 60]
+    found = {}
+    for mode in ("HIPS", "IN_PLACE", "OBJECT", "ROOT_BONE"):
+        obj.animation_data_create().action, obj.matrix_world = None, placement
+        settings.root_motion = mode
+        assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+        heads = []
+        for frame in frames:
+            scene.frame_set(frame)
+            bpy.context.view_layer.update()
+            world = np.array(obj.matrix_world)
+            carried = _in_place_travel(obj, installed) if mode == "IN_PLACE" else np.eye(4)
+            local = np.array([list(obj.pose.bones[name].head) + [1.0] for name in body])
+            heads.append((local @ carried.T @ world.T)[:, :3])
+            if mode == "IN_PLACE":  # over the rest place: armature X and Z are the floor's (cm)
+                assert np.hypot(*(np.array(obj.pose.bones[hips].head) - rest_hips)[[0, 2]]) < 1.0
+            if mode == "OBJECT":  # the armature's +Y still the world's up
+                np.testing.assert_allclose(world[:3, 1] / np.linalg.norm(world[:3, 1]), [0.0, 0.0, 1.0], atol=1e-5)
+            if mode == "ROOT_BONE":  # the root on the floor
+                assert abs((world @ [*obj.pose.bones["root"].head, 1.0])[2]) < 1e-4
+        found[mode] = np.array(heads)
+    assert np.ptp(found["HIPS"][:, body.index(hips), :2], axis=0).max() > 0.3  # the walk goes somewhere
+    for mode in ("IN_PLACE", "OBJECT", "ROOT_BONE"):
+        np.testing.assert_allclose(found[mode], found["HIPS"], atol=1e-4, err_msg=mode)
