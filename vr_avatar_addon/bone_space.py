@@ -131,16 +131,60 @@ def armature_matrices(obj, rotations, heads, scale: float) -> np.ndarray:
     return matrices
 
 
+def inherited_frames(bone, rest_parent, rest, parent_pose) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation-and-scale frame (..., 3, 3), location frame (..., 4, 4)) Blender takes `bone`'s basis in (rest
+    matrix `rest`) under its parent's pose matrices (..., 4, 4) (rest `rest_parent`): pose_p · rest_p⁻¹ · rest_j for
+    both, except that a bone not inheriting its parent's rotation (Inherit Rotation off) turns with the parent's rest
+    axes, and one not inheriting its scale (Inherit Scale None) drops the parent's scale (Average: keeps its mean)."""
+    offset = np.linalg.inv(rest_parent) @ rest
+    axes = parent_pose[..., :3, :3]
+    scales = np.linalg.norm(axes, axis=-2, keepdims=True)
+    if bone.inherit_scale in ('NONE', 'NONE_LEGACY'):
+        kept = np.ones_like(scales)
+    elif bone.inherit_scale == 'AVERAGE':
+        kept = np.broadcast_to(np.cbrt(np.abs(np.linalg.det(axes)))[..., None, None], scales.shape)
+    else:
+        kept = scales
+    turned = axes / scales if bone.use_inherit_rotation else np.broadcast_to(rest_parent[:3, :3], axes.shape)
+    return (turned * kept) @ offset[:3, :3], parent_pose @ offset
+
+
+def bone_frames(obj, order, parents, matrices) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation-and-scale frames (F, J, 3, 3), location frames (F, J, 4, 4)) the bases of the bones `order`
+    (indices into obj.data.bones; `parents` index the same list) are taken in under armature-space pose matrices
+    (F, J, 4, 4): a bone's pose is its frame times its basis (root: its rest), as `inherited_frames` says."""
+    bones, rest = obj.data.bones, _matrices(obj.data.bones, "matrix_local")[np.asarray(order)]
+    locations = np.broadcast_to(rest, matrices.shape).copy()
+    turns = locations[..., :3, :3].copy()
+    for j, parent in enumerate(parents):
+        if parent >= 0:
+            turns[..., j, :, :], locations[..., j, :, :] = inherited_frames(bones[order[j]], rest[parent], rest[j],
+                                                                            matrices[..., parent, :, :])
+    return turns, locations
+
+
+def pose_matrices(obj, order, parents, basis) -> np.ndarray:
+    """(F, J, 4, 4) armature-space pose matrices of the bones `order` (parents first; `parents` index the same list)
+    from their basis matrices (F, J, 4, 4), as Blender composes them (`bone_frames`)."""
+    bones, rest = obj.data.bones, _matrices(obj.data.bones, "matrix_local")[np.asarray(order)]
+    matrices = np.empty_like(basis)
+    for j, parent in enumerate(parents):
+        if parent < 0:
+            matrices[:, j] = rest[j] @ basis[:, j]
+            continue
+        turn, frame = inherited_frames(bones[order[j]], rest[parent], rest[j], matrices[:, parent])
+        matrices[:, j] = frame @ basis[:, j]
+        matrices[:, j, :3, :3] = turn @ basis[:, j, :3, :3]
+    return matrices
+
+
 def pose_basis(obj, matrices, order, parents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rotation_quaternion (F, J, 4), location (F, J, 3), scale (F, J, 3)) of each pose bone for armature-space
     pose matrices (F, J, 4, 4) of the bones `order` (indices into obj.data.bones) whose `parents` index the
-    same list: Blender composes a bone as pose_j = pose_p · rest_p⁻¹ · rest_j · basis_j (root: rest_j · basis_j)."""
-    rest = _matrices(obj.data.bones, "matrix_local")[np.asarray(order)]
-    parents = np.asarray(parents)
-    frame = np.broadcast_to(rest, matrices.shape).copy()
-    child = parents >= 0
-    frame[..., child, :, :] = matrices[..., parents[child], :, :] @ np.linalg.inv(rest[parents[child]]) @ rest[child]
-    basis = np.linalg.solve(frame, matrices)
-    scale = np.linalg.norm(basis[..., :3, :3], axis=-2)
-    rotation = quat.from_matrix(basis[..., :3, :3] / scale[..., None, :])
-    return continuous(rotation), basis[..., :3, 3], scale
+    same list: Blender composes a bone's rotation and scale in one frame and its location in another (`bone_frames`;
+    both pose_p · rest_p⁻¹ · rest_j where the bone inherits its parent's rotation and scale, root: rest_j)."""
+    turns, frames = bone_frames(obj, order, np.asarray(parents), matrices)
+    axes = np.linalg.solve(turns, matrices[..., :3, :3])
+    scale = np.linalg.norm(axes, axis=-2)
+    rotation = quat.from_matrix(axes / scale[..., None, :])
+    return continuous(rotation), np.linalg.solve(frames, matrices)[..., :3, 3], scale

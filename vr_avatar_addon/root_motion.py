@@ -13,7 +13,7 @@ carrying T for `ROOT_BONE`.
 import numpy as np
 
 from . import core
-from .bone_space import matrix_rotations, pose_basis, rest_matrices
+from .bone_space import matrix_rotations, pose_basis, pose_matrices, rest_matrices
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
 
@@ -29,21 +29,16 @@ TRAVEL_PROPERTY = "vr_avatar_root_motion"
 
 def armature_space(obj, cache) -> tuple[np.ndarray, list, np.ndarray]:
     """(pose matrices (F, J, 4, 4) in armature space, bone indices into obj.data.bones, parents in the cache's
-    order) of the cached solve: pose_j = pose_p · rest_p⁻¹ · rest_j · basis_j."""
+    order) of the cached solve, as Blender poses it (`bone_space.pose_matrices`)."""
     order = [obj.data.bones.find(name) for name in cache.bones]
     index = {name: j for j, name in enumerate(cache.bones)}
     parents = np.array([index.get(obj.data.bones[name].parent.name, -1) if obj.data.bones[name].parent else -1
                         for name in cache.bones])
-    rest = rest_matrices(obj)[order]
     basis = np.zeros(cache.basis.shape[:2] + (4, 4))
     basis[..., :3, :3] = quat.to_matrix(cache.basis) * cache.scales[..., None, :]
     basis[..., :3, 3] = cache.locations
     basis[..., 3, 3] = 1.0
-    matrices = np.empty_like(basis)
-    for j, parent in enumerate(parents):
-        local = rest[j] @ basis[:, j]
-        matrices[:, j] = local if parent < 0 else matrices[:, parent] @ np.linalg.inv(rest[parent]) @ local
-    return matrices, order, parents
+    return pose_matrices(obj, order, parents, basis), order, parents
 
 
 def upright_turn(obj) -> np.ndarray:

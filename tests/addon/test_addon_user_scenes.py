@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
-from test_addon_solve import MIXAMO, _world_heads, build_rig
+from test_addon_solve import MIXAMO, RIGIFY, _world_heads, build_rig
 
 from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh
@@ -79,7 +79,6 @@ def test_root_motion_on_an_fbx_rig_travels_over_the_floor_and_turns_about_the_ve
     and scaled 0.01): In Place keeps the hips over their rest place, Object turns the object about the world's
     vertical alone, Root Bone keeps the root on the floor; every bone but the root lands where the hips' bake puts
     it."""
-    from test_addon_solve import RIGIFY
     obj = _loaded(bpy, stream, RIGIFY, extra_root=True, fbx_units=True)
     scene, settings = bpy.context.scene, bpy.context.scene.vr_avatar.bake
     assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
@@ -110,3 +109,34 @@ def test_root_motion_on_an_fbx_rig_travels_over_the_floor_and_turns_about_the_ve
     assert np.ptp(found["HIPS"][:, body.index(hips), :2], axis=0).max() > 0.3  # the walk goes somewhere
     for mode in ("IN_PLACE", "OBJECT", "ROOT_BONE"):
         np.testing.assert_allclose(found[mode], found["HIPS"], atol=1e-4, err_msg=mode)
+
+
+INHERITING = {"mixamorig:LeftForeArm": (False, 'FULL'), "mixamorig:Neck": (False, 'FULL'),
+              "mixamorig:RightForeArm": (False, 'NONE'), "mixamorig:RightLeg": (True, 'NONE'),
+              "mixamorig:Spine": (True, 'AVERAGE')}
+"""Bones that do not inherit their parent's rotation (Inherit Rotation off) or scale: (inherit rotation, inherit
+scale)."""
+
+
+def _not_inheriting(obj) -> None:
+    """The bones of INHERITING set as it says."""
+    for name, (rotation, scale) in INHERITING.items():
+        bone = obj.data.bones[name]
+        bone.use_inherit_rotation, bone.inherit_scale = rotation, scale
+
+
+def test_bones_that_do_not_inherit_their_parents_rotation_or_scale_land_where_the_solve_put_them(bpy, installed,
+                                                                                                   stream):
+    """Scrubbed, baked, and baked with the travel on the object: every bone head where the solve put it, to 1 mm (the
+    avatar is sized to the user by a scale the hinged bones do not all inherit)."""
+    obj = _loaded(bpy, stream, setup=_not_inheriting)
+    scene = bpy.context.scene
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    cache = installed.solve_cache.load(scene)
+    frames = [1, 20, 45]
+    expected = cache.positions[[cache.frame_index(frame) for frame in frames]]
+    np.testing.assert_allclose(_heads_at(bpy, obj, cache.bones, frames), expected, atol=1e-3)
+    for mode in ("HIPS", "OBJECT"):
+        scene.vr_avatar.bake.root_motion = mode
+        assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+        np.testing.assert_allclose(_heads_at(bpy, obj, cache.bones, frames), expected, atol=1e-3, err_msg=mode)
