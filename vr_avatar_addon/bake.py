@@ -132,7 +132,7 @@ def bake_target(context):
     name = solve_cache.cached_armature(context.scene)
     if name is None:
         raise VRAvatarError("Nothing to bake: solve the stream first")
-    obj = bpy.data.objects.get(name)
+    obj = context.scene.objects.get(name)  # a deleted armature the scene's settings still refer to is not in it
     if obj is None:
         raise VRAvatarError(f"The cached solve is for armature '{name}', which is gone: solve again")
     if obj.library is not None:  # an override's armature data stays linked: the object carries the action

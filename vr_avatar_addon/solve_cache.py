@@ -3,11 +3,13 @@
 Arrays are stored flat as float32 ID-property arrays, which Blender saves with the file and hands
 back through the buffer protocol without copying. Such views die with the ID property (a new
 solve, a file load), so `load` copies; `cached_frame`, for the frame-change handler, copies one
-frame only.
+frame only. The armature is kept by reference as well as by name, so that the cache follows it when it is
+renamed.
 """
 import json
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 
 KEY = "vr_avatar_solve"
@@ -48,8 +50,9 @@ class SolveCache:
 
 def store(scene, cache: SolveCache) -> None:
     """Write the cache onto the scene, replacing any previous one."""
+    obj = bpy.data.objects.get(cache.armature)
     scene[KEY] = {
-        "armature": cache.armature, "bones": list(cache.bones),
+        "armature": cache.armature, **({"object": obj} if obj is not None else {}), "bones": list(cache.bones),
         "frame_start": cache.frame_start, "frames": cache.frames, "joints": len(cache.bones),
         "basis": cache.basis.astype(np.float32).ravel(),
         "locations": cache.locations.astype(np.float32).ravel(),
@@ -62,6 +65,13 @@ def store(scene, cache: SolveCache) -> None:
     }
 
 
+def armature_name(data) -> str:
+    """The name of the armature a stored cache is for, now: its referenced object's (renamed or not), else the name
+    stored (a cache made by an earlier version, or its armature removed)."""
+    obj = data.get("object")
+    return obj.name if obj is not None else str(data["armature"])
+
+
 def load(scene) -> SolveCache | None:
     """The scene's cached solve (a copy), or None."""
     data = scene.get(KEY)
@@ -69,7 +79,7 @@ def load(scene) -> SolveCache | None:
         return None
     frames, joints = int(data["frames"]), int(data["joints"])
     return SolveCache(
-        str(data["armature"]), [str(b) for b in data["bones"]], int(data["frame_start"]),
+        armature_name(data), [str(b) for b in data["bones"]], int(data["frame_start"]),
         np.array(data["basis"]).reshape(frames, joints, 4),
         np.array(data["locations"]).reshape(frames, joints, 3),
         np.array(data["scales"]).reshape(frames, joints, 3),
@@ -96,7 +106,7 @@ class CachedFrame:
 def cached_armature(scene) -> str | None:
     """The name of the armature the scene's cached solve is for (cheap: nothing else is read), or None."""
     data = scene.get(KEY)
-    return None if data is None or "head_targets" not in data else str(data["armature"])
+    return None if data is None or "head_targets" not in data else armature_name(data)
 
 
 def cached_frame(scene, frame: int) -> CachedFrame | None:
@@ -108,7 +118,7 @@ def cached_frame(scene, frame: int) -> CachedFrame | None:
     index = int(np.clip(frame - int(data["frame_start"]), 0, frames - 1))
     basis, locations, scales = (np.asarray(data[key]).reshape(frames, joints, -1)[index].copy()
                                 for key in ("basis", "locations", "scales"))
-    return CachedFrame(str(data["armature"]), [str(b) for b in data["bones"]], basis, locations, scales)
+    return CachedFrame(armature_name(data), [str(b) for b in data["bones"]], basis, locations, scales)
 
 
 def clear(scene) -> None:

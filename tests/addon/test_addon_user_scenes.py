@@ -1,6 +1,6 @@
 """Scenes and rigs as users have them, in the real bpy: a scene whose range is moved after the stream was loaded
 (studios start at 1001), a rig imported from FBX (armature space +Y up under an object turned 90° about X and
-scaled 0.01), bones that do not inherit their parent's rotation or scale."""
+scaled 0.01), bones that do not inherit their parent's rotation or scale, an armature renamed after its solve."""
 import numpy as np
 import pytest
 
@@ -140,3 +140,24 @@ def test_bones_that_do_not_inherit_their_parents_rotation_or_scale_land_where_th
         scene.vr_avatar.bake.root_motion = mode
         assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
         np.testing.assert_allclose(_heads_at(bpy, obj, cache.bones, frames), expected, atol=1e-3, err_msg=mode)
+
+
+def test_an_armature_renamed_after_its_solve_still_scrubs_and_bakes_after_a_reload(bpy, installed, stream, tmp_path):
+    """Renamed after the solve, saved and reloaded: scrubbing still poses it as solved, and the bake goes onto it under
+    its new name; deleted, the bake is refused in one line."""
+    obj = _loaded(bpy, stream)
+    scene = bpy.context.scene
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    obj.name = "Hero"
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "renamed.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "renamed.blend"))
+    scene, obj = bpy.context.scene, bpy.data.objects["Hero"]
+    cache = installed.solve_cache.load(scene)
+    frames = [1, 20, 45]
+    expected = cache.positions[[cache.frame_index(frame) for frame in frames]]
+    np.testing.assert_allclose(_heads_at(bpy, obj, cache.bones, frames), expected, atol=1e-3)
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    assert obj.animation_data.action.name == "Hero VR Avatar"
+    bpy.data.objects.remove(obj)
+    with pytest.raises(RuntimeError, match="The cached solve is for armature '.*', which is gone: solve again"):
+        bpy.ops.vr_avatar.bake_action()
