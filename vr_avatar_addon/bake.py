@@ -15,7 +15,7 @@ import bpy
 import numpy as np
 
 from . import avatar_quality, core, keyframes, root_motion, solve_cache
-from .bone_map import bone_map, fill_bone_map
+from .bone_map import bone_map, mapping_for
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
 from .scene_timing import scene_fps
@@ -45,9 +45,7 @@ class Bake:
         if set(cache.bones) != set(obj.data.bones.keys()):
             raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: "
                                 "solve again")
-        if not scene.vr_avatar.bone_map or scene.vr_avatar.bone_map_armature != obj.name:
-            fill_bone_map(scene.vr_avatar, obj)
-        self.channels = bake_channels(cache, obj, settings.root_motion, bone_map(scene.vr_avatar),
+        self.channels = bake_channels(cache, obj, settings.root_motion, mapping_for(scene.vr_avatar, obj),
                                       settings.only_mapped)
         self.had_travel = root_motion.TRAVEL_PROPERTY in obj
         root_motion.prepare(obj, settings.root_motion)
@@ -241,13 +239,11 @@ def measure_steps(scene, obj, cache):
     step = max(1, -(-cache.frames // MEASURED_FRAMES))
     index = np.arange(0, cache.frames, step)
     tracked = np.stack([np.isfinite(cache.head_targets).all(-1), *np.isfinite(cache.wrist_targets).all(-1).T], -1)
-    settings = scene.vr_avatar
-    if not settings.bone_map or settings.bone_map_armature != obj.name:
-        fill_bone_map(settings, obj)
+    mapping = mapping_for(scene.vr_avatar, obj)
     try:
         with posed(obj):
             figures, _ = yield from avatar_quality.measure_steps(
-                obj, bone_map(settings), cache.head_targets[index], cache.wrist_targets[index], tracked[index],
+                obj, mapping, cache.head_targets[index], cache.wrist_targets[index], tracked[index],
                 scene_fps(scene) / step, cache.frame_start + index)
     finally:
         scene.frame_set(current)

@@ -8,7 +8,7 @@ from pathlib import Path
 import bpy
 
 from . import bake
-from .bone_map import restore_bone_map, saved_bone_map
+from .bone_map import is_mapped, restore_bone_map, saved_bone_map
 from .errors import USER_ERRORS
 
 
@@ -28,7 +28,7 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
     settings.target_armature = armature
     if mapping is not None and mapping[0] == armature.name and mapping[3]:
         restore_bone_map(settings, mapping)
-    elif settings.bone_map_armature != armature.name or not settings.bone_map:
+    elif not is_mapped(settings, armature):
         bpy.ops.vr_avatar.map_bones()
     bpy.ops.vr_avatar.solve_stream()
     baked = bake.Bake(context, name, push_to_nla)

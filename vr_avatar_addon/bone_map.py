@@ -6,15 +6,38 @@ def bone_map(settings) -> dict[str, str]:
     return {item.joint: item.bone for item in settings.bone_map}
 
 
+def mapped_armature(settings) -> str:
+    """The name of the armature the mapping list is for, now (renamed or not)."""
+    obj = settings.bone_map_object
+    return obj.name if obj is not None else settings.bone_map_armature
+
+
+def is_mapped(settings, obj) -> bool:
+    """Whether the mapping list is `obj`'s: made for that object, whatever it is called now (a list made by an
+    earlier version knows its armature by name only)."""
+    if not settings.bone_map:
+        return False
+    mapped = settings.bone_map_object
+    return mapped == obj if mapped is not None else settings.bone_map_armature == obj.name
+
+
+def mapping_for(settings, obj) -> dict[str, str]:
+    """`obj`'s bone mapping: the list as it stands where it is that armature's (hand edits kept), else made anew."""
+    if not is_mapped(settings, obj):
+        fill_bone_map(settings, obj)
+    return bone_map(settings)
+
+
 def saved_bone_map(settings) -> tuple:
-    """The mapping list as it stands (the armature it is for, notes, rows), for `restore_bone_map`."""
-    return (settings.bone_map_armature, settings.bone_map_notes, settings.bone_map_index,
-            [(item.joint, item.bone, item.guessed) for item in settings.bone_map])
+    """The mapping list as it stands (the armature it is for, notes, rows, the armature object), for
+    `restore_bone_map`."""
+    return (mapped_armature(settings), settings.bone_map_notes, settings.bone_map_index,
+            [(item.joint, item.bone, item.guessed) for item in settings.bone_map], settings.bone_map_object)
 
 
 def restore_bone_map(settings, saved: tuple) -> None:
     """The mapping list put back as `saved_bone_map` saw it."""
-    settings.bone_map_armature, settings.bone_map_notes, index, rows = saved
+    settings.bone_map_armature, settings.bone_map_notes, index, rows, settings.bone_map_object = saved
     settings.bone_map.clear()
     for joint, bone, guessed in rows:
         item = settings.bone_map.add()
@@ -27,7 +50,7 @@ def fill_bone_map(settings, obj, override: dict[str, str] | None = None) -> int:
     required joints are unmapped."""
     found, guessed, notes = avatar.automatic_mapping(obj, override)
     settings.bone_map.clear()
-    settings.bone_map_armature = obj.name
+    settings.bone_map_armature, settings.bone_map_object = obj.name, obj
     settings.bone_map_notes = notes
     for joint, bone in found.items():
         item = settings.bone_map.add()

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import core, solve_cache
 from .axes import y_up_from_z_up, z_up_from_y_up
-from .bone_map import bone_map, fill_bone_map
+from .bone_map import mapping_for
 from .bone_space import matrix_rotations, pose_basis
 from .handlers import pose_frame
 from .root_motion import armature_space
@@ -187,9 +187,7 @@ def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lo
         report({'ERROR'}, "Nothing to clean: solve the stream onto the target armature first")
         return {'CANCELLED'}
     settings = scene.vr_avatar
-    if not settings.bone_map or settings.bone_map_armature != obj.name:
-        fill_bone_map(settings, obj)
-    fps, mapping = scene_fps(scene), bone_map(settings)
+    fps, mapping = scene_fps(scene), mapping_for(settings, obj)
     unmapped = [f"{s}_{j}" for s in "lr" for j in LEG_JOINTS if mapping.get(f"{s}_{j}") not in cache.bones]
     if unmapped:
         report({'ERROR'}, f"Smooth Solve re-solves the legs: map {', '.join(unmapped)} on '{obj.name}' first")

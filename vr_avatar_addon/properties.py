@@ -268,6 +268,8 @@ class VRAvatarSettings(bpy.types.PropertyGroup):
     bone_map: CollectionProperty(type=VRAvatarBoneMapItem)
     bone_map_index: IntProperty(name="Active Joint", default=0)
     bone_map_armature: StringProperty(name="Mapped Armature", description="The armature the bone mapping was made for")
+    bone_map_object: PointerProperty(name="Mapped Armature Object", type=bpy.types.Object,
+                                     description="The armature the bone mapping was made for, followed through renames")
     bone_map_notes: StringProperty(name="Mapping Notes", description="What the automatic mapping overruled "
                                    "(sides taken from the geometry, a foot outside its leg chain)")
     library: PointerProperty(type=VRAvatarLibrarySettings)

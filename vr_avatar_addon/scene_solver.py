@@ -7,7 +7,7 @@ import bpy
 
 from . import avatar, core, stream_files
 from .armature import target_armature
-from .bone_map import bone_map, fill_bone_map
+from .bone_map import mapping_for
 from .errors import VRAvatarError
 
 
@@ -57,10 +57,8 @@ def avatar_target(context):
     """(armature, core TargetSkeleton) of the scene's target with its bone mapping (made anew for a new target)."""
     settings = context.scene.vr_avatar
     obj = target_armature(context)
-    if not settings.bone_map or settings.bone_map_armature != obj.name:
-        fill_bone_map(settings, obj)
     try:
-        return obj, avatar.target_skeleton(obj, bone_map(settings))
+        return obj, avatar.target_skeleton(obj, mapping_for(settings, obj))
     except avatar.MappingError as error:
         raise VRAvatarError(str(error)) from None
 

@@ -161,3 +161,22 @@ def test_an_armature_renamed_after_its_solve_still_scrubs_and_bakes_after_a_relo
     bpy.data.objects.remove(obj)
     with pytest.raises(RuntimeError, match="The cached solve is for armature '.*', which is gone: solve again"):
         bpy.ops.vr_avatar.bake_action()
+
+
+def test_a_mapping_edited_by_hand_follows_its_armature_through_a_rename(bpy, installed, stream, tmp_path):
+    """A row of the bone mapping cleared by hand, the armature then renamed (and the file saved and reloaded): the
+    solve and the bake use the edited mapping, not a new automatic one (the mapping knew its armature by name
+    only, and a rename made the next solve map it anew)."""
+    obj = _loaded(bpy, stream)
+    settings = bpy.context.scene.vr_avatar
+    row = next(item for item in settings.bone_map if item.joint == "chest")
+    assert row.bone
+    row.bone = ""
+    obj.name = "Hero"
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "renamed.blend"))
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "renamed.blend"))
+    settings = bpy.context.scene.vr_avatar
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    mapped = {item.joint: item.bone for item in settings.bone_map}
+    assert mapped["chest"] == "" and mapped["hips"] and installed.bone_map.mapped_armature(settings) == "Hero"

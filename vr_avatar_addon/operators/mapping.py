@@ -8,7 +8,7 @@ from bpy_extras.io_utils import ExportHelper, ImportHelper
 
 from .. import core
 from ..armature import target_armature
-from ..bone_map import bone_map, fill_bone_map, report_mapping
+from ..bone_map import bone_map, fill_bone_map, mapped_armature, report_mapping
 from ..errors import VRAvatarError, polled
 
 PRESET_ITEMS = [(name, label, f"Map the bones after the built-in preset: {label}")
@@ -58,12 +58,12 @@ class VR_AVATAR_OT_save_mapping_preset(bpy.types.Operator, ExportHelper):
         guessed = [item.joint for item in settings.bone_map if item.guessed]
         try:
             core.files.atomic.check_outputs([self.filepath], [bpy.data.filepath or None])
-            path = core.rig.mapping_preset.save_preset(self.filepath, bone_map(settings), rig=settings.bone_map_armature,
+            path = core.rig.mapping_preset.save_preset(self.filepath, bone_map(settings), rig=mapped_armature(settings),
                                                    guessed=guessed, notes=settings.bone_map_notes)
         except (OSError, ValueError) as error:  # HumanoidMappingError and core's OutputError are ValueErrors
             self.report({'ERROR'}, f"cannot save the mapping preset: {error}")
             return {'CANCELLED'}
-        self.report({'INFO'}, f"Saved the bone mapping of '{settings.bone_map_armature}' to {path}")
+        self.report({'INFO'}, f"Saved the bone mapping of '{mapped_armature(settings)}' to {path}")
         return {'FINISHED'}
 
 
