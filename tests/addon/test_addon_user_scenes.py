@@ -4,23 +4,12 @@ scaled 0.01), bones that do not inherit their parent's rotation or scale, an arm
 import numpy as np
 import pytest
 
-from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
+from conftest import FIXTURE_WALK_1
 from test_addon_solve import MIXAMO, RIGIFY, _world_heads, build_rig
+from test_addon_user_data import SECONDS, stream as short_stream
 
-from core.devices.simulate import simulate_stream
-from core.files.bvh import read_bvh
-from core.files.stream import write_stream
-
-SECONDS = 2.0
-
-
-@pytest.fixture(scope="module")
-def stream(tmp_path_factory):
-    """A short stream simulated from the fixture walk."""
-    clip = read_bvh(FIXTURE_WALK_2)
-    path = tmp_path_factory.mktemp("stream") / "walk.csv"
-    write_stream(path, simulate_stream(clip[: int(SECONDS * clip.fps)]).stream)
-    return path
+stream = short_stream
+"""The fixture walk's first seconds as a stream file (test_addon_user_data's fixture)."""
 
 
 def _loaded(bpy, stream, names: dict = MIXAMO, extra_root: bool = False, fbx_units: bool = False, setup=None):
