@@ -15,7 +15,7 @@ import numpy as np
 from ..math import quat
 from .attachments import head_on_floor, hmd_frame_rotations
 from .jumps import hmd_may_have_jumped, jumped, turned_with_controllers
-from .plausibility import step_seconds, unit_rotations, usable_samples
+from .plausibility import step_seconds, usable_poses
 
 HANDS_BEFORE_TRACKED = ((0.2, -0.6, 0.1), (-0.2, -0.6, 0.1))
 """Where an untracked controller is held, in the HMD frame, before any controller was seen with the HMD."""
@@ -82,14 +82,10 @@ class HeldDevices:
         HMDNotTracked before the HMD's first usable sample."""
         dt, paused = step_seconds(dt, self.nominal_dt)
         self.paused_steps += paused
-        positions, rotations, tracked = np.asarray(positions, float), np.asarray(rotations, float), \
-            np.asarray(tracked, bool)
-        usable = usable_samples(positions, rotations, tracked)
-        rotations = unit_rotations(rotations, usable)
-        rejected = tracked & ~usable
+        positions, rotations, usable = usable_poses(positions, rotations, tracked)
+        rejected = np.asarray(tracked, dtype=bool) & ~usable
         self.rejected_samples += int(rejected.sum())
-        positions, rotations, tracked = np.where(usable[:, None], positions, np.nan), \
-            np.where(usable[:, None], rotations, np.nan), usable  # what an untracked device wrote too
+        tracked = usable
         positions, rotations = self.hold(positions, rotations, tracked)
         target = head_on_floor(positions[0], rotations[0], self.head_centre)
         teleported = self.previous is not None and (

@@ -49,6 +49,16 @@ def unit_rotations(rotations, usable) -> np.ndarray:
     return np.where(usable, quat.normalize(np.where(usable, rotations, 1.0)), rotations)
 
 
+def usable_poses(positions, rotations, tracked) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(positions (..., 3), rotations (..., 4), usable (...,)) of device samples: the usable ones (`usable_samples`)
+    with unit rotations (`unit_rotations`), every other one NaN, whatever a device wrote there (garbage would
+    overflow the arithmetic that skips it)."""
+    positions, rotations = np.asarray(positions, dtype=float), np.asarray(rotations, dtype=float)
+    usable = usable_samples(positions, rotations, tracked)
+    blank = ~usable[..., None]
+    return np.where(blank, np.nan, positions), np.where(blank, np.nan, unit_rotations(rotations, usable)), usable
+
+
 def step_seconds(dt, nominal: float) -> tuple[float, bool]:
     """(seconds to advance, whether `dt` was a pause): a non-finite, non-positive or too long dt advances `nominal`."""
     if 0.0 < dt <= PAUSE_STEP_S:

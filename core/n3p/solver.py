@@ -33,7 +33,7 @@ from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.jumps import crossing, held_up_to_jumps, hmd_may_have_jumped, jumped, turned_with_controllers, vertical_turns
-from ..devices.plausibility import step_seconds, unit_rotations, usable_samples, without_unusable_samples
+from ..devices.plausibility import step_seconds, usable_poses, without_unusable_samples
 from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.foot_lock import FootLock, Legs
@@ -293,14 +293,10 @@ class N3PSolver:
                 jump: bool = False) -> "Advanced":
         """Steps 1-3 of one frame, the predictor ticked if one is due; `jump`: the user is known to have jumped since
         the last frame (found at the stream's own rate offline), whatever this step's own test says."""
-        positions, rotations = np.array(positions, dtype=float), np.array(rotations, dtype=float)
-        tracked = np.array(tracked, dtype=bool)
-        usable = usable_samples(positions, rotations, tracked)
-        rotations = unit_rotations(rotations, usable)
+        positions, rotations, usable = usable_poses(positions, rotations, tracked)
         measured = bool(usable[0])  # the HMD's own sample, not the one held for it below
-        rejected = tracked & ~usable
-        self.rejected_samples += int(rejected.sum())
-        positions[~usable], rotations[~usable], tracked = np.nan, np.nan, usable  # what an untracked device wrote too
+        self.rejected_samples += int((np.asarray(tracked, dtype=bool) & ~usable).sum())
+        tracked = usable
         before = self.devices_before
         if tracked[0]:
             self.hmd = (positions[0].copy(), rotations[0].copy())

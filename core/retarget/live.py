@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices.attachments import joints_from_devices
-from ..devices.plausibility import unit_rotations, usable_samples
+from ..devices.plausibility import usable_poses
 from .retargeting import Retargeting
 from .stances import LiveStances
 from .target import TargetSkeleton, avatar_scale
@@ -52,9 +52,7 @@ class LiveRetargeting:
     def step(self, positions, rotations, tracked, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """(global rotations (1, J, 4), global positions (1, J, 3)) of the target this frame, core's frame; the
         devices' unusable samples count as untracked. The headset must be usable on the first step."""
-        usable = usable_samples(positions, rotations, tracked)
-        positions = np.where(usable[:, None], positions, np.nan)  # the solver drops such samples; so do the targets
-        rotations = unit_rotations(rotations, usable)
+        positions, rotations, usable = usable_poses(positions, rotations, tracked)  # dropped here as by the solver
         motion = self.solver.step(positions, rotations, usable, dt)
         joints = joints_from_devices(positions, rotations, self.solver.offsets)
         heads = np.where(usable[0], joints[0], np.nan)
