@@ -15,7 +15,7 @@ import bpy
 import numpy as np
 
 from . import avatar_quality, core, keyframes, root_motion, solve_cache
-from .bone_map import bone_map, mapping_for
+from .bone_map import mapping_for
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
 from .scene_timing import scene_fps
@@ -45,15 +45,15 @@ class Bake:
         if set(cache.bones) != set(obj.data.bones.keys()):
             raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: "
                                 "solve again")
-        self.channels = bake_channels(cache, obj, settings.root_motion, mapping_for(scene.vr_avatar, obj),
-                                      settings.only_mapped)
+        mapping = mapping_for(scene.vr_avatar, obj)
+        self.channels = bake_channels(cache, obj, settings.root_motion, mapping, settings.only_mapped)
         self.had_travel = root_motion.TRAVEL_PROPERTY in obj
         root_motion.prepare(obj, settings.root_motion)
         self.before = keyframes.ActiveAction(obj)
         self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
         self.name = name or f"{obj.name} VR Avatar"
         self.pushed = settings.push_to_nla if push_to_nla is None else push_to_nla
-        measured = (bake_channels(cache, obj, 'HIPS', bone_map(scene.vr_avatar), settings.only_mapped)
+        measured = (bake_channels(cache, obj, 'HIPS', mapping, settings.only_mapped)
                     if settings.root_motion == 'IN_PLACE' else self.channels)  # measured where the body travels
         self.action, self.previous = keyframes.new_action(self.name, obj, measured, cache.frame_start)
         scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
