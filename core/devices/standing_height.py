@@ -24,6 +24,9 @@ CHECK_S = 0.25
 """How often the stretch's median is taken."""
 COVERED = 0.8
 """... once measured samples cover this share of the stretch (an HMD lost for most of it raises nothing)."""
+CLOCK_ROUNDING_S = 1e-9
+"""A sample this far past the first seconds still counts among them: the time is a sum of the steps, which rounding
+may put just past a sample that falls on the end."""
 
 
 class StandingHeight:
@@ -63,7 +66,7 @@ class StandingHeight:
         """This frame's HMD height (`sample` False: not a measurement, as a held or rejected one), `dt` seconds
         before the next frame; the standing height."""
         if self.fixed is None and sample:
-            if self.elapsed_s <= self.calibration_s + 1e-9 or not self.first:
+            if self.elapsed_s <= self.calibration_s + CLOCK_ROUNDING_S or not self.first:
                 self.first.append(height)
                 self.first_total += height
             elif self.first_mean is None:
