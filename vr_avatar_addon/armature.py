@@ -129,9 +129,14 @@ def action_motion(scene, obj):
 
 
 def target_armature(context):
+    """The scene's Target Armature; VRAvatarError where there is none, it is not in the scene (deleted: the setting
+    still holds it) or it has no bones."""
     obj = context.scene.vr_avatar.target_armature
     if obj is None or obj.type != 'ARMATURE':
         raise VRAvatarError("Select an armature as the Target Armature (VR Avatar › Avatar)")
+    if context.scene not in obj.users_scene:
+        raise VRAvatarError(f"Target Armature '{obj.name}' is not in scene '{context.scene.name}' (deleted, or in "
+                            "another scene): pick another or link it back")
     if not obj.data.bones:
         raise VRAvatarError(f"Armature '{obj.name}' has no bones: give it a humanoid skeleton or pick another")
     return obj
