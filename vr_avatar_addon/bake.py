@@ -3,9 +3,9 @@
 Each bone is keyed in its own rotation mode (quaternion, an Euler order, or axis-angle; Euler angles continuous
 across frames), so the animator's other actions still pose it; every bone's rotation is keyed, its location and
 scale where the solve moves them off rest, and also, at rest, any channel an NLA strip under the new action
-animates, so nothing from below leaks into the result; a channel that holds one value (*Fit to User*'s scale) gets
-one key. Then the baked avatar is measured in Blender
-(avatar_quality) and the report written beside the .blend.
+animates, or the armature's active action (which the new one replaces), so nothing from below or before leaks
+into the result; a channel that holds one value (*Fit to User*'s scale) gets one key. Then the baked avatar is
+measured in Blender (avatar_quality) and the report written beside the .blend.
 """
 from contextlib import contextmanager
 from dataclasses import replace
@@ -147,16 +147,14 @@ def bake_target(context):
 
 
 def channels_below(obj) -> set[str]:
-    """Data paths (`path[index]`) the armature's NLA strips animate: an unkeyed channel would take their value."""
+    """Data paths (`path[index]`) the armature's NLA strips and its active action animate: an unkeyed channel would
+    take the strips' value, or keep the one the action the bake replaces last gave it."""
     animation = obj.animation_data
     if animation is None:
         return set()
-    found = set()
-    for track in animation.nla_tracks:
-        for strip in track.strips:
-            if strip.action is not None:
-                found.update(f"{c.data_path}[{c.array_index}]" for c in keyframes.action_fcurves(strip.action))
-    return found
+    actions = [strip.action for track in animation.nla_tracks for strip in track.strips] + [animation.action]
+    return {f"{c.data_path}[{c.array_index}]" for action in actions if action is not None
+            for c in keyframes.action_fcurves(action)}
 
 
 def baked_range(cache, scene, frame_range: str):

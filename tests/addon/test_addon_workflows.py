@@ -1,6 +1,9 @@
-"""Workflows over a session, in the real bpy: the target armature deleted after its solve."""
+"""Workflows over a session, in the real bpy: the target armature deleted after its solve, a bake replacing the user's
+own layered action."""
+import numpy as np
 import pytest
 
+from test_addon_solve import _world_heads
 from test_addon_user_data import _solved, stream as short_stream
 
 stream = short_stream
@@ -27,3 +30,51 @@ def test_a_target_armature_deleted_after_its_solve_is_refused_in_one_line(bpy, i
     assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
     assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
 
+
+def _users_action(bpy, obj) -> None:
+    """A layered action of the user's with two slots, the armature's keying a channel the solve leaves at rest (the
+    spine's location), a prop's its own location, active on both."""
+    other = bpy.data.objects.new("Prop", None)
+    bpy.context.scene.collection.objects.link(other)
+    action = bpy.data.actions.new("Idle")
+    strip = action.layers.new("Layer").strips.new(type='KEYFRAME')
+    for owner, path in ((obj, 'pose.bones["mixamorig:Spine"].location'), (other, "location")):
+        slot = action.slots.new(id_type='OBJECT', name=owner.name)
+        curve = strip.channelbag(slot, ensure=True).fcurves.new(path, index=0)
+        for frame, value in ((1, 0.1), (30, 0.3)):
+            curve.keyframe_points.insert(frame, value)
+        owner.animation_data_create().action = action
+        owner.animation_data.action_slot = slot
+
+
+def _action_state(installed, action) -> list:
+    """What a bake must leave as it was in an action: its slots, their users and every key."""
+    curves = [(c.data_path, c.array_index, [tuple(k.co) for k in c.keyframe_points])
+              for c in installed.keyframes.action_fcurves(action)]
+    return [action.name, [(s.identifier, sorted(u.name for u in s.users())) for s in action.slots], curves]
+
+
+@pytest.mark.parametrize("push_to_nla", [False, True])
+def test_a_bake_replacing_the_users_action_keeps_none_of_its_pose(bpy, installed, stream, push_to_nla):
+    """The armature's own action (two slots, the armature's keying the spine's location, which the solve leaves at
+    rest) active and evaluated before the bake: the baked pose is the solve's, to 1 mm, not the spine moved where the
+    replaced action left it (10 cm off), and the user's action, its slots and their users are as they were."""
+    obj = _solved(bpy, stream)
+    scene = bpy.context.scene
+    _users_action(bpy, obj)
+    user = bpy.data.actions["Idle"]
+    before = _action_state(installed, user)
+    bpy.context.view_layer.update()  # the action poses the spine
+    scene.vr_avatar.bake.push_to_nla = push_to_nla
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    assert not scene.vr_avatar.solve.baked_quality.warnings
+    baked = obj.animation_data.nla_tracks[0].strips[0].action if push_to_nla else obj.animation_data.action
+    obj.animation_data.action = baked
+    cache = installed.solve_cache.load(scene)
+    for frame in (1, 20, 45):
+        scene.frame_set(frame)
+        np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(frame)],
+                                   atol=1e-3)
+    obj.animation_data.action = user
+    obj.animation_data.action_slot = user.slots["OBAvatar"]
+    assert _action_state(installed, user) == before
