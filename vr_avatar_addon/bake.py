@@ -46,6 +46,7 @@ class Bake:
             raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: "
                                 "solve again")
         mapping = mapping_for(scene.vr_avatar, obj)
+        root_motion.restore_placement(obj)
         self.channels = bake_channels(cache, obj, settings.root_motion, mapping, settings.only_mapped)
         self.had_travel = root_motion.TRAVEL_PROPERTY in obj
         root_motion.prepare(obj, settings.root_motion)
@@ -55,7 +56,10 @@ class Bake:
         self.pushed = settings.push_to_nla if push_to_nla is None else push_to_nla
         measured = (bake_channels(cache, obj, 'HIPS', mapping, settings.only_mapped)
                     if settings.root_motion == 'IN_PLACE' else self.channels)  # measured where the body travels
+        placement = np.array(obj.matrix_world)
         self.action, self.previous = keyframes.new_action(self.name, obj, measured, cache.frame_start)
+        if settings.root_motion == 'OBJECT':
+            root_motion.keep_placement(self.action, placement)
         scene.vr_avatar.solve.preview = False  # the new action drives the armature from here on
         self.measuring = measure_steps(scene, obj, cache)
         self.quality = None
@@ -146,15 +150,31 @@ def bake_target(context):
     return obj
 
 
-def channels_below(obj) -> set[str]:
-    """Data paths (`path[index]`) the armature's NLA strips and its active action animate: an unkeyed channel would
-    take the strips' value, or keep the one the action the bake replaces last gave it."""
+def strip_actions(obj) -> list:
+    """The actions of the armature's NLA strips."""
     animation = obj.animation_data
     if animation is None:
-        return set()
-    actions = [strip.action for track in animation.nla_tracks for strip in track.strips] + [animation.action]
+        return []
+    return [strip.action for track in animation.nla_tracks for strip in track.strips if strip.action is not None]
+
+
+def animated_channels(actions) -> set[str]:
+    """Data paths (`path[index]`) the actions animate."""
     return {f"{c.data_path}[{c.array_index}]" for action in actions if action is not None
             for c in keyframes.action_fcurves(action)}
+
+
+def object_transform_channels(obj, keyed: set[str], below: set[str]) -> list:
+    """Channels holding the object's transform as it stands (one key each) where NLA strips under the new action
+    animate it and the bake does not key it: a strip of an Object root-motion bake would move it on."""
+    rotation = {'QUATERNION': "rotation_quaternion", 'AXIS_ANGLE': "rotation_axis_angle"}.get(obj.rotation_mode,
+                                                                                             "rotation_euler")
+    channels = []
+    for prop in ("location", rotation, "scale"):
+        value = tuple(getattr(obj, prop))
+        if prop not in keyed and any(f"{prop}[{i}]" in below for i in range(len(value))):
+            channels.append((prop, np.array([value]), "Object Transforms"))
+    return channels
 
 
 def baked_range(cache, scene, frame_range: str):
@@ -184,7 +204,9 @@ def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, o
     kept |= above  # they place the whole body: keyed in full, whatever pose they were left in
     if mode == 'ROOT_BONE':
         kept.add(root_motion.top_of_chain(obj, hips))
-    below = channels_below(obj)
+    below = animated_channels(strip_actions(obj))
+    replaced = animated_channels([obj.animation_data.action] if obj.animation_data is not None else [])
+    underneath = below | replaced
     channels = []
     for j, name in enumerate(cache.bones):
         if name not in kept:
@@ -197,12 +219,12 @@ def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, o
         for prop, values, rest, scale in (("location", locations[:, j], 0.0, length),
                                           ("scale", scales[:, j], 1.0, 1.0)):
             moved = np.abs(values - rest).max(axis=0) > REST_TOLERANCE * scale
-            leaking = np.array([name in above or f"{path}.{prop}[{i}]" in below for i in range(3)])
+            leaking = np.array([name in above or f"{path}.{prop}[{i}]" in underneath for i in range(3)])
             if moved.any() or leaking.any():
                 values = np.where(moved, values, rest)
                 steady = np.ptp(values, axis=0).max() <= REST_TOLERANCE * scale  # one key holds it (Fit to User)
                 channels.append((f"{path}.{prop}", values[:1] if steady else values, name))
-    return channels + extra
+    return channels + extra + object_transform_channels(obj, {path for path, _, _ in extra}, below)
 
 
 def set_mode(obj, mode: str) -> None:

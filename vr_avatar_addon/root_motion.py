@@ -8,9 +8,11 @@ upright space, for a game engine to read). T is a move over the world's floor an
 taken in the armature's upright space: armature space turned so that the world's up is its +Z (armature space
 itself on a Z-up rig; an FBX rig's +Y-up armature space turned 90° about X). In every mode the bones end where the solve put them in the world:
 world = object · T · armature space for `OBJECT` (and for `IN_PLACE` once T is applied), the root bone
-carrying T for `ROOT_BONE`.
+carrying T for `ROOT_BONE`. An `OBJECT` bake's action keeps the placement it was keyed from, so that a later bake
+starts from there, not from where that action has moved the object by the present frame.
 """
 import numpy as np
+from mathutils import Matrix
 
 from . import core
 from .bone_space import matrix_rotations, pose_basis, pose_matrices, rest_matrices
@@ -25,6 +27,8 @@ ROOT_MOTION_MODES = (('HIPS', "Hips", "The hips carry the travel (the solve as i
                      ('IN_PLACE', "In Place", "The body stays over its rest place; the travel is keyed in the "
                       "object's custom property vr_avatar_root_motion (x, y, heading) for a game engine"))
 TRAVEL_PROPERTY = "vr_avatar_root_motion"
+PLACEMENT_PROPERTY = "vr_avatar_placement"
+"""On an Object root-motion bake's action: the object's world matrix (row by row) its travel was keyed from."""
 
 
 def armature_space(obj, cache) -> tuple[np.ndarray, list, np.ndarray]:
@@ -138,3 +142,21 @@ def prepare(obj, mode: str) -> None:
     """What the mode's channels need on the object before they can be keyed: IN_PLACE's custom property."""
     if mode == 'IN_PLACE' and TRAVEL_PROPERTY not in obj:
         obj[TRAVEL_PROPERTY] = [0.0, 0.0, 0.0]
+
+
+def keep_placement(action, placement: np.ndarray) -> None:
+    """Mark an Object root-motion bake's action with the world matrix (4, 4) its travel was keyed from."""
+    action[PLACEMENT_PROPERTY] = np.asarray(placement, dtype=float).ravel().tolist()
+
+
+def restore_placement(obj) -> None:
+    """Put the object back where an Object root-motion bake in its active action or NLA strips (the topmost) was
+    keyed from: they move it, so where it stands now is that bake's travel at the present frame, which a new bake
+    would add to its own."""
+    animation = obj.animation_data
+    if animation is None:
+        return
+    actions = [animation.action] + [strip.action for track in reversed(animation.nla_tracks) for strip in track.strips]
+    placement = next((a[PLACEMENT_PROPERTY] for a in actions if a is not None and PLACEMENT_PROPERTY in a), None)
+    if placement is not None:
+        obj.matrix_world = Matrix(np.reshape(placement, (4, 4)).tolist())

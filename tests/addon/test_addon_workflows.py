@@ -1,5 +1,5 @@
 """Workflows over a session, in the real bpy: the target armature deleted after its solve, a bake replacing the user's
-own layered action."""
+own layered action, baking again after an Object root-motion bake."""
 import numpy as np
 import pytest
 
@@ -78,3 +78,33 @@ def test_a_bake_replacing_the_users_action_keeps_none_of_its_pose(bpy, installed
     obj.animation_data.action = user
     obj.animation_data.action_slot = user.slots["OBAvatar"]
     assert _action_state(installed, user) == before
+
+
+def _baked_heads_are_the_solves(bpy, installed, obj, frames=(1, 20, 45)) -> None:
+    """The armature's bone heads in the world, as its action poses it, where the cached solve put them (1 mm)."""
+    scene = bpy.context.scene
+    cache = installed.solve_cache.load(scene)
+    for frame in frames:
+        scene.frame_set(frame)
+        np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(frame)],
+                                   atol=1e-3, err_msg=f"frame {frame}")
+
+
+@pytest.mark.parametrize("push_to_nla", [False, True])
+@pytest.mark.parametrize("mode", ["OBJECT", "HIPS"])
+def test_baking_again_after_an_object_root_motion_bake_starts_where_the_object_stood(bpy, installed, stream, mode,
+                                                                                       push_to_nla):
+    """A bake with Object root motion, the timeline left at frame 50, then a second bake (Object or Hips; the first
+    active or on the NLA): the avatar lands where the solve put it, not moved on by the travel the first bake had
+    given the object at frame 50 (40 cm)."""
+    obj = _solved(bpy, stream)
+    scene, settings = bpy.context.scene, bpy.context.scene.vr_avatar.bake
+    placement = np.array(obj.matrix_world)
+    settings.root_motion, settings.push_to_nla = 'OBJECT', push_to_nla
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    scene.frame_set(50)
+    assert np.linalg.norm(np.array(obj.matrix_world)[:3, 3] - placement[:3, 3]) > 0.3
+    settings.root_motion, settings.push_to_nla = mode, False
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    assert not scene.vr_avatar.solve.baked_quality.warnings
+    _baked_heads_are_the_solves(bpy, installed, obj)
