@@ -3,9 +3,11 @@ default database's clips. Tools only: the runtime lists files (core/files/mocap.
 from __future__ import annotations
 
 import os
+import sys
 import zlib
 from pathlib import Path
 
+from ..errors import InputError
 from ..files.mocap import MocapNotFound, find_bvh_files, locomotion_files
 
 ENVIRONMENT_VARIABLE = "VR_AVATAR_MOCAP"
@@ -38,6 +40,22 @@ def split_by_file(files) -> tuple[list[Path], list[Path]]:
     """(training files, validation files)."""
     files = list(files)
     return [f for f in files if not is_validation(f)], [f for f in files if is_validation(f)]
+
+
+def training_split(files) -> tuple[list[Path], list[Path]]:
+    """`split_by_file` for training, a file on each side: where the names put every file on one side (a few files of
+    one's own), the last of them is moved to the other, saying so on stderr; a single file is an InputError."""
+    files = list(files)
+    if len(files) < 2:
+        raise InputError(f"{files[0]}: training needs two or more BVH files (one is held out for validation)")
+    training, validation = split_by_file(files)
+    if not validation:
+        validation.append(training.pop())
+        print(f"note: no file's name puts it in validation; {validation[0]} is held out for it", file=sys.stderr)
+    elif not training:
+        training.append(validation.pop())
+        print(f"note: every file's name puts it in validation; {training[0]} is trained on", file=sys.stderr)
+    return training, validation
 
 
 def default_database_files(files, held_out: Path | None = None) -> list[Path]:

@@ -514,7 +514,7 @@ def run(args) -> int:
     import torch
 
     from ...files.mocap import find_bvh_files
-    from ..mocap_split import split_by_file
+    from ..mocap_split import training_split
 
     files = find_bvh_files(args.data)
     path = Path(args.output)
@@ -525,7 +525,7 @@ def run(args) -> int:
     if unknown:
         raise ValueError(f"--stages {args.stages}: stages are {', '.join(PHASE_SHARES)}, separated by commas")
     resume = N3PModel.load(args.resume) if args.resume else None
-    training_files, validation_files = split_by_file(files)
+    training_files, validation_files = training_split(files)
     if args.limit:
         training_files, validation_files = training_files[:args.limit], validation_files[:max(1, args.limit // 4)]
     training_files = repeated(training_files, args.repeat or [])

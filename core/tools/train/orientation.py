@@ -219,13 +219,13 @@ def run_mmvr(args) -> int:
     import torch
 
     from ...files.mocap import find_bvh_files
-    from ..mocap_split import split_by_file
+    from ..mocap_split import training_split
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     files = find_bvh_files(args.data)
     output = Path(args.output)
     check_outputs([output, output.with_suffix(".json")], files, make_folders=True)
-    training_files, validation_files = split_by_file(files)
+    training_files, validation_files = training_split(files)
 
     def progress(done, total):
         if done == total or done % 50 == 0:

@@ -393,7 +393,7 @@ def run(args) -> int:
 
     from ...files.atomic import check_outputs, write_bytes, write_text
     from ...files.mocap import find_bvh_files
-    from ..mocap_split import split_by_file
+    from ..mocap_split import training_split
 
     torch.set_num_threads(max(1, min(2, args.threads)))
     files = find_bvh_files(args.data)
@@ -405,7 +405,7 @@ def run(args) -> int:
         if not checkpoint_path.is_file():
             raise FileNotFoundError(f"{checkpoint_path}: no checkpoint to resume from")
         resume = load_checkpoint(checkpoint_path)
-    training_files, validation_files = split_by_file(files)
+    training_files, validation_files = training_split(files)
     print(f"train orientation: window model, {len(training_files)} training and {len(validation_files)} "
           f"validation files", file=sys.stderr)
     started = time.perf_counter()

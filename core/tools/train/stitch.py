@@ -214,7 +214,7 @@ def run(args) -> int:
     import torch
 
     from ...files.mocap import find_bvh_files, locomotion_files
-    from ..mocap_split import split_by_file
+    from ..mocap_split import training_split
     from ...stitch.data import generate_pairs, load_clip, reference_databases
     from ..arguments import print_progress
 
@@ -224,7 +224,7 @@ def run(args) -> int:
     output = Path(args.output)
     check_outputs([output, output.with_suffix(".json"), output.with_name(output.stem + "_curve.png")],
                   files + ([args.resume] if args.resume else []), make_folders=True)
-    training_files, validation_files = split_by_file(files)
+    training_files, validation_files = training_split(files)
     print(f"train stitch: {len(training_files)} training and {len(validation_files)} validation clips",
           file=sys.stderr)
     started = time.perf_counter()

@@ -35,7 +35,7 @@ from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs
 from ...files.bvh import read_bvh
 from ...files.mocap import find_bvh_files
-from ..mocap_split import split_by_file
+from ..mocap_split import training_split
 from ...ik.upper_body_ik import arm_positions
 from ...ik.upper_body_pose import UpperBodyJoints, calibrate_upper_body, neck_frames
 from ...math import quat
@@ -145,9 +145,7 @@ def run(args) -> int:
     """Fit the elbow constants of Parger et al. §3.3 to arm poses from the training split."""
     files = find_bvh_files(args.data)
     check_outputs([args.output], files, make_folders=True)
-    training, validation = split_by_file(files)
-    if not training:
-        raise ValueError("no training files in --data (the split puts every file in validation)")
+    training, validation = training_split(files)
     started = time.time()
     print(f"train ik: arm poses from {len(training)} training and {len(validation)} validation files",
           file=sys.stderr)

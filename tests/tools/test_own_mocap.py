@@ -1,0 +1,95 @@
+"""A user's own motion capture through the commands that read mocap (train, db build, stitch, eval): a folder of a
+few files with names of their own, no Bandai split, clips that are Z-up or short; each refused with one line naming
+the file (exit 1, no traceback, nothing written) or used as it is."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from conftest import FIXTURE_WALK_1
+
+from core.errors import InputError
+from core.files.bvh import read_bvh, write_bvh
+from core.tools.cli import main
+from core.tools.mocap_split import is_validation, split_by_file, training_split
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _named(stem: str, validation: bool, start: int = 0) -> str:
+    """The first file name `stem`N.bvh (N from `start`) that the split by file puts in validation, or in training."""
+    return next(f"{stem}{n}.bvh" for n in range(start, start + 1000) if is_validation(Path(f"{stem}{n}.bvh")) == validation)
+
+
+def _folder(tmp_path: Path, names, source=FIXTURE_WALK_1) -> Path:
+    """A folder of the procedural walk under the given file names."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    clip = read_bvh(source)
+    for name in names:
+        write_bvh(folder / name, clip, scale=100.0)
+    return folder
+
+
+def _snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None) for p in folder.rglob("*")}
+
+
+def refused(capsys, folder: Path, args, named) -> str:
+    """Run the command line in-process: exit 1, one line `error: ...` naming `named`, no traceback, folder unchanged."""
+    before = _snapshot(folder)
+    code = main([str(a) for a in args])
+    err = capsys.readouterr().err
+    lines = [line for line in err.strip().splitlines() if not line.startswith(("note: ", "train "))]
+    assert code == 1 and len(lines) == 1 and lines[0].startswith("error: "), err
+    assert str(named) in lines[0], err
+    assert "Traceback" not in err
+    assert _snapshot(folder) == before
+    return lines[0]
+
+
+# --- the split by file on a few files of one's own --------------------------------------------------------------
+
+
+@SETTINGS
+@given(names=st.lists(st.text("abcdefghijklmnopqrstuvwxyz_-0123456789", min_size=1, max_size=12), min_size=2,
+                      max_size=6, unique=True))
+def test_training_split_holds_a_file_out_on_each_side_whatever_the_names(names):
+    files = [Path(f"{name}.bvh") for name in names]
+    training, validation = training_split(files)
+    assert training and validation
+    assert sorted(training + validation) == sorted(files)
+    hashed = split_by_file(files)
+    if hashed[0] and hashed[1]:
+        assert (training, validation) == hashed
+
+
+def test_training_split_of_one_file_names_it():
+    with pytest.raises(InputError, match="take.bvh"):
+        training_split([Path("take.bvh")])
+
+
+@pytest.mark.parametrize("command", [["train", "ik", "--evaluations", "5"], ["train", "stitch", "--epochs", "1"],
+                                     ["train", "n3p", "--minutes", "0.01"],
+                                     ["train", "orientation", "--architecture", "mmvr", "--epochs", "1"],
+                                     ["train", "orientation", "--epochs", "1"]],
+                         ids=lambda c: "-".join(c[1:3]))
+def test_training_on_one_file_is_refused_naming_it(tmp_path, capsys, command):
+    folder = _folder(tmp_path, [_named("take", validation=False)])
+    refused(capsys, tmp_path, [*command, "--data", folder, "-o", tmp_path / "model.npz"],
+            next(folder.iterdir()))
+
+
+def test_training_on_files_the_split_puts_on_one_side_holds_one_out(tmp_path, capsys):
+    """Two files whose names both go to training: the last is validated on, and the record says so."""
+    folder = _folder(tmp_path, [_named("take", validation=False), _named("take", validation=False, start=50)])
+    output = tmp_path / "ik.json"
+    assert main(["train", "ik", "--data", str(folder), "-o", str(output), "--evaluations", "5", "--frame-step", "8"]) == 0
+    assert "note: " in capsys.readouterr().err
+    record = json.loads(output.read_text())
+    assert record["record"]["training_files"] == 1 and record["record"]["validation_files"] == 1
+    assert np.isfinite(record["record"]["validation_elbow_cm"]["fitted"])
