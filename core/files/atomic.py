@@ -23,6 +23,10 @@ from pathlib import Path
 
 from ..errors import OutputError
 
+ROWS_PER_WRITE = 4096
+"""Rows of a long table (a motion's frames, a stream's samples) formatted and written at a time, so that writing
+one never holds its whole text: a 12-minute BVH's text at once took about 430 MB, ten times the file."""
+
 _PENDING: ContextVar[list | None] = ContextVar("pending_replacements", default=None)
 """The (temporary, target) pairs `together()` renames at its end; None outside it."""
 

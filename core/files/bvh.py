@@ -21,7 +21,7 @@ from ..anim.motion import Motion
 from ..anim.skeleton import Skeleton
 from ..errors import FileFormatError
 from ..math import quat
-from .atomic import write_text
+from .atomic import ROWS_PER_WRITE, written
 
 CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
 
@@ -141,16 +141,20 @@ def write_bvh(path: str | Path, motion: Motion, order: str = "zxy", scale: float
         lines.append(f"{pad}\tCHANNELS {6 if moving[j] else 3} {position}{rotation_channels}")
         stack.append((j, depth, False))
         stack.extend((child, depth + 1, True) for child in reversed(children[j]))
-    degrees = np.degrees(quat.to_euler(motion.rotations, order))
-    columns = []
-    for j in _depth_first(skeleton):
-        if moving[j]:
-            columns.append(motion.positions[:, j] * scale)
-        columns.append(degrees[:, j])
-    data = np.concatenate(columns, axis=1)
     lines += ["MOTION", f"Frames: {len(motion)}", f"Frame Time: {1.0 / motion.fps:.8f}"]
-    body = "\n".join(" ".join(row) for row in np.char.mod("%.6f", data).tolist())
-    write_text(path, "\n".join(lines) + "\n" + body + "\n")
+    joints = _depth_first(skeleton)
+    with written(path) as file:
+        file.write(("\n".join(lines) + "\n").encode("utf-8"))
+        for start in range(0, len(motion), ROWS_PER_WRITE):
+            frames = slice(start, start + ROWS_PER_WRITE)
+            degrees = np.degrees(quat.to_euler(motion.rotations[frames], order))
+            columns = []
+            for j in joints:
+                if moving[j]:
+                    columns.append(motion.positions[frames, j] * scale)
+                columns.append(degrees[:, j])
+            rows = np.char.mod("%.6f", np.concatenate(columns, axis=1)).tolist()
+            file.write(("\n".join(" ".join(row) for row in rows) + "\n").encode("utf-8"))
 
 
 def _depth_first(skeleton: Skeleton) -> list[int]:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import FileFormatError
 from ..math import quat
-from .atomic import write_bytes, write_text
+from .atomic import ROWS_PER_WRITE, write_bytes, written
 
 DEVICES = ("head", "left", "right")
 POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
@@ -266,14 +266,20 @@ def held_samples(tracked: np.ndarray) -> np.ndarray:
 
 def write_stream(path: str | Path, stream: ThreePointStream, comments: list[str] = ()) -> None:
     """Write CSV v1 with the optional validity columns; untracked poses are written as empty fields."""
-    values = np.concatenate([stream.positions, stream.rotations], axis=-1).reshape(len(stream), -1)
-    cells = np.char.mod("%.6f", np.nan_to_num(values)).astype(object)
-    untracked = np.repeat(~stream.tracked, 7, axis=1)
-    cells[untracked] = ""
     lines = [f"# {c}" for c in comments]
     lines.append(",".join(COLUMNS + VALID_COLUMNS))
-    times = np.char.mod("%.9f", stream.times)
-    valid = np.where(stream.tracked, "1", "0")
-    for t, row, v in zip(times, cells.tolist(), valid.tolist()):
-        lines.append(",".join([t, *row, *v]))
-    write_text(path, "\n".join(lines) + "\n")
+    with written(path) as file:
+        file.write(("\n".join(lines) + "\n").encode("utf-8"))
+        for start in range(0, len(stream), ROWS_PER_WRITE):
+            file.write(_stream_rows(stream, slice(start, start + ROWS_PER_WRITE)).encode("utf-8"))
+
+
+def _stream_rows(stream: ThreePointStream, samples: slice) -> str:
+    """The CSV rows of the stream's `samples`, each ending with a newline."""
+    tracked = stream.tracked[samples]
+    values = np.concatenate([stream.positions[samples], stream.rotations[samples]], axis=-1).reshape(len(tracked), -1)
+    cells = np.char.mod("%.6f", np.nan_to_num(values)).astype(object)
+    cells[np.repeat(~tracked, 7, axis=1)] = ""
+    times = np.char.mod("%.9f", stream.times[samples])
+    valid = np.where(tracked, "1", "0")
+    return "".join(",".join([t, *row, *v]) + "\n" for t, row, v in zip(times, cells.tolist(), valid.tolist()))

@@ -1,6 +1,7 @@
 """BVH reading and writing on the real Bandai files and the fixture walks, synthetic channel layouts, units and
 malformed files."""
 import json
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -162,6 +163,33 @@ def test_a_hierarchy_deeper_than_python_recurses_is_written_and_reads_back(tmp_p
     assert copy.skeleton.names == skeleton.names and copy.skeleton.end_sites == skeleton.end_sites
     np.testing.assert_allclose(copy.rotations, motion.rotations * np.sign(copy.rotations[..., :1] * motion.rotations[..., :1]),
                                atol=1e-5)
+
+
+def _traced_peak(write) -> int:
+    """The most memory (bytes) Python allocated at once while `write()` ran."""
+    tracemalloc.start()
+    try:
+        write()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_long_motion_is_written_a_block_of_frames_at_a_time(tmp_path, monkeypatch):
+    """Eight times the frames take less than twice the memory to write (1.8 times: the checks over the whole
+    motion; the whole text at once took eight times as much), and the blocks' seams do not show: the file is the one
+    a single block writes."""
+    skeleton = Skeleton(("root", "a", "b"), np.array([-1, 0, 1]), np.array([[0, 1, 0], [0, 0.5, 0], [0, 0.5, 0.0]]))
+    rng = np.random.default_rng(7)
+    motion = Motion.from_root(skeleton, quat.normalize(rng.normal(size=(8000, 3, 4))), rng.normal(size=(8000, 3)),
+                              60.0)
+    write_bvh(tmp_path / "one_block.bvh", motion)
+    monkeypatch.setattr("core.files.bvh.ROWS_PER_WRITE", 250)
+    write_bvh(tmp_path / "blocks.bvh", motion)
+    assert (tmp_path / "blocks.bvh").read_bytes() == (tmp_path / "one_block.bvh").read_bytes()
+    short = _traced_peak(lambda: write_bvh(tmp_path / "short.bvh", motion[:1000]))
+    long = _traced_peak(lambda: write_bvh(tmp_path / "long.bvh", motion))
+    assert long < 2.5 * short
 
 
 LATIN_1_NAMES = st.lists(st.text(st.characters(min_codepoint=0x41, max_codepoint=0xFF, categories=("Lu", "Ll")),

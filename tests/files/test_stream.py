@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 import re
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,29 @@ def test_round_trip_keeps_untracked_samples(tmp_path):
     np.testing.assert_array_equal(back.tracked, tracked)
     assert np.isnan(back.positions[~tracked]).all() and np.isnan(back.rotations[~tracked]).all()
     assert np.abs(back.positions[tracked] - stream.positions[tracked]).max() <= 1e-6
+
+
+def test_a_long_stream_is_written_a_block_of_samples_at_a_time(tmp_path, monkeypatch):
+    """Eight times the samples take the same memory to write (the whole text at once took eight times as
+    much), and the blocks' seams do not show, untracked samples among them."""
+    rng = np.random.default_rng(3)
+    count = 8000
+    tracked = rng.random((count, 3)) > 0.1
+    stream = ThreePointStream(np.arange(count) / 72.0, rng.normal(size=(count, 3, 3)),
+                              quat.normalize(rng.normal(size=(count, 3, 4))), tracked)
+    write_stream(tmp_path / "one_block.csv", stream, ["a comment"])
+    monkeypatch.setattr("core.files.stream.ROWS_PER_WRITE", 250)
+    write_stream(tmp_path / "blocks.csv", stream, ["a comment"])
+    assert (tmp_path / "blocks.csv").read_bytes() == (tmp_path / "one_block.csv").read_bytes()
+    np.testing.assert_array_equal(read_stream(tmp_path / "blocks.csv").tracked, tracked)
+    peaks = []
+    for samples in (1000, count):
+        tracemalloc.start()
+        write_stream(tmp_path / "peak.csv", ThreePointStream(stream.times[:samples], stream.positions[:samples],
+                                                            stream.rotations[:samples], tracked[:samples]))
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] < 1.3 * peaks[0]
 
 
 # --- rejections: each names its line -----------------------------------------------------------
