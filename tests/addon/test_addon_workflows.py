@@ -1,5 +1,7 @@
 """Workflows over a session, in the real bpy: the target armature deleted after its solve, a bake replacing the user's
 own layered action, baking again after an Object root-motion bake."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -108,3 +110,40 @@ def test_baking_again_after_an_object_root_motion_bake_starts_where_the_object_s
     assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
     assert not scene.vr_avatar.solve.baked_quality.warnings
     _baked_heads_are_the_solves(bpy, installed, obj)
+
+
+def _solve_beside(bpy, installed):
+    """The panel's Solve started beside Blender: the running operator."""
+    assert bpy.ops.vr_avatar.solve_stream(beside=True) == {'RUNNING_MODAL'}  # the panel's invoke sets it
+    return installed.operators.solve.VR_AVATAR_OT_solve_stream._running
+
+
+def _solve_to_the_end(bpy, running) -> set:
+    """The running solve ticked once its thread is done: its result."""
+    running._thread.join(120)
+    return running.modal(bpy.context, SimpleNamespace(type='TIMER', value='NOTHING'))
+
+
+def test_an_armature_renamed_while_the_solve_runs_beside_blender_takes_the_solve(bpy, installed, stream):
+    """Renamed while the panel's Solve runs: the solve is cached for it under its new name and scrubbing poses it;
+    deleted while it runs, the solve says so in one line and caches nothing."""
+    obj = _solved(bpy, stream)
+    scene = bpy.context.scene
+    running = _solve_beside(bpy, installed)
+    obj.name = "Renamed"
+    assert _solve_to_the_end(bpy, running) == {'FINISHED'}
+    cache = installed.solve_cache.load(scene)
+    assert cache.armature == "Renamed"
+    scene.frame_set(20)
+    np.testing.assert_allclose(_world_heads(bpy, obj, cache.bones), cache.positions[cache.frame_index(20)], atol=1e-3)
+    running = _solve_beside(bpy, installed)
+    bpy.ops.object.select_all(action='DESELECT')
+    obj.select_set(True)
+    assert bpy.ops.object.delete() == {'FINISHED'}  # the Target Armature setting keeps it in the file
+    with pytest.raises(installed.errors.VRAvatarError) as refused:
+        running._thread.join(120)
+        running._solve.finish(bpy.context)  # what the operator reports as its error
+    assert str(refused.value) == "Armature 'Renamed' was removed during the solve: nothing was cached"
+    assert _solve_to_the_end(bpy, running) == {'CANCELLED'}
+    np.testing.assert_array_equal(installed.solve_cache.load(scene).basis, cache.basis)
+

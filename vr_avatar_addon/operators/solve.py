@@ -27,6 +27,9 @@ class SceneSolve:
     no Blender data and may run on another thread (`compute`), and the cache made from it (`finish`)."""
 
     armature: str
+    """The armature's name when the solve began, for messages."""
+    armature_uid: int
+    """The armature's `session_uid`, which a rename keeps: `finish` caches onto it whatever it is called by then."""
     target: object
     solver: object
     stream: object
@@ -52,7 +55,7 @@ class SceneSolve:
         obj, target = avatar_target(context)
         require_physics(settings)  # said before the solve runs, not after it
         stream, note = read_stream(scene)
-        return cls(obj.name, target, solver_for_scene(context), stream, device_calibration(settings),
+        return cls(obj.name, obj.session_uid, target, solver_for_scene(context), stream, device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
                    settings.solve.physics, bpy.path.abspath(settings.stream.stream_path), note,
                    stream_files.stream_start_frame(scene))
@@ -77,9 +80,11 @@ class SceneSolve:
         """The computed solve as the scene's cache (stored, the armature posed); VRAvatarError if it failed."""
         if self.error is not None:
             raise VRAvatarError(self.error)
-        scene, obj = context.scene, bpy.data.objects.get(self.armature)
-        if obj is None:
-            raise VRAvatarError(f"Armature '{self.armature}' was removed during the solve: nothing was cached")
+        scene = context.scene
+        obj = next((o for o in bpy.data.objects if o.session_uid == self.armature_uid), None)
+        if obj is None or scene not in obj.users_scene:
+            name = self.armature if obj is None else obj.name
+            raise VRAvatarError(f"Armature '{name}' was removed during the solve: nothing was cached")
         solution, retargeted = self.solution, self.retargeted
         basis, locations, scales = pose_values(obj, self.target, retargeted)
         cache = solve_cache.SolveCache(obj.name, list(self.target.names), self.frame_start, basis, locations, scales,
