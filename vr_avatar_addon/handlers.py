@@ -6,7 +6,7 @@ import bpy
 import numpy as np
 from bpy.app.handlers import persistent
 
-from . import solve_cache
+from . import root_motion, solve_cache
 from .rotation_modes import set_rotations
 
 
@@ -26,7 +26,8 @@ def pose_frame(obj, frame: solve_cache.CachedFrame) -> None:
 
 @persistent
 def pose_from_cache(scene, _depsgraph=None):
-    """frame_change_post: show the cached solve on its armature while the preview is on."""
+    """frame_change_post: show the cached solve on its armature while the preview is on (the armature where an Object
+    root-motion bake animating it was keyed from: the solve's bones carry the travel that bake gives the object)."""
     settings = getattr(scene, "vr_avatar", None)
     if settings is None or not settings.solve.preview:
         return
@@ -35,6 +36,7 @@ def pose_from_cache(scene, _depsgraph=None):
     if obj is None or obj.type != 'ARMATURE' or set(frame.bones) != set(obj.pose.bones.keys()):
         return
     pose_frame(obj, frame)
+    root_motion.restore_placement(obj)
 
 
 def relative_paths(scene):

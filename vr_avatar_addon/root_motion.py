@@ -149,14 +149,21 @@ def keep_placement(action, placement: np.ndarray) -> None:
     action[PLACEMENT_PROPERTY] = np.asarray(placement, dtype=float).ravel().tolist()
 
 
-def restore_placement(obj) -> None:
-    """Put the object back where an Object root-motion bake in its active action or NLA strips (the topmost) was
-    keyed from: they move it, so where it stands now is that bake's travel at the present frame, which a new bake
-    would add to its own."""
+def kept_placement(obj) -> Matrix | None:
+    """The world matrix an Object root-motion bake in the object's active action or NLA strips (the topmost) was
+    keyed from, or None where none animates it."""
     animation = obj.animation_data
     if animation is None:
-        return
+        return None
     actions = [animation.action] + [strip.action for track in reversed(animation.nla_tracks) for strip in track.strips]
     placement = next((a[PLACEMENT_PROPERTY] for a in actions if a is not None and PLACEMENT_PROPERTY in a), None)
+    return None if placement is None else Matrix(np.reshape(placement, (4, 4)).tolist())
+
+
+def restore_placement(obj) -> None:
+    """Put the object back where an Object root-motion bake animating it was keyed from (`kept_placement`): the bake
+    moves it, so where it stands now is that bake's travel at the present frame, which the cached solve's bones carry
+    too."""
+    placement = kept_placement(obj)
     if placement is not None:
-        obj.matrix_world = Matrix(np.reshape(placement, (4, 4)).tolist())
+        obj.matrix_world = placement

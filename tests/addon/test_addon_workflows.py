@@ -147,3 +147,25 @@ def test_an_armature_renamed_while_the_solve_runs_beside_blender_takes_the_solve
     assert _solve_to_the_end(bpy, running) == {'CANCELLED'}
     np.testing.assert_array_equal(installed.solve_cache.load(scene).basis, cache.basis)
 
+
+@pytest.mark.parametrize("push_to_nla", [False, True])
+def test_the_scrub_preview_over_an_object_root_motion_bake_shows_the_solve_where_it_is(bpy, installed, stream,
+                                                                                       push_to_nla):
+    """Scrub Preview turned back on after an Object root-motion bake (active or on the NLA): the object stands where
+    the bake was keyed from, so the previewed bones land where the solve put them (0.01 mm), not with the travel twice
+    (once by the object, once by the bones: 40 cm at frame 50); turned off, the bake moves the object again."""
+    obj = _solved(bpy, stream)
+    scene, settings = bpy.context.scene, bpy.context.scene.vr_avatar
+    settings.bake.root_motion, settings.bake.push_to_nla = 'OBJECT', push_to_nla
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    settings.solve.preview = True
+    cache = installed.solve_cache.load(scene)
+    for frame in (1, 20, 50):
+        scene.frame_set(frame)
+        heads = _world_heads(bpy, obj, cache.bones)
+        evaluated = obj.evaluated_get(bpy.context.evaluated_depsgraph_get())
+        np.testing.assert_allclose(np.array(evaluated.matrix_world), np.array(obj.matrix_world), atol=1e-6)
+        np.testing.assert_allclose(heads, cache.positions[cache.frame_index(frame)], atol=1e-5, err_msg=f"frame {frame}")
+    settings.solve.preview = False
+    _baked_heads_are_the_solves(bpy, installed, obj, (20, 50))
+
