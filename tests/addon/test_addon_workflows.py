@@ -169,3 +169,17 @@ def test_the_scrub_preview_over_an_object_root_motion_bake_shows_the_solve_where
     settings.solve.preview = False
     _baked_heads_are_the_solves(bpy, installed, obj, (20, 50))
 
+
+def test_a_solve_after_an_object_root_motion_bake_reads_the_armature_where_that_bake_was_keyed_from(bpy, installed,
+                                                                                                     stream):
+    """Solve again at frame 50 after an Object root-motion bake, which has moved the object 40 cm by then: the solve
+    reads the armature where the bake was keyed from, so a bake of it (Hips) lands where it puts the body (1 mm)."""
+    obj = _solved(bpy, stream)
+    scene, settings = bpy.context.scene, bpy.context.scene.vr_avatar.bake
+    settings.root_motion = 'OBJECT'
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    scene.frame_set(50)
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    settings.root_motion = 'HIPS'
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    _baked_heads_are_the_solves(bpy, installed, obj)

@@ -9,7 +9,7 @@ import numpy as np
 from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatProperty, StringProperty
 from bpy_extras.io_utils import ImportHelper
 
-from .. import bake, batch, bone_space, cleanup, core, solve_cache, stream_files
+from .. import bake, batch, bone_space, cleanup, core, root_motion, solve_cache, stream_files
 from ..armature import target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
@@ -52,6 +52,7 @@ class SceneSolve:
     def prepare(cls, context) -> "SceneSolve":
         """Everything the solve reads from the scene; VRAvatarError for what stops it."""
         scene, settings = context.scene, context.scene.vr_avatar
+        root_motion.restore_placement(target_armature(context))  # not moved on by an Object bake's travel
         obj, target = avatar_target(context)
         require_physics(settings)  # said before the solve runs, not after it
         stream, note = read_stream(scene)
@@ -86,6 +87,7 @@ class SceneSolve:
             name = self.armature if obj is None else obj.name
             raise VRAvatarError(f"Armature '{name}' was removed during the solve: nothing was cached")
         solution, retargeted = self.solution, self.retargeted
+        root_motion.restore_placement(obj)  # where `prepare` read it, whatever frame the scene is on now
         basis, locations, scales = pose_values(obj, self.target, retargeted)
         cache = solve_cache.SolveCache(obj.name, list(self.target.names), self.frame_start, basis, locations, scales,
                                        retargeted.positions, retargeted.wrist_targets, retargeted.head_targets,
