@@ -39,8 +39,8 @@ class Bake:
         obj = self.obj = bake_target(context)
         settings = self.settings = scene.vr_avatar.bake
         cache = self.cache = baked_range(solve_cache.load(scene), scene, settings.frame_range)
-        if cache.fps is not None and abs(cache.fps - scene_fps(scene)) > 1e-3:
-            raise VRAvatarError(f"The cached solve was made at {cache.fps:g} fps and the scene now plays at "
+        if (fps := solve_cache.made_at_another_rate(scene)) is not None:
+            raise VRAvatarError(f"The cached solve was made at {fps:g} fps and the scene now plays at "
                                 f"{scene_fps(scene):g} fps: solve again (or set the scene's frame rate back)")
         if set(cache.bones) != set(obj.data.bones.keys()):
             raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: "

@@ -3,8 +3,10 @@ import math
 
 import bpy
 
+from . import solve_cache
 from .avatar import REQUIRED_JOINTS
 from .operators.stream import VR_AVATAR_OT_record_stream
+from .scene_timing import scene_fps
 
 AVATAR_FIGURES = (("mesh_below_floor_frames", "Mesh under the floor", "% of frames"),
                   ("toe_below_rest_cm", "Planted toes under rest", " cm"), ("foot_slide_cm_s", "Foot sliding", " cm/s"),
@@ -172,6 +174,9 @@ class VIEW3D_PT_vr_avatar_solve(VRAvatarPanel, bpy.types.Panel):
         if solve.has_cache:
             if solve.cache_stale:
                 layout.label(text="Settings changed: solve again", icon='ERROR')
+            if (fps := solve_cache.made_at_another_rate(context.scene)) is not None:
+                layout.label(text=f"Solved at {fps:g} fps and the scene now plays at {scene_fps(context.scene):g} fps: "
+                             "solve again", icon='ERROR')
             layout.prop(solve, "preview")
             draw_calibration(layout, solve.found_calibration)
             layout.operator("vr_avatar.clean_solve", icon='MOD_SMOOTH')

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from .scene_timing import scene_fps
+
 KEY = "vr_avatar_solve"
 
 
@@ -107,6 +109,14 @@ def cached_armature(scene) -> str | None:
     """The name of the armature the scene's cached solve is for (cheap: nothing else is read), or None."""
     data = scene.get(KEY)
     return None if data is None or "head_targets" not in data else armature_name(data)
+
+
+def made_at_another_rate(scene) -> float | None:
+    """The frame rate the scene's cached solve was made at, where the scene now plays at another; else None (no
+    cache, the same rate, or a cache made by a version that kept no rate)."""
+    data = scene.get(KEY)
+    fps = data.get("fps") if data is not None else None
+    return None if fps is None or abs(fps - scene_fps(scene)) <= 1e-3 else float(fps)
 
 
 def cached_frame(scene, frame: int) -> CachedFrame | None:

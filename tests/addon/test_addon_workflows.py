@@ -183,3 +183,39 @@ def test_a_solve_after_an_object_root_motion_bake_reads_the_armature_where_that_
     settings.root_motion = 'HIPS'
     assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
     _baked_heads_are_the_solves(bpy, installed, obj)
+
+
+class _Layout:
+    """A panel's layout that keeps the labels drawn in it (rows, boxes and operators draw into it too)."""
+
+    def __init__(self):
+        self.labels = []
+
+    def label(self, text="", **_):
+        self.labels.append(text)
+
+    def __getattr__(self, _name):
+        return lambda *_args, **_kwargs: self
+
+
+def _solve_panel_labels(bpy, installed) -> list:
+    layout = _Layout()
+    installed.panels.VIEW3D_PT_vr_avatar_solve.draw_section(None, layout, bpy.context)
+    return layout.labels
+
+
+def test_the_panel_says_a_solve_made_at_another_frame_rate_than_the_scenes_is_stale(bpy, installed, stream):
+    """The scene's frame rate changed after the solve: the panel says in one line to solve again, as for a setting
+    changed (the bake refuses it); the rate set back, or solved again, the line goes."""
+    _solved(bpy, stream)
+    scene = bpy.context.scene
+    assert not [label for label in _solve_panel_labels(bpy, installed) if "solve again" in label]
+    scene.render.fps = 24
+    assert "Solved at 30 fps and the scene now plays at 24 fps: solve again" in _solve_panel_labels(bpy, installed)
+    with pytest.raises(RuntimeError, match="made at 30 fps and the scene now plays at 24 fps"):
+        bpy.ops.vr_avatar.bake_action()
+    scene.render.fps = 30
+    assert not [label for label in _solve_panel_labels(bpy, installed) if "solve again" in label]
+    scene.render.fps = 24
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert not [label for label in _solve_panel_labels(bpy, installed) if "solve again" in label]
