@@ -35,9 +35,16 @@ def held_poses(positions, rotations, tracked):
     return positions[source], rotations[source]
 
 
+def other_scenes_collections(scene) -> list:
+    """The collections the other scenes show (a Linked Copy shows this scene's too)."""
+    return [c for other in bpy.data.scenes if other != scene for c in other.collection.children_recursive]
+
+
 def _stream_collection(scene):
-    """The add-on's stream collection in the scene, made and linked if there is none."""
-    collection = next((c for c in scene.collection.children_recursive if c.get(TAG)), None)
+    """The add-on's stream collection in the scene, made and linked if it has none of its own (one it shares with
+    another scene holds that scene's empties)."""
+    shared = other_scenes_collections(scene)
+    collection = next((c for c in scene.collection.children_recursive if c.get(TAG) and c not in shared), None)
     if collection is None:
         collection = bpy.data.collections.new(COLLECTION_NAME)
         collection[TAG] = 1
@@ -46,9 +53,18 @@ def _stream_collection(scene):
 
 
 def remove_stream_empties(scene) -> int:
-    """Remove the scene's stream empties made by the add-on and their actions; returns how many empties."""
+    """Take the scene's stream empties made by the add-on out of it; returns how many empties. Those another scene
+    shows too (a Linked Copy's) are left to it, their collection unlinked from this scene; the others are removed
+    with their actions."""
+    shared = other_scenes_collections(scene)
+    for parent in [scene.collection, *scene.collection.children_recursive]:
+        for child in list(parent.children):
+            if child.get(TAG) and child in shared and parent not in shared:
+                parent.children.unlink(child)
     empties = [obj for obj in scene.objects if obj.get(TAG)]
     for obj in empties:
+        if len(obj.users_scene) > 1:
+            continue
         action = obj.animation_data.action if obj.animation_data else None
         bpy.data.objects.remove(obj)
         if action is not None and action.get(TAG) and action.users == 0:

@@ -1,12 +1,14 @@
 """Workflows over a session, in the real bpy: the target armature deleted after its solve, a bake replacing the user's
-own layered action, baking again after an Object root-motion bake."""
+own layered action, baking again, solving again and scrubbing after an Object root-motion bake, the armature renamed
+while the solve runs beside Blender, the scene's frame rate changed after a solve, a stream loaded in a Linked Copy
+scene."""
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from test_addon_solve import _world_heads
-from test_addon_user_data import _solved, stream as short_stream
+from test_addon_user_data import _curve, _solved, stream as short_stream
 
 stream = short_stream
 """The fixture walk's first seconds as a stream file (test_addon_user_data's fixture)."""
@@ -219,3 +221,34 @@ def test_the_panel_says_a_solve_made_at_another_frame_rate_than_the_scenes_is_st
     scene.render.fps = 24
     assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
     assert not [label for label in _solve_panel_labels(bpy, installed) if "solve again" in label]
+
+
+def _stream_empties(scene) -> set:
+    return {obj.name for obj in scene.objects if obj.get("vr_avatar_stream")}
+
+
+def test_a_stream_loaded_in_a_linked_copy_leaves_the_other_scene_its_stream_empties(bpy, installed, stream):
+    """A Linked Copy of a solved scene shares its stream empties (the left one edited by hand): a stream loaded in the
+    copy gets empties of its own, and the first scene keeps its empties, the edit its solve reads included, without
+    the copy's (they were removed from under it, and its solve read the file instead without a word)."""
+    _solved(bpy, stream)
+    first = bpy.context.scene
+    left = first.vr_avatar.stream.left
+    curve = _curve(installed, left, "location", 2)
+    curve.keyframe_points[20].co.y += 0.05
+    curve.update()
+    assert bpy.ops.scene.new(type='LINK_COPY') == {'FINISHED'}
+    copy = next(scene for scene in bpy.data.scenes if scene != first)
+    kept = _stream_empties(first)
+    with bpy.context.temp_override(scene=copy):
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(stream)) == {'FINISHED'}
+    settings = first.vr_avatar.stream
+    assert {settings.head.name, settings.left.name, settings.right.name} == _stream_empties(first) == kept
+    assert not _stream_empties(copy) & kept and len(_stream_empties(copy)) == 3
+    assert f"'{left.name}' edited at frame 21" in installed.scene_solver.read_stream(first)[1]
+    assert installed.scene_solver.read_stream(copy)[1] == ""
+    with bpy.context.temp_override(scene=first):  # loaded again where the empties are the scene's own: replaced
+        assert bpy.ops.vr_avatar.load_stream(filepath=str(stream)) == {'FINISHED'}
+    assert len(_stream_empties(first)) == 3 and not _stream_empties(first) & _stream_empties(copy)
+    assert installed.scene_solver.read_stream(first)[1] == ""
+    assert len(bpy.data.objects) == 7  # the armature and the two scenes' empties
