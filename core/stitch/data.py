@@ -25,7 +25,7 @@ import numpy as np
 from ..anim.motion import Motion
 from ..files.bvh import read_bvh
 from ..anim.character import rooted_motion
-from ..rig.humanoid import find_mapping
+from ..retarget.target import clip_mapping
 from ..math import quat
 from .pose import PoseLayout, align_roots, on_floor, pose_vectors, root_yaw
 
@@ -55,9 +55,10 @@ class LocomotionClip:
 
 
 def load_clip(path, layout: PoseLayout | None = None) -> LocomotionClip:
-    """A BVH clip resampled to 60 fps, rooted, its floor moved to y = 0."""
+    """A BVH clip resampled to 60 fps, rooted, its floor moved to y = 0; one that does not map or is not +Y up is a
+    HumanoidMappingError naming the file."""
     clip = read_bvh(path).resampled(FPS)
-    rooted = rooted_motion(clip, find_mapping(clip.skeleton))
+    rooted = rooted_motion(clip, clip_mapping(clip, where=str(path)))
     layout = layout or PoseLayout.of(rooted.skeleton)
     rooted, levels = on_floor(rooted, layout)
     return LocomotionClip(rooted.name, rooted, pose_vectors(rooted, layout, levels), levels,

@@ -17,7 +17,7 @@ from ..devices.simulate import simulate_stream
 from ..files.atomic import check_outputs, together
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files
-from .mocap_split import split_by_file
+from .mocap_split import read_humanoid, split_by_file
 from ..devices.grips import GRIPS, as_openxr_grip
 from ..files.stream import DEVICES, copy_with_comment, read_stream, write_stream
 from ..hybrid.solver import LEGS
@@ -26,7 +26,7 @@ from ..matching.pose_database import build_database
 from ..quality.report import write_solution_report
 from ..rig.humanoid import HumanoidMappingError, find_mapping
 from ..rig.mapping_preset import builtin_presets, mapping_override
-from ..retarget.target import SIZE_MODES, bvh_target, clip_mapping
+from ..retarget.target import SIZE_MODES, bvh_target
 from ..retarget.retargeting import on_bvh_skeleton, retarget_solution
 from ..solve import load_solver, solve, with_physics
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
@@ -92,14 +92,6 @@ def bvh_info(args) -> int:
     if args.json:
         _print({"files": reports}, True, [])
     return 1 if failed else 0
-
-
-def read_humanoid(path, scale: float | None = None, mapping=None):
-    """A BVH clip that maps onto the canonical humanoid (with `mapping`, a preset or file, if given) and stands +Y
-    up; a skeleton that does not map, or a Z-up clip, is one HumanoidMappingError naming the file."""
-    motion = read_bvh(path, scale=scale)
-    clip_mapping(motion, mapping_override(mapping, motion.skeleton.names) if mapping else None, str(path))
-    return motion
 
 
 def stream_simulate(args) -> int:

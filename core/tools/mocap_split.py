@@ -1,5 +1,6 @@
-"""The team's motion capture (../shared/data/bandai): where it is, the train/validation split by file, and the
-default database's clips. Tools only: the runtime lists files (core/files/mocap.py) and has no split."""
+"""The team's motion capture (../shared/data/bandai): where it is, the train/validation split by file, the
+default database's clips, and a clip read as the tools use it. Tools only: the runtime lists files
+(core/files/mocap.py) and has no split."""
 from __future__ import annotations
 
 import os
@@ -8,7 +9,10 @@ import zlib
 from pathlib import Path
 
 from ..errors import InputError
+from ..files.bvh import read_bvh
 from ..files.mocap import MocapNotFound, find_bvh_files, locomotion_files
+from ..retarget.target import clip_mapping
+from ..rig.mapping_preset import mapping_override
 
 ENVIRONMENT_VARIABLE = "VR_AVATAR_MOCAP"
 DEFAULT_MOCAP = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "bandai"
@@ -63,3 +67,11 @@ def default_database_files(files, held_out: Path | None = None) -> list[Path]:
     clip but `held_out`, or `held_out` itself."""
     training = [f for f in split_by_file(files)[0] if f != held_out]
     return locomotion_files(training) or [f for f in files if f != held_out] or [held_out]
+
+
+def read_humanoid(path, scale: float | None = None, mapping=None):
+    """A BVH clip that maps onto the canonical humanoid (with `mapping`, a preset or file, if given) and stands +Y
+    up; a skeleton that does not map, or a Z-up clip, is one HumanoidMappingError naming the file."""
+    motion = read_bvh(path, scale=scale)
+    clip_mapping(motion, mapping_override(mapping, motion.skeleton.names) if mapping else None, str(path))
+    return motion

@@ -19,7 +19,7 @@ from ...config import CalibrationConfig, SimulationConfig
 from ...devices.attachments import implied_joint_positions, joints_from_devices
 from ...devices.calibration import calibrate_stream
 from ...devices.simulate import simulate_stream
-from ...files.bvh import read_bvh
+from ..mocap_split import read_humanoid
 from ...files.mocap import activity
 from ...math import quat
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
@@ -29,7 +29,7 @@ from .methods import ATTACHMENT_NOISE
 
 def clip_figures(path, simulation: SimulationConfig, config: CalibrationConfig = CalibrationConfig()) -> dict:
     """One clip's figures (module docstring)."""
-    motion = read_bvh(path)
+    motion = read_humanoid(path)
     simulated = simulate_stream(motion, simulation)
     stream, clip = simulated.stream, slice(simulated.clip_start, None)
     calibration = calibrate_stream(stream, config)

@@ -20,7 +20,7 @@ import numpy as np
 from ...config import SimulationConfig, SolveConfig
 from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
-from ...files.bvh import read_bvh
+from ..mocap_split import read_humanoid
 from ...anim.contacts import floor_height
 from ...quality.metrics import foot_skate_cm_s, score_motion
 from ...rig.humanoid import find_mapping
@@ -79,7 +79,7 @@ def run(args) -> int:
     print(f"eval characters: {len(files)} clips", file=sys.stderr)
     rows = {}
     for i, path in enumerate(files):
-        figures = clip_figures(read_bvh(path), solver, args.clip_seconds, args.physics)
+        figures = clip_figures(read_humanoid(path), solver, args.clip_seconds, args.physics)
         rows[path.stem] = {k: round(float(v), 3) for k, v in figures.items()}
         print_progress(i + 1, len(files), path.stem)
     frames = np.array([r["frames"] for r in rows.values()], dtype=float)

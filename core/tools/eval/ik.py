@@ -22,7 +22,7 @@ from ...anim.motion import Motion, forward_kinematics
 from ...config import SimulationConfig, UpperBodyIKConfig
 from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
-from ...files.bvh import read_bvh
+from ..mocap_split import read_humanoid
 from ...files.mocap import activity
 from ...ik.fabrik import FabrikConfig, solve_chain
 from ...ik.upper_body_ik import ik_constants, solve_upper_body
@@ -65,7 +65,7 @@ def reference_pose(motion: Motion, mapping: HumanoidMapping, frames: int) -> Mot
 def solve_clip(path, simulation: SimulationConfig, config: UpperBodyIKConfig, fabrik: FabrikConfig,
                fitted: UpperBodyIKConfig | None = None):
     """Truth and the methods' joints for one clip, plus the wrist targets; `parger_fitted` if `fitted` is given."""
-    sim = simulate_stream(read_bvh(path), simulation)
+    sim = simulate_stream(read_humanoid(path), simulation)
     truth, mapping, stream = sim.truth, sim.mapping, sim.stream
     rotations, positions = truth.global_transforms()
     arm = {j: [mapping[f"{s}_{j}"] for s in "lr"] for j in ARM_JOINTS}

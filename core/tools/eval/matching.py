@@ -18,7 +18,7 @@ import numpy as np
 from ...config import CalibrationConfig, SimulationConfig, MatchingConfig
 from ...devices.attachments import joints_from_devices
 from ...devices.simulate import simulate_stream
-from ...files.bvh import read_bvh
+from ..mocap_split import read_humanoid
 from ...files.mocap import activity
 from ...matching.pose_database import PoseDatabase
 from ...matching.solver import MatchingDatabase, MotionMatchingSolver
@@ -89,7 +89,7 @@ def score_solvers(files, made: dict, simulation: SimulationConfig, progress=None
     """
     rows = {m: [] for m in made}
     for i, path in enumerate(files):
-        simulated = simulate_stream(read_bvh(path), simulation)
+        simulated = simulate_stream(read_humanoid(path), simulation)
         stream, clip = simulated.stream, slice(simulated.clip_start, None)
         on_truth = stream if simulated.exact is None else stream.sampled_at(simulated.exact.times + simulated.latency_s)
         implied = joints_from_devices(on_truth.positions, on_truth.rotations, simulated.offsets)[clip, 1:]

@@ -36,9 +36,8 @@ import numpy as np
 from ...config import CalibrationConfig, DeviceNoise, N3PConfig, SimulationConfig, MatchingConfig
 from ...devices.grips import GRIPS
 from ...files.atomic import check_outputs, save_figure
-from ...files.bvh import read_bvh
 from ...files.mocap import find_bvh_files
-from ..mocap_split import default_database_files
+from ..mocap_split import default_database_files, read_humanoid
 from ...hybrid.solver import HybridSolver
 from ...matching.pose_database import PoseDatabase, build_database
 from ...matching.solver import MatchingDatabase, MotionMatchingSolver
@@ -211,7 +210,7 @@ def run(args) -> int:
             chosen = default_database_files(find_bvh_files(args.data))
             print(f"eval full: building the default database from {len(chosen)} training clips (--db to reuse one)",
                   file=sys.stderr)
-            database = build_database([read_bvh(f) for f in chosen])
+            database = build_database([read_humanoid(f) for f in chosen])
     model = N3PModel.load(args.model or N3P_MODEL)
     print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
     result = evaluate(files, database, model, args.methods,

@@ -25,7 +25,7 @@ import numpy as np
 from ...anim.motion import Motion
 from ...config import StitchConfig
 from ...files.mocap import find_bvh_files, locomotion_files
-from ..mocap_split import split_by_file
+from ..mocap_split import read_humanoid, split_by_file
 from ...quality.metrics import foot_skate_cm_s, foot_slide_m, npss
 from ...rig.humanoid import find_mapping
 from ...stitch.data import StitchPairs, generate_pairs, load_clip, reference_databases
@@ -181,7 +181,6 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
     from ...config import DatabaseConfig, SimulationConfig, MatchingConfig
     from ...devices.attachments import implied_joint_positions
     from ...devices.simulate import simulate_stream
-    from ...files.bvh import read_bvh
     from ...matching.pose_database import build_database
     from ...matching.solver import MatchingDatabase, MotionMatchingSolver
     from ...solve import solve
@@ -190,12 +189,12 @@ def solved_streams(files, database_files, model: StitchModel, progress=None) -> 
     from .matching import LOOK_AROUND_DEG
 
     config = MatchingConfig()
-    database = build_database([read_bvh(f) for f in database_files], DatabaseConfig())
+    database = build_database([read_humanoid(f) for f in database_files], DatabaseConfig())
     solver = MotionMatchingSolver([MatchingDatabase.prepare(database, config)], config, load_orientation_model())
     simulation = SimulationConfig(look_around_deg=LOOK_AROUND_DEG)
     rows = {"mm": [], "mm_rmr": []}
     for i, path in enumerate(files):
-        simulated = simulate_stream(read_bvh(path), simulation)
+        simulated = simulate_stream(read_humanoid(path), simulation)
         implied = implied_joint_positions(simulated.stream, simulation.devices)[:, 1:]
         solution = solve(simulated.stream, solver)
         for name, motion in (("mm", solution.motion), ("mm_rmr", refine_solution(solution, solver, model))):

@@ -38,7 +38,7 @@ from ...anim.motion import Motion
 from ...config import SimulationConfig
 from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs, save_figure, write_text
-from ...files.bvh import read_bvh
+from ..mocap_split import read_humanoid
 from ...math import quat
 from ...n3p.model import GRU_LAYERS, HIDDEN, SIZES, N3PModel, Normalisation
 from ...n3p.state import CONTACTS, FPS, HEADING_CHANGE, J_LO, J_UP, PARENTS, SIGNAL_SIZE, Z_IN_LO, Z_SIZE, BodyStates, \
@@ -84,7 +84,7 @@ def prepare_clips(files, reference: np.ndarray | None = None, look_around_deg: f
     """
     transforms, signals, names, skeleton, heads = [], [], [], None, []
     for i, path in enumerate(files):
-        motion = read_bvh(path)
+        motion = read_humanoid(path)
         character = motion if character is None else character
         if motion.skeleton.names != character.skeleton.names:  # another studio's: on the character's skeleton
             motion = retarget_motion(motion, character)
@@ -506,7 +506,7 @@ def training_character(data, resume: N3PModel | None) -> Motion:
 
     if resume is not None:
         return N3PSolver(resume).standing_motion()
-    return read_bvh(find_bvh_files([data[0]])[0])
+    return read_humanoid(find_bvh_files([data[0]])[0])
 
 
 def run(args) -> int:

@@ -19,7 +19,7 @@ from ...anim.character import body_yaw
 from ...config import SimulationConfig
 from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs, write_text
-from ...files.bvh import read_bvh
+from ..mocap_split import read_humanoid
 from ...math import quat
 from ...math.angle import wrap_angle
 from ...orientation.mmvr import HIDDEN_UNITS, INPUT_SIZE, OrientationModel, device_features, facing_yaw, \
@@ -52,7 +52,7 @@ def prepare_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DEG, seed
     """Simulate streams from BVH files (and their mirror images) and compute features and truth."""
     clips = []
     for i, path in enumerate(files):
-        motion = read_bvh(path)
+        motion = read_humanoid(path)
         variants = [motion, motion.mirrored()] if mirror else [motion]
         for v, variant in enumerate(variants):
             config = SimulationConfig(fps=fps, look_around_deg=look_around_deg, seed=seed * 100003 + 2 * i + v)

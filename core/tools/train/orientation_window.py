@@ -21,7 +21,7 @@ from ...anim.character import body_yaw
 from ...anim.motion import Motion
 from ...config import SimulationConfig
 from ...devices.simulate import simulate_stream
-from ...files.bvh import read_bvh
+from ..mocap_split import read_humanoid
 from ...files.mocap import activity
 from ...math import quat
 from ...orientation.window_model import HIDDEN_UNITS, TAPS, VECTOR_COUNT, WindowOrientationModel, frame_vectors, \
@@ -103,7 +103,7 @@ def prepare_window_clips(files, look_around_deg: float = TRAINING_LOOK_AROUND_DE
     mirrored, each with its own random speed, size, arm scale, attachment errors, latency and look-around."""
     clips = []
     for i, path in enumerate(files):
-        motion = read_bvh(path)
+        motion = read_humanoid(path)
         mirrored = motion.mirrored() if augmentation else None
         variants = [mirrored if v % 2 else motion for v in range(augmentation.copies)] if augmentation else [motion]
         for v, variant in enumerate(variants):

@@ -33,9 +33,8 @@ from ...config import SimulationConfig, UpperBodyIKConfig
 from ...devices.attachments import implied_joint_positions
 from ...devices.simulate import simulate_stream
 from ...files.atomic import check_outputs
-from ...files.bvh import read_bvh
 from ...files.mocap import find_bvh_files
-from ..mocap_split import training_split
+from ..mocap_split import read_humanoid, training_split
 from ...ik.upper_body_ik import arm_positions
 from ...ik.upper_body_pose import UpperBodyJoints, calibrate_upper_body, neck_frames
 from ...math import quat
@@ -71,7 +70,7 @@ class ArmPoses:
 
 def clip_arm_poses(path, frame_step: int, simulation: SimulationConfig = SimulationConfig()) -> ArmPoses:
     """One clip's arm poses, every `frame_step`-th frame of its simulated 60 Hz stream."""
-    sim = simulate_stream(read_bvh(path), simulation)
+    sim = simulate_stream(read_humanoid(path), simulation)
     truth, mapping, stream = sim.truth, sim.mapping, sim.stream
     rotations, positions = truth.global_transforms()
     joints = UpperBodyJoints.of(truth.skeleton, mapping)
