@@ -10,6 +10,7 @@ import math
 import sys
 from pathlib import Path
 
+from ..errors import InputError
 from ..files.mocap import activity, find_bvh_files
 from .mocap_split import split_by_file
 
@@ -66,9 +67,15 @@ def add_json_argument(parser) -> None:
 
 
 def evaluation_files(args) -> list[Path]:
-    """The BVH files that `--data` and `--split` select."""
+    """The BVH files that `--data` and `--split` select; an error if the split leaves none."""
     files = find_bvh_files(args.data)
-    return split_by_file(files)[1] if args.split == "validation" else files
+    if args.split == "all":
+        return files
+    validation = split_by_file(files)[1]
+    if not validation:
+        raise InputError(f"{', '.join(map(str, args.data))}: no file of the {len(files)} is in the validation split (by "
+                         "file name); --split all evaluates them all")
+    return validation
 
 
 def selected_files(args) -> list[Path]:

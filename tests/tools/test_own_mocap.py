@@ -128,3 +128,17 @@ def test_a_z_up_folder_is_refused_naming_its_file(tmp_path, capsys, command):
             for a in command]
     line = refused(capsys, tmp_path, [*args, "--data", folder], folder / "take_a.bvh")
     assert "+Y up" in line
+
+
+# --- evaluating a folder without Bandai's split ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["eval", "orientation", "--plot", "OUT.png"],
+                                     ["eval", "full", "--methods", "hybrid", "--plot", ""], ["eval", "characters"]],
+                         ids=lambda c: "-".join(c[:2]))
+def test_a_folder_the_split_leaves_no_validation_file_says_to_evaluate_all(tmp_path, capsys, command):
+    """eval orientation said 'need at least one array to concatenate'."""
+    folder = _folder(tmp_path, [_named("take", validation=False)])
+    args = [tmp_path / "out.png" if a == "OUT.png" else a for a in command]
+    line = refused(capsys, tmp_path, [*args, "--data", folder], folder)
+    assert "--split all" in line
