@@ -63,10 +63,10 @@ def training_split(files) -> tuple[list[Path], list[Path]]:
 
 
 def default_database_files(files, held_out: Path | None = None) -> list[Path]:
-    """The default motion-matching database's clips: the training split's locomotion; failing that, any
-    clip but `held_out`, or `held_out` itself."""
+    """The default motion-matching database's clips: the training split's locomotion; failing that (names not
+    Bandai's), the training split; failing that, any clip but `held_out`, or `held_out` itself."""
     training = [f for f in split_by_file(files)[0] if f != held_out]
-    return locomotion_files(training) or [f for f in files if f != held_out] or [held_out]
+    return locomotion_files(training) or training or [f for f in files if f != held_out] or [held_out]
 
 
 def read_humanoid(path, scale: float | None = None, mapping=None):

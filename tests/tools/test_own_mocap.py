@@ -18,7 +18,7 @@ from core.files.bvh import read_bvh, write_bvh
 from core.math import quat
 from core.matching.pose_database import build_database
 from core.tools.cli import main
-from core.tools.mocap_split import is_validation, split_by_file, training_split
+from core.tools.mocap_split import default_database_files, is_validation, split_by_file, training_split
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -142,3 +142,15 @@ def test_a_folder_the_split_leaves_no_validation_file_says_to_evaluate_all(tmp_p
     args = [tmp_path / "out.png" if a == "OUT.png" else a for a in command]
     line = refused(capsys, tmp_path, [*args, "--data", folder], folder)
     assert "--split all" in line
+
+
+@SETTINGS
+@given(names=st.lists(st.text("abcdefghijklmnopqrstuvwxyz_-0123456789", min_size=1, max_size=12), min_size=1,
+                      max_size=8, unique=True))
+def test_the_default_database_of_files_named_ones_own_way_leaves_the_validation_files_out(names):
+    """eval full's default database took every file, the evaluated validation clips too, where no name was Bandai's
+    locomotion."""
+    files = [Path(f"{name}.bvh") for name in names]
+    training, validation = split_by_file(files)
+    chosen = default_database_files(files)
+    assert chosen == (training or files)
