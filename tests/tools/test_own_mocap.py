@@ -154,3 +154,19 @@ def test_the_default_database_of_files_named_ones_own_way_leaves_the_validation_
     training, validation = split_by_file(files)
     chosen = default_database_files(files)
     assert chosen == (training or files)
+
+
+# --- clips shorter than what a trainer reads at once ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [["train", "stitch", "--epochs", "1"],
+                                     ["train", "orientation", "--architecture", "mmvr", "--epochs", "1",
+                                      "--windows-per-epoch", "64"]], ids=lambda c: "-".join(c[:2]))
+def test_training_on_clips_shorter_than_its_window_is_refused(tmp_path, capsys, command):
+    """Half-second clips: train stitch said 'need at least one array to concatenate'; the paper's orientation network
+    trained on no window (loss NaN) and was written."""
+    names = [_named("take", validation=False), _named("take", validation=True)]
+    folder = _folder(tmp_path, names, change=lambda clip: clip[:15])
+    line = refused(capsys, tmp_path, [*command, "--data", folder, "-o", tmp_path / "model.npz"],
+                   folder / names[0] if command[1] == "stitch" else "training clip")
+    assert "frames" in line

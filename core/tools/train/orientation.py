@@ -18,6 +18,7 @@ import numpy as np
 from ...anim.character import body_yaw
 from ...config import SimulationConfig
 from ...devices.simulate import simulate_stream
+from ...errors import InputError
 from ...files.atomic import check_outputs, write_text
 from ..mocap_split import read_humanoid
 from ...math import quat
@@ -145,6 +146,9 @@ def train(clips: list[OrientationClip], validation: list[OrientationClip], rollo
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     data = _Stacked(clips, rollout)
+    if not len(data.starts):
+        raise InputError(f"no training clip is longer than the rollout, {rollout} frames at 60 fps: nothing to train "
+                         "on (--rollout sets it)")
     mean, std = normalisation(data)
     layers, width = [], INPUT_SIZE
     for units in hidden:

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ...errors import InputError
 from ...files.atomic import check_outputs, save_figure, write_text
-from ...stitch.data import StitchPairs
+from ...stitch.data import FPS, WINDOW, StitchPairs
 from ...stitch.model import GRU_LAYERS, HIDDEN_SIZE, StitchModel
 from ...stitch.pose import PoseLayout
 from ..arguments import add_data_arguments
@@ -230,6 +231,10 @@ def run(args) -> int:
     started = time.perf_counter()
     clips = [load_clip(f) for f in training_files]
     validation_clips = [load_clip(f) for f in validation_files]
+    for side, loaded, paths in (("training", clips, training_files), ("validation", validation_clips, validation_files)):
+        if all(len(clip.vectors) < WINDOW for clip in loaded):
+            raise InputError(f"{', '.join(map(str, paths))}: no {side} clip holds a stitch window, {WINDOW} frames "
+                             f"({WINDOW / FPS:g} s) at {FPS:g} fps")
     databases = reference_databases(clips)
     pairs = generate_pairs(clips, databases, clips, seed=args.seed,
                            progress=lambda d, t: print_progress(d, t, clips[d - 1].name))
