@@ -7,7 +7,7 @@ animates, or the armature's active action (which the new one replaces), so nothi
 into the result; a channel that holds one value (*Fit to User*'s scale) gets one key. Then the baked avatar is
 measured in Blender (avatar_quality) and the report written beside the .blend.
 """
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,6 +37,7 @@ class Bake:
         the setting)."""
         scene = self.scene = context.scene
         obj = self.obj = bake_target(context)
+        self.armature, self.armature_uid = obj.name, obj.session_uid
         settings = self.settings = scene.vr_avatar.bake
         cache = self.cache = baked_range(solve_cache.load(scene), scene, settings.frame_range)
         if (fps := solve_cache.made_at_another_rate(scene)) is not None:
@@ -107,9 +108,23 @@ class Bake:
             strip.action_slot = slot
         self.before.restore()
 
+    def lost(self) -> str | None:
+        """What took the armature from under the bake since it began, in words: deleted from the scene, removed from
+        the file, or read back by undo (which keeps its session_uid) or another file; None while it is there."""
+        try:
+            return None if self.scene in self.obj.users_scene else f"armature '{self.obj.name}' was deleted"
+        except ReferenceError:  # its data freed
+            undone = any(obj.session_uid == self.armature_uid for obj in bpy.data.objects)
+            return f"armature '{self.armature}' was {'undone' if undone else 'removed'}"
+
     def cancel(self) -> None:
         """Take the bake back: the new action removed, the armature's action, its fake user, its custom properties,
-        the preview and the scene's frame as they were."""
+        the preview and the scene's frame as they were; of a bake whose armature was freed, what is left."""
+        try:
+            self.obj.name
+        except ReferenceError:
+            self._let_go()
+            return
         self.measuring.close()
         bpy.data.actions.remove(self.action)
         if not self.had_travel and root_motion.TRAVEL_PROPERTY in self.obj:
@@ -120,6 +135,18 @@ class Bake:
             self.obj.animation_data_clear()
         self.scene.vr_avatar.solve.preview = self.preview
         self.scene.frame_set(self.frame)
+
+    def _let_go(self) -> None:
+        """Take back what is left of a bake whose armature was freed: nothing where undo or another file read the
+        data back as it was before the bake; where the armature was removed, its action, the previous action's fake
+        user, the preview and the scene's frame."""
+        with suppress(ReferenceError):
+            self.measuring.close()  # puts the scene's frame back
+        with suppress(ReferenceError):
+            bpy.data.actions.remove(self.action)
+            if self.before.action is not None:
+                self.before.action.use_fake_user = self.before.fake_user
+            self.scene.vr_avatar.solve.preview = self.preview
 
 
 def bake(context, report) -> None:

@@ -150,6 +150,81 @@ def test_an_armature_renamed_while_the_solve_runs_beside_blender_takes_the_solve
     np.testing.assert_array_equal(installed.solve_cache.load(scene).basis, cache.basis)
 
 
+TICK = SimpleNamespace(type='TIMER', value='NOTHING')
+
+
+def _bake_beside(bpy, installed, monkeypatch):
+    """The panel's Bake started beside Blender, a frame measured: the running operator."""
+    monkeypatch.setattr(installed.operators.solve.VR_AVATAR_OT_bake_action, "tick_s", 0.0)  # a frame a tick
+    assert bpy.ops.vr_avatar.bake_action(beside=True) == {'RUNNING_MODAL'}  # the panel's invoke sets it
+    running = installed.operators.solve.VR_AVATAR_OT_bake_action._running
+    assert running.modal(bpy.context, TICK) == {'RUNNING_MODAL'}
+    return running
+
+
+def _bake_to_the_end(bpy, running) -> set:
+    """The running bake ticked until it ends: its result."""
+    while (result := running.modal(bpy.context, TICK)) == {'RUNNING_MODAL'}:
+        pass
+    return result
+
+
+def test_an_armature_renamed_while_the_bake_measures_it_takes_the_bake(bpy, installed, stream, monkeypatch):
+    """Renamed while the panel's bake measures it: the bake goes on, its report under the new name."""
+    obj = _solved(bpy, stream)
+    running = _bake_beside(bpy, installed, monkeypatch)
+    obj.name = "Renamed"
+    assert _bake_to_the_end(bpy, running) == {'FINISHED'}
+    assert obj.animation_data.action.name == "Avatar VR Avatar"
+    assert bpy.context.scene.vr_avatar.solve.report_path.endswith(".Renamed.report.png")
+    _baked_heads_are_the_solves(bpy, installed, obj, (20,))
+
+
+def _take_away(bpy, obj, how: str) -> None:
+    if how == "deleted":  # the Target Armature setting keeps it in the file
+        bpy.ops.object.select_all(action='DESELECT')
+        obj.select_set(True)
+        assert bpy.ops.object.delete() == {'FINISHED'}
+    elif how == "removed":
+        bpy.data.objects.remove(obj)
+    else:  # Ctrl+Z: back to before the bake, whose undo step is pushed when it ends
+        assert bpy.ops.ed.undo() == {'FINISHED'}
+
+
+@pytest.mark.parametrize("how", ["deleted", "removed", "undone"])
+def test_an_armature_taken_away_while_the_bake_measures_it_stops_the_bake_in_one_line(bpy, installed, stream,
+                                                                                      monkeypatch, how):
+    """Deleted, removed or undone while the panel's bake measures it: the bake stops in one line and leaves no action
+    of it (an In Place or Push to NLA bake's own is made after the measure: the action keyed first is not the bake
+    yet), the scene's preview and frame as they were; the measure went on over the deleted armature, no scene's, and
+    raised a traceback over the removed or undone one."""
+    obj = _solved(bpy, stream)
+    bpy.ops.ed.undo_push(message="Load Stream")  # the steps the panel's operators push in a session
+    bpy.ops.ed.undo_push(message="Solve")
+    actions = sorted(action.name for action in bpy.data.actions)
+    running = _bake_beside(bpy, installed, monkeypatch)
+    _take_away(bpy, obj, how)
+    assert running.modal(bpy.context, TICK) == {'CANCELLED'}
+    assert running._bake.lost() == f"armature 'Avatar' was {how}"  # the operator's error: 'Bake stopped: <this> ...'
+    scene = bpy.context.scene
+    assert sorted(action.name for action in bpy.data.actions) == actions
+    assert (scene.frame_current, scene.vr_avatar.solve.preview) == (1, True)
+    assert installed.operators.solve.VR_AVATAR_OT_bake_action._running is None
+
+
+def test_another_file_opened_while_the_bake_measures_ends_the_bake(bpy, installed, stream, monkeypatch, tmp_path,
+                                                                    capfd):
+    """Another file opened while the panel's bake measures: Blender cancels the bake, which ends (its timer, progress
+    and status text gone) and takes itself back from the file it was made in."""
+    _solved(bpy, stream)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "solved.blend"))
+    _bake_beside(bpy, installed, monkeypatch)
+    assert bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "solved.blend")) == {'FINISHED'}
+    assert installed.operators.solve.VR_AVATAR_OT_bake_action._running is None
+    assert "Avatar VR Avatar" not in bpy.data.actions
+    assert "Traceback" not in capfd.readouterr().err
+
+
 @pytest.mark.parametrize("push_to_nla", [False, True])
 def test_the_scrub_preview_over_an_object_root_motion_bake_shows_the_solve_where_it_is(bpy, installed, stream,
                                                                                        push_to_nla):

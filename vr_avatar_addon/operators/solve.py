@@ -278,6 +278,12 @@ class VR_AVATAR_OT_bake_action(BesideBlender, bpy.types.Operator):
             return {'CANCELLED'}
         return self._begin(context, 0.05)
 
+    def cancel(self, context):
+        """Blender ends the bake (another file loaded, its window closed): taken back as Esc does."""
+        if type(self)._running is self:  # once: Blender may call this again as it frees the file's data
+            self._end(context)
+            self._bake.cancel()
+
     def modal(self, context, event):
         if event.type == 'ESC':
             self._end(context)
@@ -286,6 +292,11 @@ class VR_AVATAR_OT_bake_action(BesideBlender, bpy.types.Operator):
             return {'CANCELLED'}
         if event.type != 'TIMER':
             return {'PASS_THROUGH'}
+        if (lost := self._bake.lost()) is not None:
+            self._end(context)
+            self._bake.cancel()
+            self.report({'ERROR'}, f"Bake stopped: {lost} while it was measured; nothing was baked")
+            return {'CANCELLED'}
         until = time.perf_counter() + self.tick_s
         while True:  # at least a frame a tick, as many as fit in it
             done = self._bake.step()
