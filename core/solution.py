@@ -8,6 +8,7 @@ last (`ThreePointStream.frames_at`), whatever the method and the stream's own ra
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +21,32 @@ from .devices.calibration import StreamCalibration
 from .devices.plausibility import usable_samples
 from .devices.standing_height import measured_standing_height
 from .files.stream import ThreePointStream
+
+
+Progress = Callable[[float], None]
+"""Told the share of an offline solve done so far (0 to 1) as it goes: the command line's and the add-on's
+progress."""
+
+PROGRESS_REPORTS = 50
+"""About how many times a loop over a solve's frames tells its progress."""
+
+
+def progress_between(progress: Progress | None, start: float, end: float) -> Progress | None:
+    """`progress` for a part of the work that takes the share done from `start` to `end`."""
+    if progress is None:
+        return None
+    return lambda share: progress(start + (end - start) * share)
+
+
+def with_progress(steps: range, progress: Progress | None) -> Iterator[int]:
+    """`steps`, telling `progress` the share of them done about PROGRESS_REPORTS times on the way, and 1 at the end."""
+    every = max(1, len(steps) // PROGRESS_REPORTS)
+    for k, step in enumerate(steps):
+        if progress is not None and k % every == 0:
+            progress(k / len(steps))
+        yield step
+    if progress is not None:
+        progress(1.0)
 
 
 class Solver(Protocol):
@@ -43,8 +70,9 @@ class Solver(Protocol):
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
         """One live frame from device poses (3, 3), (3, 4), tracking flags (3,) and the seconds since the last."""
 
-    def solve(self, stream: ThreePointStream) -> "Solution":
-        """The offline solve of a calibrated stream: a motion with `stream.frames_at(fps)` frames."""
+    def solve(self, stream: ThreePointStream, progress: Progress | None = None) -> "Solution":
+        """The offline solve of a calibrated stream: a motion with `stream.frames_at(fps)` frames (`progress` told
+        the share done as it goes)."""
 
     def standing_motion(self) -> Motion:
         """The skeleton standing: where retargeting reads its standing reference."""

@@ -22,7 +22,7 @@ from .matching.solver import load_matching_solver
 from .n3p.model import N3PModel
 from .n3p.solver import N3PSolver
 from .orientation.facing import load_facing_model
-from .solution import Solution, Solver
+from .solution import Progress, Solution, Solver
 
 if TYPE_CHECKING:  # the physics pass's packages are optional (require_physics)
     from .physics.tracking import PhysicsResult
@@ -53,17 +53,18 @@ def load_solver(config: SolveConfig = SolveConfig(), database_paths=()) -> Solve
 
 
 def solve(stream: ThreePointStream, solver: Solver,
-          calibration: CalibrationConfig | StreamCalibration | None = CalibrationConfig()) -> Solution:
+          calibration: CalibrationConfig | StreamCalibration | None = CalibrationConfig(),
+          progress: Progress | None = None) -> Solution:
     """The offline driver: calibrate the devices (calibration.py: a calibration found in the stream's first
     seconds, or the one given, re-expresses the controllers as held the way the solver assumes; None: as they
-    are), then the solver's own offline solve. The result has one frame per 1/fps s of the stream
-    (`ThreePointStream.frames_at`) whatever the method."""
+    are), then the solver's own offline solve, `progress` told the share of it done. The result has one frame per
+    1/fps s of the stream (`ThreePointStream.frames_at`) whatever the method."""
     if isinstance(calibration, CalibrationConfig):
         calibration = calibrate_stream(without_unusable_samples(stream)[0], calibration, solver.devices)
     if calibration is not None:
         stream = calibration.apply(stream, solver.devices)
     gaps = LongGaps.of(stream)
-    solution = solver.solve(gaps.closed(stream))
+    solution = solver.solve(gaps.closed(stream), progress)
     expected = gaps.closed(stream).frames_at(solver.fps)
     if len(solution.motion) != expected:
         raise RuntimeError(f"the {solver.method} solve made {len(solution.motion)} frames where the stream's timeline "
@@ -81,15 +82,17 @@ def solver_contacts(solution: Solution) -> np.ndarray | None:
     return planted(contacts)
 
 
-def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> Solution:
+def with_physics(solution: Solution, config: PhysicsConfig = PhysicsConfig(),
+                 progress: Progress | None = None) -> Solution:
     """The solve with its motion replaced by a simulated body's that tracks it (core/physics/), and that pass's
     figures; the body holds the feet the solver has planted (its own contacts), and the figures count them as
-    planted (else the solved toes' contact weights). Needs the `physics` requirements (mujoco, daqp):
-    PhysicsUnavailable names them; the extension carries them."""
-    return physics_pass(solution, config)[0]
+    planted (else the solved toes' contact weights); `progress` told the share of frames simulated. Needs the
+    `physics` requirements (mujoco, daqp): PhysicsUnavailable names them; the extension carries them."""
+    return physics_pass(solution, config, progress)[0]
 
 
-def physics_pass(solution: Solution, config: PhysicsConfig = PhysicsConfig()) -> tuple[Solution, PhysicsResult]:
+def physics_pass(solution: Solution, config: PhysicsConfig = PhysicsConfig(),
+                 progress: Progress | None = None) -> tuple[Solution, PhysicsResult]:
     """(`with_physics`'s solution, the PhysicsResult it was made from: the simulated body, for figures an
     evaluation counts on the truth's contacts)."""
     require_physics()
@@ -97,7 +100,7 @@ def physics_pass(solution: Solution, config: PhysicsConfig = PhysicsConfig()) ->
     from .physics.metrics import physics_figures, toe_contacts
 
     planted = solver_contacts(solution)
-    result = track_to_the_hands(solution.motion, config, planted)
+    result = track_to_the_hands(solution.motion, config, planted, progress)
     if planted is None:
         planted = toe_contacts(solution.motion)
     return replace(solution, motion=result.motion, physics=physics_figures(result, planted)), result

@@ -40,12 +40,15 @@ from ..n3p.solver import N3PSolver
 from ..n3p.state import J_LO
 from ..orientation.facing import BodyFacing
 from ..rig.humanoid import find_mapping
-from ..solution import Solution, require_finite, standing_height, waits_for_hmd
+from ..solution import Progress, Solution, progress_between, require_finite, standing_height, waits_for_hmd, with_progress
 from .blend import LEG_JOINTS, LegTransfer, TrailingMean, centred_mean, floor_speeds, travel_weights, \
     turn_lower_body, unwrapped_after
 
 LEGS = ("predicted", "matched")
 """HybridConfig.legs: whose legs step while the body travels."""
+PREDICTOR_SHARE, DEVICES_SHARE = 0.65, 0.9
+"""The share of an offline solve done after the predictor's solve, and after the devices' frames (a 72 Hz walk's
+profile: 66 % and 25 % of the time, the combination the rest)."""
 
 
 class HybridSolver:
@@ -153,18 +156,20 @@ class HybridSolver:
                                                     dt, np.array([placed]), *self.wrists(*(d[None] for d in devices)))
         return Motion(body.skeleton, rotations_out, positions_out, self.fps)
 
-    def solve(self, stream: ThreePointStream) -> Solution:
+    def solve(self, stream: ThreePointStream, progress: Progress | None = None) -> Solution:
         """The offline driver over a calibrated stream: the predictor's solve (its 30 Hz poses on the output's
         timeline, the arms reaching every frame) and the devices' frames (or motion matching's steps 1-5), put
-        together frame by frame with centred averages."""
-        predicted = self.predictor.solve(stream)
+        together frame by frame with centred averages (`progress` told the share done)."""
+        predicted = self.predictor.solve(stream, progress_between(progress, 0.0, PREDICTOR_SHARE))
         config = self.config
+        devices_progress = progress_between(progress, PREDICTOR_SHARE, DEVICES_SHARE)
         if self.matching is not None:
-            stepped, height, frames = lower_body_frames(stream, self.matching)
+            stepped, height, frames = lower_body_frames(stream, self.matching, devices_progress)
             yaws, targets = np.array([f.body_yaw for f in frames]), np.array([f.target for f in frames])
             dts, restarts = np.array([f.dt for f in frames]), np.array([f.placed for f in frames])
         else:
-            stepped, height, yaws, targets, dts, restarts = self.device_frames(stream, self.predictor.output_jumps)
+            stepped, height, yaws, targets, dts, restarts = self.device_frames(stream, self.predictor.output_jumps,
+                                                                               devices_progress)
         body = predicted.motion  # on the same timeline as the stepped stream
         pose = self.lower_pose(body)
         speeds = np.where(restarts, 0.0, floor_speeds(pose[1][:, self.hips], self.fps))
@@ -182,6 +187,8 @@ class HybridSolver:
             contacts, dts, restarts, *self.wrists(stepped.positions, stepped.rotations, stepped.tracked))
         motion = Motion(body.skeleton, rotations, positions, self.fps, self.method)
         require_finite(motion, stepped)
+        if progress is not None:
+            progress(1.0)
         count = len(motion)
         if self.matching is None:
             return Solution(motion, stepped, np.zeros(count, int), np.zeros(count, int), targets,
@@ -189,11 +196,12 @@ class HybridSolver:
         return Solution(motion, stepped, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
                         targets, np.array([f.searched for f in frames]), height, self.method, contacts=contacts)
 
-    def device_frames(self, stream: ThreePointStream, jumps: np.ndarray):
+    def device_frames(self, stream: ThreePointStream, jumps: np.ndarray, progress: Progress | None = None):
         """The devices over a whole stream on the output's timeline, as the live step holds them: the stream as
         stepped, its standing HMD height, and per frame the orientation model's yaw (or zero), the target, the time
         step and whether the avatar was placed (a teleport, or where the predictor's world jumped with the user,
-        `jumps` (T,)). Frames before the HMD is first tracked wait in its first frame's."""
+        `jumps` (T,)). Frames before the HMD is first tracked wait in its first frame's (`progress` told the share
+        stepped)."""
         stepped = held_up_to_jumps(without_unusable_samples(stream)[0])[0].resampled(self.fps)
         height = self.predictor.fixed_height or standing_height(stepped, self.predictor.config.calibration_s)
         first = int(np.flatnonzero(stepped.tracked[:, 0])[0])  # standing_height refused a stream without one
@@ -201,7 +209,7 @@ class HybridSolver:
         self.facing.reset()
         count = len(stepped) - first
         yaws, targets, dts, restarts = np.zeros(count), np.zeros((count, 3)), np.zeros(count), np.zeros(count, bool)
-        for k, t in enumerate(range(first, len(stepped))):
+        for k, t in enumerate(with_progress(range(first, len(stepped)), progress)):
             held = self.held.step(stepped.positions[t], stepped.rotations[t], stepped.tracked[t],
                                   stepped.times[t] - stepped.times[t - 1] if k else 1.0 / self.fps)
             jumped = held.teleported or jumps[t]

@@ -41,7 +41,7 @@ from ..math.spring import angle_spring_toward, spring_toward
 from ..orientation.facing import BodyFacing, load_facing_model
 from ..orientation.mmvr import OrientationModel
 from ..orientation.window_model import WindowOrientationModel
-from ..solution import Solution, require_finite, standing_height, waits_for_hmd
+from ..solution import Progress, Solution, progress_between, require_finite, standing_height, waits_for_hmd, with_progress
 from .features import FORWARD, GROUPS, FeatureScale, pose_features, searchable_frames
 from .pose_database import DatabaseError, PoseDatabase
 from .search import FeatureIndex, squared_distances
@@ -228,11 +228,14 @@ class MotionMatchingSolver:
         lower = self.step_lower_body(positions, rotations, tracked, dt)
         return self.finish_poses([lower], self.upper_body_calibration(lower.standing_height_m))
 
-    def solve(self, stream: ThreePointStream) -> Solution:
-        """The offline driver over a calibrated stream: steps 1-5 frame by frame, then step 6 over all frames."""
-        stream, height, frames = lower_body_frames(stream, self)
+    def solve(self, stream: ThreePointStream, progress: Progress | None = None) -> Solution:
+        """The offline driver over a calibrated stream: steps 1-5 frame by frame, then step 6 over all frames
+        (`progress` told the share done)."""
+        stream, height, frames = lower_body_frames(stream, self, progress_between(progress, 0.0, 0.9))
         motion = self.finish_poses(frames, self.upper_body_calibration(height))
         require_finite(motion, stream)
+        if progress is not None:
+            progress(1.0)
         return Solution(motion, stream, np.array([f.database for f in frames]), np.array([f.frame for f in frames]),
                         np.array([f.target for f in frames]), np.array([f.searched for f in frames]), height,
                         self.method)
@@ -385,10 +388,11 @@ class MotionMatchingSolver:
                                global_pose)
 
 
-def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
+def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver, progress: Progress | None = None):
     """Steps 1-5 over a whole stream: on the solver's timeline (resampled to its rate), the standing height
     measured on it (devices/standing_height.py), every frame from the HMD's first tracked one stepped and the frames
-    before it waiting in that one's pose. Returns the stream as stepped, the height and one frame per sample."""
+    before it waiting in that one's pose (`progress` told the share stepped). Returns the stream as stepped, the
+    height and one frame per sample."""
     stream, jump_times = held_up_to_jumps(without_unusable_samples(stream)[0])
     stream = stream.resampled(solver.fps)
     known = crossing(jump_times, stream.times)
@@ -396,7 +400,7 @@ def lower_body_frames(stream: ThreePointStream, solver: MotionMatchingSolver):
     first = int(np.flatnonzero(stream.tracked[:, 0])[0])  # standing_height refused a stream without one
     solver.reset(height)
     frames = []
-    for t in range(first, len(stream)):
+    for t in with_progress(range(first, len(stream)), progress):
         dt = stream.times[t] - stream.times[t - 1] if t > first else 1.0 / solver.fps
         frames.append(solver.step_lower_body(stream.positions[t], stream.rotations[t], stream.tracked[t], dt,
                                              bool(known[t])))

@@ -40,7 +40,7 @@ from ..ik.foot_lock import FootLock, Legs
 from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
 from ..math import quat
 from ..rig.humanoid import find_mapping
-from ..solution import Solution, require_finite, waits_for_hmd
+from ..solution import Progress, Solution, progress_between, require_finite, waits_for_hmd, with_progress
 from .model import N3PModel, N3PPredictor, contacts_of, moved_with
 from .state import FPS, global_pose, tracker_signals
 
@@ -386,10 +386,10 @@ class N3PSolver:
                                   targets, global_rotations[:, :, 1], global_rotations[:, :, 2])
         self.arms.set(rotations, global_rotations, upper, fore, tracked)
 
-    def solve(self, stream: ThreePointStream):
+    def solve(self, stream: ThreePointStream, progress: Progress | None = None):
         """The offline driver: calibrate on the stream's standing height, advance every sample of the stream at 30 Hz,
         pose the predictions interpolated onto the output's timeline, then the IK toward the devices at every
-        output frame."""
+        output frame (`progress` told the share done)."""
         stream, jump_times = held_up_to_jumps(without_unusable_samples(stream)[0])
         ticks, output = stream.resampled(FPS), stream.resampled(self.fps)
         if stream.tracked[:, 0].any() and not ticks.tracked[:, 0].any():  # first seen after the last tick
@@ -402,7 +402,7 @@ class N3PSolver:
         first = int(np.flatnonzero(ticks.tracked[:, 0])[0])
         self.reset(height)
         frames, jumps = [], np.zeros(len(ticks), bool)
-        for t in range(first, len(ticks)):
+        for t in with_progress(range(first, len(ticks)), progress_between(progress, 0.0, 0.9)):
             frames.append(self.advance(ticks.positions[t], ticks.rotations[t], ticks.tracked[t],
                                        ticks.times[t] - ticks.times[t - 1] if t > first else TICK_S, bool(known[t])))
             jumps[t] = self.jumped
@@ -430,6 +430,8 @@ class N3PSolver:
                  self.output_jumps)
         motion.name = "n3p"
         require_finite(motion, output)
+        if progress is not None:
+            progress(1.0)
         count = len(motion)
         held = held_samples(output.tracked[:, 0])
         targets = head_on_floor(output.positions[held, 0], output.rotations[held, 0], HEAD_CENTRE_FROM_HMD)

@@ -15,6 +15,7 @@ from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from ..ik.two_bone import Arms, two_bone_ik
 from ..math import quat
+from ..solution import Progress
 from .tracking import PhysicsResult, track
 
 
@@ -46,11 +47,12 @@ def hands_on_solve(simulated: Motion, solved: Motion, arms: Arms | None) -> Moti
     return Motion(simulated.skeleton, quat.normalize(local), simulated.positions, simulated.fps, simulated.name)
 
 
-def track_to_the_hands(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None
-                       ) -> PhysicsResult:
+def track_to_the_hands(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None,
+                       progress: Progress | None = None) -> PhysicsResult:
     """The offline physics pass over a solved motion (tracking.track, `planted` (F, 2) the solver's contacts if it
-    has them), its hands then put back on the motion's where `config.hands_on_solve`."""
-    result = track(motion, config, planted)
+    has them, `progress` told the share simulated), its hands then put back on the motion's where
+    `config.hands_on_solve`."""
+    result = track(motion, config, planted, progress)
     if not config.hands_on_solve:
         return result
     return replace(result, motion=hands_on_solve(result.motion, motion, arm_chains(motion)))

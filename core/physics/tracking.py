@@ -32,6 +32,7 @@ from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from ..devices.jumps import jumped, turn_limit, vertical_turns
 from ..math import quat
+from ..solution import Progress, with_progress
 from .body import NEAR_FLOOR_M, SOLE_RADIUS_M, SimulatedBody, simulated_body
 
 PYRAMID = np.array([[1.0, 1.0, 0.0], [-1.0, 1.0, 0.0], [0.0, 1.0, 1.0], [0.0, 1.0, -1.0]])
@@ -395,17 +396,18 @@ class PhysicsResult:
     body: SimulatedBody
 
 
-def track(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None
-          ) -> PhysicsResult:
+def track(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None,
+          progress: Progress | None = None) -> PhysicsResult:
     """The motion as the simulated body follows it, frame by frame at the motion's rate (module docstring);
-    `planted` (F, 2): where the solver has each foot planted, if it says."""
+    `planted` (F, 2): where the solver has each foot planted, if it says; `progress` told the share of frames done."""
     body = simulated_body(motion.skeleton, config, motion)
     tracker = PhysicsTracker(body, config)
     started = time.perf_counter()
     targets = target_poses(motion, body)
     held = held_frames(targets, motion.fps)
     steps, dt = [], 1.0 / motion.fps
-    for k, target in enumerate(targets):
+    for k in with_progress(range(len(targets)), progress):
+        target = targets[k]
         if held[k]:  # a pose held past LONGEST_FRAME_S (a gap the solve skipped) is not simulated
             steps.append(PhysicsStep(steps[-1].qpos, 0.0, 0.0, False))
             continue

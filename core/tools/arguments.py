@@ -93,3 +93,20 @@ def selected_files(args) -> list[Path]:
 def print_progress(done: int, total: int, name: str) -> None:
     """One overwritten line on stderr per file an evaluation has finished."""
     print(f"\r  {done}/{total} {name[:50]:50s}", end="" if done < total else "\n", file=sys.stderr)
+
+
+def terminal_progress(what: str, out=None):
+    """A solve's progress for a terminal: "what: N %" rewritten in place on `out` (standard error), ended with a new
+    line when done; None where `out` is not a terminal (a log or a pipe gets no progress)."""
+    out = out or sys.stderr
+    if not out.isatty():
+        return None
+    shown = [-1]
+
+    def progress(share: float) -> None:
+        percent = int(100 * share)
+        if percent != shown[0]:
+            shown[0] = percent
+            out.write(f"\r{what}: {percent} %" + ("\n" if percent >= 100 else ""))
+            out.flush()
+    return progress

@@ -31,7 +31,7 @@ from ..retarget.retargeting import on_bvh_skeleton, retarget_solution
 from ..solve import load_solver, solve, with_physics
 from ..stitch.model import SHIPPED_MODEL as STITCH_MODEL, StitchModel
 from . import bench, demo
-from .arguments import option_problem
+from .arguments import option_problem, terminal_progress
 from .eval import calibration as eval_calibration, characters as eval_characters, ik as eval_ik, matching as eval_matching, methods as eval_full, \
     orientation as eval_orientation, physics_sheet as eval_physics_sheet, stitch as eval_stitch
 from .train import n3p as train_n3p, orientation as train_orientation, stitch as train_stitch, \
@@ -230,11 +230,11 @@ def solve_stream(args) -> int:
             raise HumanoidMappingError(f"{args.avatar}: {error}") from None
     solver = load_solver(config, args.db if config.needs_database else ())
     try:
-        solution = solve(stream, solver, calibration)
+        solution = solve(stream, solver, calibration, terminal_progress("solving"))
     except ValueError as error:  # what the stream holds (never tracked, a gap too long, a non-finite stretch)
         raise ValueError(f"{args.stream}: {error}") from None
     if args.physics:
-        solution = with_physics(solution)
+        solution = with_physics(solution, progress=terminal_progress("physics pass"))
         print("physics: " + ", ".join(f"{k} {v}" for k, v in solution.physics.items()), file=sys.stderr)
     if solution.calibration is not None and solution.calibration.found:
         found = solution.calibration.describe()

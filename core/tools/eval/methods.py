@@ -47,7 +47,7 @@ from ...orientation.window_model import load_orientation_model
 from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
 from ...solve import physics_pass
 from ...anim.motion import Motion
-from ...solution import Solution, standing_height
+from ...solution import Solution, progress_between, standing_height, with_progress
 from .matching import LOOK_AROUND_DEG, METRICS, PHYSICS, score_solvers
 
 METHODS = ("hybrid", "mm", "n3p", "n3p_hmd_only")
@@ -99,8 +99,9 @@ class WithPhysics(Wrapped):
         self.result = None
         """The last solve's PhysicsResult (its simulated body: score_solvers counts float and balance with it)."""
 
-    def solve(self, stream):
-        solution, self.result = physics_pass(self.inner.solve(stream))
+    def solve(self, stream, progress=None):
+        solution, self.result = physics_pass(self.inner.solve(stream, progress_between(progress, 0.0, 0.5)),
+                                             progress=progress_between(progress, 0.5, 1.0))
         return solution
 
 
@@ -113,13 +114,14 @@ class LiveSteps(Wrapped):
         self.fps = solver.fps
         """The output's rate: the last stream's sampling rate (its frames are the samples)."""
 
-    def solve(self, stream):
+    def solve(self, stream, progress=None):
         self.inner.reset()
         intervals = np.diff(stream.times, prepend=stream.times[0] - float(np.median(np.diff(stream.times))))
         self.fps = 1.0 / float(np.median(intervals))
         frames, contacts = [], []
-        for positions, rotations, tracked, dt in zip(stream.positions, stream.rotations, stream.tracked, intervals):
-            frames.append(self.inner.step(positions, rotations, tracked, float(dt)))
+        for k in with_progress(range(len(stream)), progress):
+            frames.append(self.inner.step(stream.positions[k], stream.rotations[k], stream.tracked[k],
+                                          float(intervals[k])))
             contacts.append(getattr(self.inner, "contacts", None))
         motion = Motion(frames[0].skeleton, np.concatenate([f.rotations for f in frames]),
                         np.concatenate([f.positions for f in frames]), self.fps, "live")
