@@ -161,8 +161,8 @@ def bake_target(context):
     name = solve_cache.cached_armature(context.scene)
     if name is None:
         raise VRAvatarError("Nothing to bake: solve the stream first")
-    obj = context.scene.objects.get(name)  # a deleted armature the scene's settings still refer to is not in it
-    if obj is None:
+    obj = solve_cache.cached_object(context.scene)
+    if obj is None or context.scene not in obj.users_scene:  # deleted, the scene's settings may still refer to it
         raise VRAvatarError(f"The cached solve is for armature '{name}', which is gone: solve again")
     if obj.library is not None:  # an override's armature data stays linked: the object carries the action
         raise VRAvatarError(f"Armature '{name}' is linked from {obj.library.filepath}: make a library override "

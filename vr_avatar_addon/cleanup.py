@@ -6,7 +6,6 @@ it back, Bake Action keys it.
 """
 from dataclasses import replace
 
-import bpy
 import numpy as np
 
 from . import core, solve_cache
@@ -182,8 +181,8 @@ def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lo
     """The scene's cached solve cleaned (`cleaned`) and stored back; the current frame posed from it."""
     scene = context.scene
     cache = solve_cache.load(scene)
-    obj = bpy.data.objects.get(cache.armature) if cache is not None else None
-    if obj is None or set(cache.bones) != set(obj.data.bones.keys()):
+    obj = solve_cache.cached_object(scene)
+    if cache is None or obj is None or set(cache.bones) != set(obj.data.bones.keys()):
         report({'ERROR'}, "Nothing to clean: solve the stream onto the target armature first")
         return {'CANCELLED'}
     settings = scene.vr_avatar
@@ -193,7 +192,7 @@ def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lo
         report({'ERROR'}, f"Smooth Solve re-solves the legs: map {', '.join(unmapped)} on '{obj.name}' first")
         return {'CANCELLED'}
     result = cleaned(obj, cache, mapping, fps, cutoffs, beta, foot_lock, stabilisation)
-    solve_cache.store(scene, result)
+    solve_cache.store(scene, result, obj)
     pose_frame(obj, solve_cache.cached_frame(scene, scene.frame_current))
     before, after = (core.quality.metrics.jitter(c.positions, fps) for c in (cache, result))
     report({'INFO'}, f"Smoothed the solve onto '{obj.name}': jitter {before:.0f} -> {after:.0f} m/s³"

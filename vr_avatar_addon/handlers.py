@@ -32,7 +32,7 @@ def pose_from_cache(scene, _depsgraph=None):
     if settings is None or not settings.solve.preview:
         return
     frame = solve_cache.cached_frame(scene, scene.frame_current)
-    obj = bpy.data.objects.get(frame.armature) if frame else None
+    obj = solve_cache.cached_object(scene) if frame else None
     if obj is None or obj.type != 'ARMATURE' or set(frame.bones) != set(obj.pose.bones.keys()):
         return
     pose_frame(obj, frame)

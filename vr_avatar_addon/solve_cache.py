@@ -4,7 +4,7 @@ Arrays are stored flat as float32 ID-property arrays, which Blender saves with t
 back through the buffer protocol without copying. Such views die with the ID property (a new
 solve, a file load), so `load` copies; `cached_frame`, for the frame-change handler, copies one
 frame only. The armature is kept by reference as well as by name, so that the cache follows it when it is
-renamed.
+renamed and is not taken for another of its name (a local one and one linked from a library can share a name).
 """
 import json
 from dataclasses import dataclass
@@ -50,11 +50,10 @@ class SolveCache:
         return int(np.clip(frame - self.frame_start, 0, self.frames - 1))
 
 
-def store(scene, cache: SolveCache) -> None:
-    """Write the cache onto the scene, replacing any previous one."""
-    obj = bpy.data.objects.get(cache.armature)
+def store(scene, cache: SolveCache, obj) -> None:
+    """Write the cache of armature `obj` onto the scene, replacing any previous one."""
     scene[KEY] = {
-        "armature": cache.armature, **({"object": obj} if obj is not None else {}), "bones": list(cache.bones),
+        "armature": cache.armature, "object": obj, "bones": list(cache.bones),
         "frame_start": cache.frame_start, "frames": cache.frames, "joints": len(cache.bones),
         "basis": cache.basis.astype(np.float32).ravel(),
         "locations": cache.locations.astype(np.float32).ravel(),
@@ -72,6 +71,16 @@ def armature_name(data) -> str:
     stored (a cache made by an earlier version, or its armature removed)."""
     obj = data.get("object")
     return obj.name if obj is not None else str(data["armature"])
+
+
+def cached_object(scene):
+    """The armature the scene's cached solve is for: its referenced object, else the one of the name stored (a cache
+    made by an earlier version); None without a cache or that armature."""
+    data = scene.get(KEY)
+    if data is None or "head_targets" not in data:
+        return None
+    obj = data.get("object")
+    return obj if obj is not None else bpy.data.objects.get(str(data["armature"]))
 
 
 def load(scene) -> SolveCache | None:

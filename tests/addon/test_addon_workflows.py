@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from test_addon_solve import _world_heads
+from conftest import FIXTURE_WALK_1
+from test_addon_solve import MIXAMO, _world_heads, build_rig
 from test_addon_user_data import _curve, _solved, stream as short_stream
 
 stream = short_stream
@@ -327,3 +328,30 @@ def test_a_stream_loaded_in_a_linked_copy_leaves_the_other_scene_its_stream_empt
     assert len(_stream_empties(first)) == 3 and not _stream_empties(first) & _stream_empties(copy)
     assert installed.scene_solver.read_stream(first)[1] == ""
     assert len(bpy.data.objects) == 7  # the armature and the two scenes' empties
+
+
+def test_a_solve_onto_a_linked_armature_is_kept_for_it_not_for_a_local_one_of_its_name(bpy, installed, stream,
+                                                                                       tmp_path):
+    """A local armature 'Avatar' and one of that name linked from a library, the linked one the target: the solve is
+    cached for the linked one and Bake refuses it as linked; scrubbing leaves the local one as it was (the cache took
+    the one the name found first, the local one, which scrubbing posed and Bake keyed)."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    build_rig(bpy, FIXTURE_WALK_1, "Avatar", MIXAMO, 0.9, 30.0, False, seed=1)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "library.blend"))
+    local = _solved(bpy, stream)
+    with bpy.data.libraries.load(str(tmp_path / "library.blend"), link=True) as (_, linked_data):
+        linked_data.objects = ["Avatar"]
+    linked = linked_data.objects[0]
+    scene = bpy.context.scene
+    scene.collection.objects.link(linked)
+    scene.vr_avatar.target_armature = linked
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert scene[installed.solve_cache.KEY]["object"] == linked
+    local_pose = [tuple(bone.rotation_quaternion) for bone in local.pose.bones]
+    scene.frame_set(20)
+    assert [tuple(bone.rotation_quaternion) for bone in local.pose.bones] == local_pose
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match="Armature 'Avatar' is linked from"):
+        bpy.ops.vr_avatar.bake_action()
+    assert set(bpy.data.actions) == actions

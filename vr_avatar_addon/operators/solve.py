@@ -95,7 +95,7 @@ class SceneSolve:
         if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
             raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
         keep_calibration(scene.vr_avatar.solve.found_calibration, solution.calibration)
-        solve_cache.store(scene, cache)
+        solve_cache.store(scene, cache, obj)
         settings = scene.vr_avatar.solve
         settings.has_cache, settings.cache_stale, settings.preview = True, False, True
         scene.frame_end = max(scene.frame_end, cache.frame_start + cache.frames - 1)
