@@ -1,7 +1,7 @@
 """Workflows over a session, in the real bpy: the target armature deleted after its solve, a bake replacing the user's
 own layered action, baking again, solving again and scrubbing after an Object root-motion bake, the armature renamed
-while the solve runs beside Blender, the scene's frame rate changed after a solve, a stream loaded in a Linked Copy
-scene."""
+while the solve runs beside Blender, the solve's progress, bones edited and another file opened while it runs, the
+scene's frame rate changed after a solve, a stream loaded in a Linked Copy scene."""
 from types import SimpleNamespace
 
 import numpy as np
@@ -149,6 +149,51 @@ def test_an_armature_renamed_while_the_solve_runs_beside_blender_takes_the_solve
     assert str(refused.value) == "Armature 'Renamed' was removed during the solve: nothing was cached"
     assert _solve_to_the_end(bpy, running) == {'CANCELLED'}
     np.testing.assert_array_equal(installed.solve_cache.load(scene).basis, cache.basis)
+
+
+def test_the_solve_beside_blender_tells_its_progress_from_core(bpy, installed, stream, monkeypatch):
+    """The panel's Solve tells the share done as core's solve goes (not a fixed tenth until it retargets): many
+    shares, never back, from 0 to 1."""
+    _solved(bpy, stream)
+    shares = []
+    tell = installed.operators.solve.SceneSolve.tell
+    monkeypatch.setattr(installed.operators.solve.SceneSolve, "tell",
+                        lambda solve, share: (shares.append(share), tell(solve, share)))
+    running = _solve_beside(bpy, installed)
+    assert _solve_to_the_end(bpy, running) == {'FINISHED'}
+    assert len(shares) >= 40 and shares[0] == 0.0 and shares[-1] == running._solve.done == 1.0
+    assert np.all(np.diff(shares) >= 0.0) and np.all(np.diff(shares) <= 0.1)
+
+
+def test_bones_edited_while_the_solve_runs_beside_blender_are_refused_in_one_line(bpy, installed, stream):
+    """A bone moved in Edit Mode while the panel's Solve runs: the solve, retargeted for the bones as they were (the
+    hands 6.7 cm off the new ones'), is not cached; the cache stays the last solve's."""
+    obj = _solved(bpy, stream)
+    scene = bpy.context.scene
+    before = installed.solve_cache.load(scene)
+    running = _solve_beside(bpy, installed)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode='EDIT')
+    obj.data.edit_bones["mixamorig:LeftForeArm"].head.z += 0.1
+    bpy.ops.object.mode_set(mode='OBJECT')
+    running._thread.join(120)
+    with pytest.raises(installed.errors.VRAvatarError, match="Armature 'Avatar''s bones were edited during the "
+                                                             "solve: nothing was cached; solve again"):
+        running._solve.finish(bpy.context)  # what the operator reports as its error
+    assert _solve_to_the_end(bpy, running) == {'CANCELLED'}
+    np.testing.assert_array_equal(installed.solve_cache.load(scene).basis, before.basis)
+
+
+def test_another_file_opened_while_the_solve_runs_beside_blender_ends_it(bpy, installed, stream, tmp_path, capfd):
+    """Another file opened while the panel's Solve runs: Blender cancels it, which ends (its timer, progress and
+    status text gone) with nothing cached."""
+    _solved(bpy, stream)
+    bpy.ops.wm.save_as_mainfile(filepath=str(tmp_path / "solved.blend"))
+    thread = _solve_beside(bpy, installed)._thread  # the operator itself is freed with the file
+    assert bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "solved.blend")) == {'FINISHED'}
+    assert installed.operators.solve.VR_AVATAR_OT_solve_stream._running is None
+    thread.join(120)
+    assert "Traceback" not in capfd.readouterr().err
 
 
 TICK = SimpleNamespace(type='TIMER', value='NOTHING')

@@ -43,7 +43,11 @@ class SceneSolve:
     """Where the stream comes from when it is not the file as it is (`scene_solver.read_stream`)."""
     frame_start: int = 1
     """The scene frame of the stream's first sample: where its empties were keyed, whatever the scene's start now."""
+    rest: tuple = ()
+    """The armature's bones as the solve read them (`rest_bones`): `finish` refuses bones edited meanwhile."""
     phase: str = "solving"
+    done: float = 0.0
+    """The share of the work done (0-1): the progress bar's."""
     solution: object = None
     retargeted: object = None
     error: str | None = None
@@ -59,19 +63,28 @@ class SceneSolve:
         return cls(obj.name, obj.session_uid, target, solver_for_scene(context), stream, device_calibration(settings),
                    scene_fps(scene), settings.solve.stride_scaled, settings.solve.avatar_size.lower(),
                    settings.solve.physics, bpy.path.abspath(settings.stream.stream_path), note,
-                   stream_files.stream_start_frame(scene))
+                   stream_files.stream_start_frame(scene), rest_bones(obj))
+
+    def tell(self, share: float) -> None:
+        """Keep the share of the work done (core's progress, called from the solve's thread)."""
+        self.done = share
 
     def compute(self) -> None:
-        """The solve and its retargeting onto the target (core alone); an error is kept in `error`."""
+        """The solve and its retargeting onto the target (core alone), telling `done` as it goes; an error is kept
+        in `error`."""
+        solved = SOLVED_SHARE_WITH_PHYSICS if self.physics else SOLVED_SHARE
         try:
-            self.solution = core.solve.solve(self.stream, self.solver, self.calibration)
+            self.solution = core.solve.solve(self.stream, self.solver, self.calibration,
+                                             core.solution.progress_between(self.tell, 0.0, solved))
             if self.physics:
                 self.phase = "simulating"
-                self.solution = core.solve.with_physics(self.solution)
+                self.solution = core.solve.with_physics(
+                    self.solution, progress=core.solution.progress_between(self.tell, solved, SIMULATED_SHARE))
             self.phase = "retargeting"
             self.retargeted = core.retarget.retargeting.retarget_solution(self.solution, self.target, self.fps,
                                                                   self.stride_scaled, self.avatar_size)
             self.phase = "done"
+            self.tell(1.0)
         except ValueError as error:
             where = f"stream {self.stream_path}" if self.solution is None else f"armature '{self.armature}'"
             self.error = f"{where}: {error}"
@@ -86,6 +99,9 @@ class SceneSolve:
         if obj is None or scene not in obj.users_scene:
             name = self.armature if obj is None else obj.name
             raise VRAvatarError(f"Armature '{name}' was removed during the solve: nothing was cached")
+        if not same_rest_bones(rest_bones(obj), self.rest):
+            raise VRAvatarError(f"Armature '{obj.name}''s bones were edited during the solve: nothing was cached; "
+                                "solve again")
         solution, retargeted = self.solution, self.retargeted
         root_motion.restore_placement(obj)  # where `prepare` read it, whatever frame the scene is on now
         basis, locations, scales = pose_values(obj, self.target, retargeted)
@@ -101,6 +117,23 @@ class SceneSolve:
         scene.frame_end = max(scene.frame_end, cache.frame_start + cache.frames - 1)
         pose_frame(obj, solve_cache.cached_frame(scene, scene.frame_current))
         return cache
+
+
+SOLVED_SHARE, SOLVED_SHARE_WITH_PHYSICS, SIMULATED_SHARE = 0.95, 0.6, 0.95
+"""The share of a scene's solve done after core's solve (without and with the physics pass) and after the pass:
+retargeting takes the rest (a 72 Hz walk's profile)."""
+
+
+def rest_bones(obj) -> tuple:
+    """The armature's bones as a solve reads them: names, parents' names and rest matrices."""
+    bones = obj.data.bones
+    return (tuple(b.name for b in bones), tuple(b.parent.name if b.parent else "" for b in bones),
+            np.array([b.matrix_local for b in bones]).reshape(len(bones), 4, 4))
+
+
+def same_rest_bones(now: tuple, then: tuple) -> bool:
+    """Whether two `rest_bones` are the same bones in the same rest pose (to 0.01 mm)."""
+    return now[:2] == then[:2] and np.allclose(now[2], then[2], rtol=0.0, atol=1e-5)
 
 
 def solve_scene(context, report=None) -> solve_cache.SolveCache:
@@ -219,6 +252,11 @@ class VR_AVATAR_OT_solve_stream(BesideBlender, bpy.types.Operator):
         self._thread.start()
         return self._begin(context, 0.1)
 
+    def cancel(self, context):
+        """Blender ends the solve (another file loaded, its window closed): nothing is cached, as with Esc."""
+        if type(self)._running is self:  # once: Blender may call this again as it frees the file's data
+            self._end(context)
+
     def modal(self, context, event):
         if event.type == 'ESC':
             self._end(context)
@@ -228,8 +266,7 @@ class VR_AVATAR_OT_solve_stream(BesideBlender, bpy.types.Operator):
             return {'PASS_THROUGH'}
         solve = self._solve
         if self._thread.is_alive():
-            self._progress(context, 0.8 if solve.phase == "retargeting" else 0.1,
-                           f"{solve.phase} the stream onto '{solve.armature}', "
+            self._progress(context, solve.done, f"{solve.phase} the stream onto '{solve.armature}', {solve.done:.0%}, "
                            f"{time.perf_counter() - self._started:.0f} s")
             return {'RUNNING_MODAL'}
         self._end(context)
