@@ -5,6 +5,7 @@ runtime through core's pyopenxr source. Without a headset neither can start (VRA
 changed). Stopping puts the armature's pose back as it was before the preview.
 """
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import bpy
@@ -12,6 +13,7 @@ import numpy as np
 
 from . import bake, bone_space, core, keyframes, recording, solve_cache
 from .errors import VRAvatarError
+from .armature import target_armature
 from .handlers import pose_frame
 from .recording import NO_VR_SESSION, vr_session_running
 from .scene_timing import scene_fps
@@ -78,11 +80,19 @@ class OpenXRRuntimeSource:
 SOURCES = {'BLENDER_VR': BlenderVRSource, 'OPENXR': OpenXRRuntimeSource}
 
 
+def avatar_settings(context) -> tuple:
+    """What a live avatar is made from: the scene's Target Armature (VRAvatarError where it cannot be previewed:
+    none, deleted, not in this scene), Method, Physics and Avatar Size."""
+    solve = context.scene.vr_avatar.solve
+    return target_armature(context).session_uid, solve.method, solve.physics, solve.avatar_size
+
+
 class LiveAvatar:
     """One armature posed live by core's LiveRetargeting of the scene's solver (with Physics, its steps followed by
     the simulated body: core/physics/live.py); `restore` puts its pose back."""
 
     def __init__(self, context):
+        self.settings = avatar_settings(context)
         self.obj, self.target = avatar_target(context)
         self.solver = solver_for_scene(context)
         require_physics(context.scene.vr_avatar)
@@ -96,9 +106,22 @@ class LiveAvatar:
         self.saved_pose = [(b.name, b.rotation_mode, tuple(b.rotation_quaternion), tuple(b.location), tuple(b.scale))
                            for b in bones]
 
+    def current(self, context) -> bool:
+        """Whether this avatar is still the one the scene describes: its armature there (not removed, nor read back by
+        undo or another file) and its settings unchanged; VRAvatarError where the scene's target cannot be
+        previewed."""
+        try:
+            self.obj.name
+        except ReferenceError:
+            return False
+        return avatar_settings(context) == self.settings
+
     def restore(self) -> None:
-        """The armature's pose as it was before the first step."""
-        bones = self.obj.pose.bones
+        """The armature's pose as it was before the first step (nothing where it was freed)."""
+        try:
+            bones = self.obj.pose.bones
+        except ReferenceError:
+            return
         for name, mode, rotation, location, scale in self.saved_pose:
             bone = bones.get(name)
             if bone is not None:
@@ -154,7 +177,9 @@ class LivePreview:
 
     def tick(self, context, report) -> bool:
         """Read the devices and step the avatar (untracked hands are held: only the headset must be usable); a
-        change of the source's status is one warning. False once the source has ended."""
+        change of the source's status is one warning. False once the source has ended; VRAvatarError where the scene's
+        target can no longer be previewed (`follow_scene`)."""
+        self.follow_scene(context, report)
         devices = self.source.read(context)
         if self.source.finished:
             return False
@@ -172,6 +197,19 @@ class LivePreview:
             self.key_while_recording(context, report, now)
         self.last = now
         return True
+
+    def follow_scene(self, context, report) -> None:
+        """A new avatar where the scene's changed since the last tick (another Target Armature, Method, Physics or
+        Avatar Size, the armature read back by undo): the poses kept of a take so far keyed onto the old one, its pose
+        put back. VRAvatarError, the old avatar let go, where the new one cannot be made."""
+        if self.avatar.current(context):
+            return
+        with suppress(ReferenceError):
+            self.write_keys(context, report)
+        self.keys, self.keyed_take = [], None
+        self.avatar.restore()
+        self.avatar = LiveAvatar(context)
+        context.scene.vr_avatar.solve.preview = False
 
     def key_while_recording(self, context, report, now: float) -> None:
         """Keep the pose while a take records; once it has ended, key what was kept (`keyed_action`)."""
@@ -195,9 +233,10 @@ class LivePreview:
 
     def stop(self, context, report=None) -> None:
         """Close the source (keying a take still recording); the armature's pose and the scene's preview setting as
-        they were."""
-        if report is not None:
-            self.write_keys(context, report)
+        they were (of an armature or file freed meanwhile, what is left)."""
         self.source.close()
-        self.avatar.restore()
-        context.scene.vr_avatar.solve.preview = self.preview
+        with suppress(ReferenceError):
+            if report is not None:
+                self.write_keys(context, report)
+            self.avatar.restore()
+            context.scene.vr_avatar.solve.preview = self.preview

@@ -42,15 +42,27 @@ class VR_AVATAR_OT_preview_live(bpy.types.Operator):
     def modal(self, context, event):
         if event.type == 'ESC':
             return self._stop(context, "Live preview stopped")
-        if event.type == 'TIMER' and not self.live.tick(context, self.report):
-            return self._stop(context, "The VR session ended: live preview stopped")
-        return {'RUNNING_MODAL'} if event.type == 'TIMER' else {'PASS_THROUGH'}
+        if event.type != 'TIMER':
+            return {'PASS_THROUGH'}
+        try:
+            if not self.live.tick(context, self.report):
+                return self._stop(context, "The VR session ended: live preview stopped")
+        except VRAvatarError as error:
+            return self._stop(context, f"Live preview stopped: {error}", 'ERROR')
+        return {'RUNNING_MODAL'}
 
-    def _stop(self, context, message: str):
+    def cancel(self, context):
+        """Blender ends the preview (another file loaded, its window closed): the source closed as Esc closes it."""
+        if type(self)._running is self:  # once: Blender may call this again as it frees the file's data
+            context.window_manager.event_timer_remove(self._timer)
+            type(self)._running = None
+            self.live.stop(context)
+
+    def _stop(self, context, message: str, kind: str = 'INFO'):
         context.window_manager.event_timer_remove(self._timer)
-        self.live.stop(context, self.report)
         type(self)._running = None
-        self.report({'INFO'}, message)
+        self.live.stop(context, self.report)
+        self.report({kind}, message)
         return {'FINISHED'}
 
 

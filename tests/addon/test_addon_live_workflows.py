@@ -1,0 +1,185 @@
+"""Live Preview and Record over a session against a real OpenXR runtime (Monado's simulated headset and controllers,
+headless, loaded into this process): started and stopped again and again, the scene changed under a running preview,
+takes recorded while it runs, the runtime lost."""
+import os
+from types import SimpleNamespace
+
+import pytest
+
+import xr_runtime
+from conftest import FIXTURE_WALK_1
+
+TIMER = SimpleNamespace(type='TIMER', value='NOTHING', timer=None)
+ESC = SimpleNamespace(type='ESC', value='PRESS', timer=None)
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _handles() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture(scope="module")
+def runtime(installed):
+    """Monado made this process's OpenXR runtime (read when the first instance is made); skipped where it was not
+    built or the extension carries no pyopenxr."""
+    if not xr_runtime.is_built():
+        pytest.skip("the OpenXR runtime (Monado) is not built: python build.py xr-runtime")
+    try:
+        import xr  # noqa: F401 (the extension's bundled wheel, on sys.path once installed)
+    except ImportError:
+        pytest.skip("the extension carries no pyopenxr (VR_AVATAR_EXTENSION_WHEELS)")
+    os.environ.update(xr_runtime.environment("simple", "simple"))
+
+
+@pytest.fixture
+def avatar(bpy, installed, runtime):
+    """A fresh file: the fixture walk's armature as the mapped target, solved by Neural3Points (no database)."""
+    bpy.ops.wm.read_homefile(use_empty=True)
+    scene = bpy.context.scene
+    assert bpy.ops.vr_avatar.import_bvh(filepath=str(FIXTURE_WALK_1)) == {'FINISHED'}
+    obj = bpy.context.view_layer.objects.active
+    obj.animation_data.action = None
+    scene.vr_avatar.target_armature = obj
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    solve = scene.vr_avatar.solve
+    solve.method, solve.calibration, solve.user_height = 'N3P', 'EXPLICIT', 1.6
+    return obj
+
+
+def _pose(obj):
+    return [(b.rotation_mode, *b.rotation_quaternion, *b.location) for b in obj.pose.bones]
+
+
+def _start(bpy, installed):
+    assert bpy.ops.vr_avatar.preview_live(source='OPENXR') == {'RUNNING_MODAL'}
+    return installed.operators.live.VR_AVATAR_OT_preview_live.running()
+
+
+
+def _tick(bpy, preview, ticks: int = 3) -> set:
+    """`ticks` timer events to the running preview, as Blender's event loop sends them: the last one's result."""
+    for _ in range(ticks):
+        result = preview.modal(bpy.context, TIMER)
+    return result
+
+
+def _printed(capfd) -> str:
+    """What was printed since the last call: Blender prints an operator's reports in the background."""
+    out, err = capfd.readouterr()
+    return out + err
+
+
+def _stops_cleanly(bpy, installed, capfd) -> None:
+    """No preview left running, no traceback printed, and the runtime free for the next one (its instance closed:
+    the OpenXR loader allows one at a time)."""
+    assert installed.operators.live.VR_AVATAR_OT_preview_live.running() is None
+    installed.core.devices.openxr_source.OpenXRSource().close()
+    assert "Traceback" not in _printed(capfd)
+
+
+def test_live_preview_started_and_stopped_ten_times_releases_the_runtime_each_time(bpy, installed, avatar, capfd):
+    """Ten starts and stops in one session: each poses the avatar, Esc puts its pose back and leaves it undriven, and
+    the runtime's threads and handles do not pile up."""
+    before, counts = _pose(avatar), []
+    for _ in range(10):
+        preview = _start(bpy, installed)
+        assert _tick(bpy, preview) == {'RUNNING_MODAL'} and _pose(avatar) != before
+        assert preview.modal(bpy.context, ESC) == {'FINISHED'}
+        assert _pose(avatar) == before and installed.operators.live.VR_AVATAR_OT_preview_live.running() is None
+        bpy.context.scene.frame_set(2)
+        assert _pose(avatar) == before
+        counts.append((_threads(), _handles()))
+    assert counts[-1] == counts[1]  # the first start loads what stays (models, the runtime's library)
+    assert "Traceback" not in _printed(capfd)
+
+
+@pytest.mark.parametrize("how", ["removed", "deleted"])
+def test_the_armature_taken_away_while_previewing_stops_the_preview_in_one_line(bpy, installed, avatar, capfd, how):
+    """Removed from the file or deleted from the scene while the preview runs: the next tick stops it in one line,
+    closing the runtime's session. Before, a removed one raised a ReferenceError every tick, the session left open
+    refusing every later Live Preview or Record OpenXR ('LimitReachedError'); a deleted one went on being driven."""
+    before, name = _pose(avatar), avatar.name
+    preview = _start(bpy, installed)
+    _tick(bpy, preview)
+    if how == "removed":
+        bpy.data.objects.remove(avatar)
+    else:
+        bpy.ops.object.select_all(action='DESELECT')
+        avatar.select_set(True)
+        assert bpy.ops.object.delete() == {'FINISHED'}
+    expected = ("Select an armature as the Target Armature (VR Avatar › Avatar)" if how == "removed" else
+                f"Target Armature '{name}' is not in scene 'Scene' (deleted, or in another scene): pick another or "
+                "link it back")
+    with pytest.raises(installed.errors.VRAvatarError) as error:  # the operator's error: 'Live preview stopped: ...'
+        preview.live.tick(bpy.context, print)
+    assert str(error.value) == expected
+    assert preview.modal(bpy.context, TIMER) == {'FINISHED'}
+    if how == "deleted":
+        assert _pose(avatar) == before  # put back, and driven no more
+    _stops_cleanly(bpy, installed, capfd)
+
+
+def _other_armature(bpy, avatar):
+    """A second mapped armature: the avatar's copy, linked into the scene."""
+    other = avatar.copy()
+    other.data = avatar.data.copy()
+    other.name = "Other"
+    bpy.context.scene.collection.objects.link(other)
+    return other
+
+
+@pytest.mark.parametrize("change", ["target", "method", "size", "physics", "undone", "renamed"])
+def test_the_preview_follows_what_changes_under_it(bpy, installed, avatar, capfd, change):
+    """Another Target Armature, Method, Avatar Size or Physics, or the armature read back by undo while the preview
+    runs: the next tick drives an avatar made anew from the scene (the old armature's pose put back); renamed, the
+    same one goes on. Before, the preview went on driving the armature and solver it started with, and the armature
+    undone raised a ReferenceError every tick."""
+    bpy.ops.ed.undo_push(message="Import BVH")  # the steps the panel's operators push in a session
+    bpy.ops.ed.undo_push(message="Map Bones")
+    scene, before = bpy.context.scene, _pose(avatar)
+    preview = _start(bpy, installed)
+    _tick(bpy, preview)
+    first = preview.live.avatar
+    if change == "target":
+        other = _other_armature(bpy, avatar)
+        other_before = _pose(other)
+        scene.vr_avatar.target_armature = other
+    elif change == "method":
+        scene.vr_avatar.solve.method = 'HYBRID'
+    elif change == "size":
+        scene.vr_avatar.solve.avatar_size = 'KEEP'
+    elif change == "physics":
+        scene.vr_avatar.solve.physics = True
+    elif change == "undone":
+        assert bpy.ops.ed.undo() == {'FINISHED'}
+    else:
+        avatar.name = "Renamed"
+    assert _tick(bpy, preview) == {'RUNNING_MODAL'}
+    live = preview.live.avatar
+    assert (live is first) == (change == "renamed")
+    if change == "target":
+        assert live.obj == other and _pose(avatar) == before and _pose(other) != other_before
+    elif change == "method":
+        assert type(live.solver).__name__ == "HybridSolver"
+    elif change == "size":
+        assert live.live.size == "keep"
+    elif change == "physics":
+        assert type(live.solver).__name__ == "PhysicalSolver"
+    elif change == "undone":
+        avatar = bpy.context.scene.vr_avatar.target_armature  # the file's data read back anew
+        assert live.obj == avatar and _pose(avatar) != before
+    assert preview.modal(bpy.context, ESC) == {'FINISHED'}
+    assert _pose(live.obj) == (other_before if change == "target" else before)
+    _stops_cleanly(bpy, installed, capfd)
+
+
+def test_another_file_opened_while_previewing_ends_the_preview(bpy, installed, avatar, capfd):
+    """Another file opened while the preview runs: Blender cancels the operator, which closes the runtime's session.
+    Before, the operator had no cancel: the session stayed open, and every later Live Preview or Record OpenXR in the
+    session was refused ('creating the OpenXR instance failed: LimitReachedError')."""
+    _tick(bpy, _start(bpy, installed))
+    assert bpy.ops.wm.read_homefile(use_empty=True) == {'FINISHED'}
+    _stops_cleanly(bpy, installed, capfd)
