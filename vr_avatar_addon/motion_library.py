@@ -5,13 +5,14 @@ from functools import partial
 from pathlib import Path
 
 import bpy
+import numpy as np
 
 from . import core
 from .armature import action_motion, build_armature, motion_channels
 from .errors import USER_ERRORS, VRAvatarError
-from .keyframes import new_action
+from .keyframes import action_fcurves, new_action
 from .properties import mark_solve_stale
-from .scene_timing import fit_scene_timing, has_timed_content, kept_rate_note
+from .scene_timing import fit_scene_timing, has_timed_content, kept_rate_note, scene_fps
 
 # Custom property that marks an armature as a motion of the library.
 LIBRARY_TAG = "vr_avatar_library_motion"
@@ -26,17 +27,19 @@ BLENDER_IMPORTERS = {".fbx": ("fbx", "FBX format"), ".glb": ("gltf", "glTF 2.0 f
 
 def import_bvh_motion(context, path: Path):
     """A new armature with an action playing the BVH file (read by core), the scene set to its rate unless it holds
-    a solve or animation; raises BVHError before creating anything, and ValueError naming the file, with everything
-    it made removed, if building the armature fails."""
+    a solve or animation (then the motion is keyed resampled to the scene's rate, so it plays at its own speed);
+    raises BVHError before creating anything, and ValueError naming the file, with everything it made removed, if
+    building the armature fails."""
     motion = core.files.bvh.read_bvh(path)
     keep_rate = has_timed_content(context.scene)
+    keyed = motion.resampled(scene_fps(context.scene)) if keep_rate else motion
     before = set(bpy.data.user_map())
     try:
         obj = build_armature(context, motion.skeleton, motion.name or path.stem)
         for pose_bone in obj.pose.bones:
             pose_bone.rotation_mode = 'QUATERNION'
-        new_action(obj.name, obj, motion_channels(obj, motion), context.scene.frame_start)
-        fit_scene_timing(context.scene, motion.fps, len(motion), keep_rate)
+        new_action(obj.name, obj, motion_channels(obj, keyed), context.scene.frame_start)
+        fit_scene_timing(context.scene, motion.fps, len(keyed), keep_rate)
     except Exception as error:  # nothing half-made stays behind
         if context.object is not None and context.object.mode != 'OBJECT':
             bpy.ops.object.mode_set(mode='OBJECT')
@@ -53,8 +56,22 @@ def _importer_message(error: Exception) -> str:
     return str(error).removeprefix("Error: ").strip()
 
 
-def import_with_blender(context, path: Path) -> list:
-    """The animated armatures that Blender's own importer reads from an FBX or glTF file, tagged as library motions.
+def _retimed(actions, factor: float) -> None:
+    """Every key (and its handles) of the actions moved from frame f to f · factor."""
+    for action in actions:
+        for curve in action_fcurves(action):
+            for name in ("co", "handle_left", "handle_right"):
+                values = np.empty(len(curve.keyframe_points) * 2, dtype=np.float32)
+                curve.keyframe_points.foreach_get(name, values)
+                values[::2] *= factor
+                curve.keyframe_points.foreach_set(name, values)
+            curve.update()
+
+
+def import_with_blender(context, path: Path) -> tuple[list, float]:
+    """The animated armatures that Blender's own importer reads from an FBX or glTF file, tagged as library motions,
+    and the file's frame rate. A scene that holds a solve or animation keeps its rate (the FBX importer sets the
+    file's): the keys are moved to play at their own speed in it.
 
     Raises ValueError with the importer's message; then every data-block the importer made is removed.
     """
@@ -64,6 +81,8 @@ def import_with_blender(context, path: Path) -> list:
         raise ValueError(f"Blender's {addon} importer is not available: enable the '{addon}' add-on")
     if context.object is not None and context.object.mode != 'OBJECT':
         bpy.ops.object.mode_set(mode='OBJECT')
+    scene = context.scene
+    keep_rate, rate = has_timed_content(scene), (scene.render.fps, scene.render.fps_base)
     before = set(bpy.data.user_map())
     try:
         if importer(filepath=str(path)) != {'FINISHED'}:
@@ -74,11 +93,16 @@ def import_with_blender(context, path: Path) -> list:
             raise ValueError(f"{path}: no animated armature in this file")
     except (RuntimeError, ValueError) as error:
         bpy.data.batch_remove(set(bpy.data.user_map()) - before)
+        scene.render.fps, scene.render.fps_base = rate
         raise ValueError(_importer_message(error)) from None
+    file_fps = scene_fps(scene)
+    if keep_rate:
+        scene.render.fps, scene.render.fps_base = rate
+        _retimed(set(bpy.data.actions) - before, scene_fps(scene) / file_fps)
     for obj in armatures:
         obj[LIBRARY_TAG] = True
         obj["vr_avatar_source"] = str(path.resolve())
-    return armatures
+    return armatures, file_fps
 
 
 def mocap_files(library) -> list[Path]:
@@ -116,7 +140,8 @@ def import_mocap(context, report, path: Path) -> set:
             obj, motion = import_bvh_motion(context, path)
             armatures, note = [obj], kept_rate_note(context.scene, motion.fps)
         elif extension in BLENDER_IMPORTERS:
-            armatures = import_with_blender(context, path)
+            armatures, fps = import_with_blender(context, path)
+            note = kept_rate_note(context.scene, fps)
         else:
             raise ValueError(f"{path}: unknown motion capture format '{extension}'; choose a .bvh, .fbx, .glb "
                              "or .gltf file")

@@ -27,4 +27,4 @@ def kept_rate_note(scene, fps: float) -> str:
     if abs(scene_fps(scene) - fps) < 1e-3:
         return ""
     return (f"; the scene keeps its {scene_fps(scene):g} fps (it holds a solve or animation), so this {fps:g} fps "
-            "motion plays at another speed in it")
+            "motion is keyed resampled to it")
