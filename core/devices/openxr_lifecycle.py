@@ -74,6 +74,11 @@ class SessionLifecycle:
         self.running = False
         self._stop(f"the {what} was lost")
 
+    def on_failed(self, error: str) -> None:
+        """The runtime answered a call with an error (it failed or went away); nothing more can be called."""
+        self.running = False
+        self._stop(f"the OpenXR runtime failed ({error})")
+
     def request_stop(self) -> SessionCall:
         """The application wants to stop: ask the runtime to wind a running session down, else stop now."""
         if self.running and self.stop_reason is None:

@@ -244,7 +244,8 @@ class OpenXRSource:
         """Handle pending events, then run one frame: the located frame, or None when nothing was located.
 
         Blocks until the runtime's next frame while the frame loop runs (xrWaitFrame paces it;
-        headless, the source's own HEADLESS_RATE_HZ does).
+        headless, the source's own HEADLESS_RATE_HZ does). The session or instance lost, or any other error the
+        runtime answers, ends the session (`finished`; `lifecycle.stop_reason` says which) rather than raising.
         """
         xr = self._xr
         try:
@@ -270,6 +271,8 @@ class OpenXRSource:
             self.lifecycle.on_lost("session")
         except (xr.SessionLostError, xr.InstanceLostError) as error:
             self.lifecycle.on_lost("session" if isinstance(error, xr.SessionLostError) else "OpenXR instance")
+        except xr.XrException as error:  # the runtime failed (crashed, or went away): nothing more can be asked of it
+            self.lifecycle.on_failed(f"{type(error).__name__}: {str(error).strip()}")
         return None
 
     def _wait_tick(self) -> None:

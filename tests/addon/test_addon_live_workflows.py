@@ -183,3 +183,52 @@ def test_another_file_opened_while_previewing_ends_the_preview(bpy, installed, a
     _tick(bpy, _start(bpy, installed))
     assert bpy.ops.wm.read_homefile(use_empty=True) == {'FINISHED'}
     _stops_cleanly(bpy, installed, capfd)
+
+
+def _runtime_fails(monkeypatch) -> None:
+    """The runtime answers the next calls with XR_ERROR_RUNTIME_FAILURE, as one that crashed or went away does."""
+    import xr
+
+    monkeypatch.setattr(xr.raw_functions, "xrPollEvent", lambda *_: xr.Result.ERROR_RUNTIME_FAILURE)
+
+
+@pytest.mark.parametrize("what", ["lost", "failed"])
+def test_the_runtime_going_away_stops_the_preview(bpy, installed, avatar, capfd, monkeypatch, what):
+    """The session lost, or the runtime failing, mid-preview: the next tick stops the preview and closes the source,
+    the pose put back; the reason is the source's status line. Before, a failing runtime raised RuntimeFailureError
+    out of every tick (Blender ends the operator then, the session left open)."""
+    before = _pose(avatar)
+    preview = _start(bpy, installed)
+    _tick(bpy, preview)
+    source = preview.live.source
+    if what == "lost":
+        source.source.lifecycle.on_lost("session")
+    else:
+        _runtime_fails(monkeypatch)
+    assert preview.modal(bpy.context, TIMER) == {'FINISHED'}
+    expected = ("the session was lost" if what == "lost" else
+                "the OpenXR runtime failed (RuntimeFailureError: The runtime failed")
+    assert source.status(None).startswith(f"the OpenXR session stopped: {expected}")  # 'Live preview stopped: <this>'
+    assert source.source.instance is None and _pose(avatar) == before
+    monkeypatch.undo()
+    _stops_cleanly(bpy, installed, capfd)
+
+
+def test_the_runtime_failing_mid_take_ends_the_recording_and_keeps_the_take(bpy, installed, avatar, capfd,
+                                                                            monkeypatch, tmp_path):
+    """Record OpenXR, the runtime failing mid-take: the recording ends and writes what it had. Before, every tick
+    raised RuntimeFailureError (Blender ends the operator then: the take never written, the session left open)."""
+    stream = bpy.context.scene.vr_avatar.stream
+    stream.record_path, stream.countdown_s = str(tmp_path / "take.csv"), 0.0
+    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
+    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
+    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
+    for _ in range(10):
+        assert recorder.modal(bpy.context, tick) == {'PASS_THROUGH'}
+    _runtime_fails(monkeypatch)
+    recorder.modal(bpy.context, tick)
+    assert recorder.modal(bpy.context, tick) == {'FINISHED'}
+    assert [t.name for t in stream.takes] == ["take_001"] and (tmp_path / "take_001.csv").exists()
+    assert recorder.recording.openxr.instance is None
+    monkeypatch.undo()
+    _stops_cleanly(bpy, installed, capfd)

@@ -46,7 +46,8 @@ class VR_AVATAR_OT_preview_live(bpy.types.Operator):
             return {'PASS_THROUGH'}
         try:
             if not self.live.tick(context, self.report):
-                return self._stop(context, "The VR session ended: live preview stopped")
+                ended = self.live.source.status(None) or "the VR session ended"
+                return self._stop(context, f"Live preview stopped: {ended}", 'WARNING')
         except VRAvatarError as error:
             return self._stop(context, f"Live preview stopped: {error}", 'ERROR')
         return {'RUNNING_MODAL'}
