@@ -23,6 +23,8 @@ UNBOUNDED_HEIGHT = 2.0
 # Motion capture formats read by Blender's own importers: extension -> (operator, add-on that provides it).
 BLENDER_IMPORTERS = {".fbx": ("fbx", "FBX format"), ".glb": ("gltf", "glTF 2.0 format"),
                      ".gltf": ("gltf", "glTF 2.0 format")}
+# Motion capture files a database is built from.
+MOCAP_EXTENSIONS = (".bvh", *BLENDER_IMPORTERS)
 
 
 def import_bvh_motion(context, path: Path):
@@ -52,8 +54,10 @@ def import_bvh_motion(context, path: Path):
     return obj, motion
 
 
-def _importer_message(error: Exception) -> str:
-    return str(error).removeprefix("Error: ").strip()
+def _importer_message(path: Path, error: Exception) -> str:
+    """The importer's error as one line that names the file."""
+    message = str(error).removeprefix("Error: ").strip()
+    return message if message.startswith(str(path)) else f"{path}: {' '.join(message.split())}"
 
 
 def _retimed(actions, factor: float) -> None:
@@ -94,7 +98,7 @@ def import_with_blender(context, path: Path) -> tuple[list, float]:
     except (RuntimeError, ValueError) as error:
         bpy.data.batch_remove(set(bpy.data.user_map()) - before)
         scene.render.fps, scene.render.fps_base = rate
-        raise ValueError(_importer_message(error)) from None
+        raise ValueError(_importer_message(path, error)) from None
     file_fps = scene_fps(scene)
     if keep_rate:
         scene.render.fps, scene.render.fps_base = rate
@@ -106,17 +110,56 @@ def import_with_blender(context, path: Path) -> tuple[list, float]:
 
 
 def mocap_files(library) -> list[Path]:
-    """The BVH files that the library's motion capture path names (a folder honours Locomotion Only)."""
+    """The BVH, FBX and glTF files that the library's motion capture path names (a folder honours Locomotion Only)."""
     if not library.mocap_path:
         raise core.files.mocap.MocapNotFound("choose a motion capture file or folder first")
     path = Path(bpy.path.abspath(library.mocap_path))
-    files = core.files.mocap.find_bvh_files([path])
-    if path.is_dir() and library.locomotion_only:
+    if not path.is_dir():
+        return core.files.mocap.find_bvh_files([path])
+    files = sorted(p for p in path.rglob("*") if p.suffix.lower() in MOCAP_EXTENSIONS and p.is_file())
+    if not files:
+        raise core.files.mocap.MocapNotFound(f"no {', '.join(MOCAP_EXTENSIONS)} files in {path}")
+    if library.locomotion_only:
         files = core.files.mocap.locomotion_files(files)
         if not files:
-            raise core.files.mocap.MocapNotFound(f"no locomotion clips among the BVH files in {path}; untick "
-                                           "Locomotion Only to use them all")
+            raise core.files.mocap.MocapNotFound(f"no locomotion clips among the motion capture files in {path}; "
+                                                 "untick Locomotion Only to use them all")
     return files
+
+
+def _armature_actions(obj, actions) -> list:
+    """Those of `actions` that move a bone of the armature: its active action first."""
+    paths = {f'pose.bones["{bpy.utils.escape_identifier(bone.name)}"]' for bone in obj.data.bones}
+    moving = [action for action in actions
+              if any(curve.data_path.rpartition(".")[0] in paths for curve in action_fcurves(action))]
+    return sorted(moving, key=lambda action: action is not obj.animation_data.action)
+
+
+def file_motions(context, path: Path) -> list:
+    """Every action that Blender's importer reads from an FBX or glTF file (a glTF's several animations each), read
+    as core motions; what the import made is removed, and the scene's rate, range, frame, selection and active object
+    are put back. ValueError naming the file where it holds no animated armature or does not import."""
+    scene, view_layer = context.scene, context.view_layer
+    timing = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end, scene.frame_current)
+    selected, active = list(context.selected_objects), view_layer.objects.active
+    before = set(bpy.data.user_map())
+    try:
+        armatures, _ = import_with_blender(context, path)
+        made = set(bpy.data.actions) - before
+        motions = []
+        for obj in armatures:
+            obj.animation_data.use_nla = False  # each action alone, not under the glTF importer's NLA tracks
+            for action in _armature_actions(obj, made):
+                obj.animation_data.action = action
+                motions.append(action_motion(scene, obj))
+        return motions
+    finally:
+        bpy.data.batch_remove(set(bpy.data.user_map()) - before)
+        scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end, current = timing
+        scene.frame_set(current)
+        for obj in view_layer.objects:
+            obj.select_set(obj in selected)
+        view_layer.objects.active = active
 
 
 def database_config(library):
@@ -163,9 +206,9 @@ def library_motions(context, source: str) -> list:
     """The clips a database is built from: the mocap path's BVH files ('FILES') or the selected armatures'
     actions ('ACTIONS'), read under the window's progress bar."""
     if source == 'FILES':
-        items, read = mocap_files(context.scene.vr_avatar.library), core.files.bvh.read_bvh
+        items, read = mocap_files(context.scene.vr_avatar.library), partial(file_clips, context)
     else:
-        items, read = animated_armatures(context), partial(action_motion, context.scene)
+        items, read = animated_armatures(context), lambda obj: [action_motion(context.scene, obj)]
         if not items:
             raise core.matching.pose_database.DatabaseError("select the armatures whose actions make the database")
     window_manager = context.window_manager
@@ -173,11 +216,18 @@ def library_motions(context, source: str) -> list:
     try:
         motions = []
         for done, item in enumerate(items, 1):
-            motions.append(read(item))
+            motions += read(item)
             window_manager.progress_update(done)
         return motions
     finally:
         window_manager.progress_end()
+
+
+def file_clips(context, path: Path) -> list:
+    """The motions of one motion capture file: a BVH read by core, an FBX or glTF through Blender's importer."""
+    if path.suffix.lower() in BLENDER_IMPORTERS:
+        return file_motions(context, path)
+    return [core.files.bvh.read_bvh(path)]
 
 
 def listed_database(library, relative: str, database) -> None:

@@ -177,6 +177,22 @@ def local_velocities(rotations: np.ndarray, positions: np.ndarray, fps: float):
     return velocities, angular
 
 
+def in_joint_order(motion: Motion, names: tuple[str, ...]) -> Motion:
+    """The motion with its joints in the order `names` gives, where it has those joints under the same parents in
+    another order (an importer may list a bone's children in another order); else the motion as it is."""
+    skeleton = motion.skeleton
+    if skeleton.names == names or sorted(skeleton.names) != sorted(names):
+        return motion
+    order = [skeleton.names.index(name) for name in names]
+    parent_names = [skeleton.names[skeleton.parents[j]] if skeleton.parents[j] >= 0 else None for j in order]
+    parents = [names.index(name) if name is not None else -1 for name in parent_names]
+    if any(parent >= j for j, parent in enumerate(parents)):
+        return motion
+    end_sites = tuple((order.index(j), offset) for j, offset in skeleton.end_sites)
+    reordered = Skeleton(names, np.array(parents), skeleton.offsets[order], end_sites)
+    return Motion(reordered, motion.rotations[:, order], motion.positions[:, order], motion.fps, motion.name)
+
+
 def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfig(),
                    mapping: dict[str, str] | None = None) -> PoseDatabase:
     """The pose database of the given clips (mirrored copies appended when config.mirror); `mapping` overrides
@@ -185,11 +201,12 @@ def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfi
         raise DatabaseError("no clips to build a database from")
     clips = list(motions) + ([m.mirrored() for m in motions] if config.mirror else [])
     parts, names, skeleton, skipped = [], [], None, []
+    joint_names = next((m.skeleton.names for m in clips if m.duration >= config.min_clip_s), ())
     for motion in clips:
         if motion.duration < config.min_clip_s:
             skipped.append(motion.name or "?")
             continue
-        part = clip_poses(motion, config, mapping)
+        part = clip_poses(in_joint_order(motion, joint_names), config, mapping)
         if skeleton is None:
             skeleton = part[0]
         elif part[0].names != skeleton.names or not np.array_equal(part[0].parents, skeleton.parents):

@@ -183,7 +183,7 @@ def test_build_database_needs_a_saved_blend(bpy, installed, empty_scene, tmp_pat
 
 
 @pytest.mark.parametrize("case, message", [
-    ("empty", "no .bvh files in"),
+    ("empty", "no .bvh, .fbx, .glb, .gltf files in"),
     ("malformed", r"dataset-1_walk_broken_001.bvh:20: truncated motion"),
     ("nothing selected", "select the armatures"),
 ])

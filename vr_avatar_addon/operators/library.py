@@ -53,7 +53,7 @@ class VR_AVATAR_OT_build_database(bpy.types.Operator):
 
     source: EnumProperty(
         name="Source", description="Where the database's clips come from",
-        items=[('FILES', "Files", "The BVH file or folder of the motion capture path"),
+        items=[('FILES', "Files", "The BVH, FBX or glTF file or folder of the motion capture path"),
                ('ACTIONS', "Selected Actions", "The actions of the selected armatures")],
         default='FILES')
 
