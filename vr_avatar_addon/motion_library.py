@@ -135,6 +135,19 @@ def _armature_actions(obj, actions) -> list:
     return sorted(moving, key=lambda action: action is not obj.animation_data.action)
 
 
+def metre_motion(scene, obj, where: str = ""):
+    """The armature's action as a core motion (action_motion); ValueError naming the armature (after `where`) where
+    its body's size says it is not in metres (a centimetre capture imported at scale 1 is a 150 m figure)."""
+    motion = action_motion(scene, obj)
+    scale, unit = core.files.bvh.guess_units(motion)
+    if scale != 1.0:
+        positions = motion[:: max(1, len(motion) // 50)].global_positions()
+        height = float(np.median(np.ptp(positions[..., 1], axis=1)))
+        raise ValueError(f"{where}Armature '{obj.name}' is {height:.3g} m tall: its action looks to be in {unit}; "
+                         f"scale the armature by {scale:g} to metres")
+    return motion
+
+
 def file_motions(context, path: Path) -> list:
     """Every action that Blender's importer reads from an FBX or glTF file (a glTF's several animations each), read
     as core motions; what the import made is removed, and the scene's rate, range, frame, selection and active object
@@ -151,7 +164,7 @@ def file_motions(context, path: Path) -> list:
             obj.animation_data.use_nla = False  # each action alone, not under the glTF importer's NLA tracks
             for action in _armature_actions(obj, made):
                 obj.animation_data.action = action
-                motions.append(action_motion(scene, obj))
+                motions.append(metre_motion(scene, obj, f"{path}: "))
         return motions
     finally:
         bpy.data.batch_remove(set(bpy.data.user_map()) - before)
@@ -203,12 +216,15 @@ def animated_armatures(context) -> list:
 
 
 def library_motions(context, source: str) -> list:
-    """The clips a database is built from: the mocap path's BVH files ('FILES') or the selected armatures'
-    actions ('ACTIONS'), read under the window's progress bar."""
+    """The clips a database is built from: the mocap path's files ('FILES') or the selected armatures' actions
+    ('ACTIONS', each once however many armatures play it), read under the window's progress bar."""
     if source == 'FILES':
         items, read = mocap_files(context.scene.vr_avatar.library), partial(file_clips, context)
     else:
-        items, read = animated_armatures(context), lambda obj: [action_motion(context.scene, obj)]
+        players = {}
+        for obj in animated_armatures(context):
+            players.setdefault(obj.animation_data.action, obj)
+        items, read = list(players.values()), partial(action_clips, context.scene)
         if not items:
             raise core.matching.pose_database.DatabaseError("select the armatures whose actions make the database")
     window_manager = context.window_manager
@@ -221,6 +237,11 @@ def library_motions(context, source: str) -> list:
         return motions
     finally:
         window_manager.progress_end()
+
+
+def action_clips(scene, obj) -> list:
+    """The armature's action as the one motion of a list, in metres (metre_motion)."""
+    return [metre_motion(scene, obj)]
 
 
 def file_clips(context, path: Path) -> list:

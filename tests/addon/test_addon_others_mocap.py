@@ -209,3 +209,31 @@ def test_a_clip_whose_importer_lists_the_joints_in_another_order_pools_with_the_
 
 def _depth(parents, joint: int) -> int:
     return 0 if parents[joint] < 0 else 1 + _depth(parents, parents[joint])
+
+
+# --- Build Database from selected actions ------------------------------------------------------
+
+
+def test_database_from_an_action_in_centimetres_is_refused_naming_it(bpy, installed, empty_scene, tmp_path):
+    """Blender's own BVH importer at its default scale keeps a centimetre capture's numbers: a 142 m dancer."""
+    bpy.ops.import_anim.bvh(filepath=str(_clip(tmp_path, DANCE, 2.0)))
+    giant = bpy.context.object
+    giant.select_set(True)
+    _saved(bpy, tmp_path)
+    with pytest.raises(RuntimeError, match=r"Armature 'A_test'.* 1\d\d m tall.*centimetres.*0\.01"):
+        bpy.ops.vr_avatar.build_database(source='ACTIONS')
+    assert not (tmp_path / "library.vr_avatar_db.npz").exists()
+    giant.scale = (0.01, 0.01, 0.01)
+    assert bpy.ops.vr_avatar.build_database(source='ACTIONS') == {'FINISHED'}
+
+
+def test_an_action_played_by_two_selected_armatures_is_one_clip(bpy, installed, empty_scene, tmp_path):
+    (dancer,) = _import(bpy, _clip(tmp_path, DANCE, 2.0))
+    dancer.select_set(True)
+    bpy.ops.object.duplicate(linked=True)
+    copy = bpy.context.object
+    assert copy is not dancer and copy.animation_data.action == dancer.animation_data.action
+    dancer.select_set(True)
+    _saved(bpy, tmp_path)
+    assert bpy.ops.vr_avatar.build_database(source='ACTIONS') == {'FINISHED'}
+    assert len(PoseDatabase.load(tmp_path / "library.vr_avatar_db.npz").clip_names) == 1
