@@ -18,6 +18,7 @@ from .handlers import pose_frame
 from .recording import NO_VR_SESSION, vr_session_running
 from .scene_timing import scene_fps
 from .scene_solver import avatar_target, require_physics, solver_for_scene
+from .openxr_session import SharedOpenXR
 from .stream_objects import stream_from_xr_poses, xr_poses
 
 TICK_S = 1.0 / 90.0
@@ -50,24 +51,20 @@ class BlenderVRSource:
 
 
 class OpenXRRuntimeSource:
-    """Device poses from an OpenXR runtime through core's pyopenxr source."""
+    """Device poses from an OpenXR runtime through core's pyopenxr source (shared with Record OpenXR)."""
 
     def __init__(self, _context):
-        try:
-            self.source = core.devices.openxr_source.OpenXRSource().__enter__()
-        except core.devices.openxr_source.OpenXRUnavailable as error:
-            raise VRAvatarError(str(error)) from None
+        self.source = SharedOpenXR()
 
     @property
     def finished(self) -> bool:
         return self.source.finished
 
     def read(self, _context):
-        """This tick's device poses, or None when the runtime located nothing (not running yet, headset asleep)."""
-        if self.source.finished:
-            return None
-        frame = self.source.poll()
-        return None if frame is None else (frame.positions, frame.rotations, frame.tracked)
+        """The latest device poses the runtime located since the last tick, or None where it located none (not
+        running yet, headset asleep)."""
+        frames = self.source.frames()
+        return (frames[-1].positions, frames[-1].rotations, frames[-1].tracked) if frames else None
 
     def status(self, tracked):
         """What the user should know (headset asleep, controllers off...), or None."""

@@ -8,6 +8,7 @@ import bpy
 from . import core
 from .errors import VRAvatarError
 from .stream_files import scene_inputs, write_stream_or_report
+from .openxr_session import SharedOpenXR
 from .stream_objects import stream_from_xr_poses, xr_poses
 
 RECORD_INTERVAL_S = 1.0 / 90.0
@@ -90,10 +91,7 @@ class Recording:
             raise VRAvatarError("Recording needs a Blender window")
         self.openxr, self.frames, self.report, self.by_button = None, [], report, by_button
         if source == 'OPENXR':
-            try:
-                self.openxr = core.devices.openxr_source.OpenXRSource()
-            except core.devices.openxr_source.OpenXRUnavailable as error:
-                raise VRAvatarError(str(error)) from None
+            self.openxr = SharedOpenXR()  # a Live Preview (OpenXR) running shares it
         else:
             for warning in recording_warnings(context.window_manager.xr_session_settings):
                 report({'WARNING'}, warning)
@@ -133,11 +131,11 @@ class Recording:
         """The devices' poses now (OpenXR: the frame the runtime has, if any; a press of the record button starts
         or ends a take); nothing is kept during a countdown or between takes."""
         if self.openxr is not None:
-            frame = self.openxr.poll()  # the session goes on through countdowns; those frames are not kept
-            if frame is not None and self.by_button and self.presses.pressed(frame.button):
-                self.toggle_take(context)
-            elif frame is not None and self.sampling:
-                self.frames.append(frame)
+            for frame in self.openxr.frames():  # the session goes on through countdowns; those frames are not kept
+                if self.by_button and self.presses.pressed(frame.button):
+                    self.toggle_take(context)
+                elif self.sampling:
+                    self.frames.append(frame)
             return
         if not self.sampling:
             return

@@ -209,7 +209,7 @@ def test_the_runtime_going_away_stops_the_preview(bpy, installed, avatar, capfd,
     expected = ("the session was lost" if what == "lost" else
                 "the OpenXR runtime failed (RuntimeFailureError: The runtime failed")
     assert source.status(None).startswith(f"the OpenXR session stopped: {expected}")  # 'Live preview stopped: <this>'
-    assert source.source.instance is None and _pose(avatar) == before
+    assert source.source.closed and _pose(avatar) == before
     monkeypatch.undo()
     _stops_cleanly(bpy, installed, capfd)
 
@@ -229,6 +229,34 @@ def test_the_runtime_failing_mid_take_ends_the_recording_and_keeps_the_take(bpy,
     recorder.modal(bpy.context, tick)
     assert recorder.modal(bpy.context, tick) == {'FINISHED'}
     assert [t.name for t in stream.takes] == ["take_001"] and (tmp_path / "take_001.csv").exists()
-    assert recorder.recording.openxr.instance is None
+    assert recorder.recording.openxr.closed
     monkeypatch.undo()
     _stops_cleanly(bpy, installed, capfd)
+
+
+def test_a_take_recorded_while_previewing_shares_the_runtime(bpy, installed, avatar, capfd, tmp_path):
+    """Record OpenXR while Live Preview (OpenXR) runs: one OpenXR session for both (the loader allows one instance a
+    process), the take written with the frames the preview's ticks polled too, the preview keyed as '<take> Live';
+    the session closed once both have stopped. Before, the recording was refused (LimitReachedError)."""
+    stream = bpy.context.scene.vr_avatar.stream
+    stream.record_path, stream.countdown_s = str(tmp_path / "take.csv"), 0.0
+    preview = _start(bpy, installed)
+    _tick(bpy, preview)
+    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
+    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
+    assert recorder.recording.openxr.source is preview.live.source.source.source
+    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
+    for _ in range(20):  # the two timers take turns, each polling the runtime
+        _tick(bpy, preview, 1)
+        recorder.modal(bpy.context, tick)
+    recorder.stop_requested = True
+    assert recorder.modal(bpy.context, tick) == {'FINISHED'}
+    take = installed.core.files.stream.read_stream(tmp_path / "take_001.csv")
+    assert len(take) >= 30 and take.tracked[:, 0].all()
+    assert not recorder.recording.openxr.closed  # the preview still reads it
+    _tick(bpy, preview)
+    assert "take_001 Live" in bpy.data.actions
+    assert preview.modal(bpy.context, ESC) == {'FINISHED'}
+    assert recorder.recording.openxr.closed
+    _stops_cleanly(bpy, installed, capfd)
+
