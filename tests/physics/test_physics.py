@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from conftest import FIXTURE_WALK_1, SHARED, TESTS, shared_exists
 
@@ -337,26 +337,33 @@ def test_a_headsets_rate_is_tracked_in_its_own_time(solved):
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rate=st.floats(30.0, 144.0), jitter=st.floats(0.0, 0.5), dropped=st.floats(0.0, 0.1), seed=st.integers(0, 999))
+@example(rate=115.375, jitter=0.0, dropped=0.05078125, seed=196)  # 3.6 cm when the target was the nearest frame
 def test_live_steps_at_any_rate_with_jitter_and_dropouts_follow_the_target(solved, rate, jitter, dropped, seed):
     """Live steps at 30-144 Hz, each interval jittered by up to half of itself, some samples dropped (a longer step
-    after): the body stays finite and within a few centimetres of the target (measured 2.0-3.0 cm over twelve
-    draws; 60 Hz without jitter: 1.9 cm)."""
+    after), the target a pose at each sample's time as a live solve makes one: the body stays finite and within a
+    few centimetres of it (measured 1.3-2.4 cm over thirteen draws). A target of the nearest 60 fps frame instead
+    stands still for a step and then jumps two at such rates, which the body follows less closely (2.2-3.6 cm)."""
     from core.physics.tracking import PhysicsTracker, motion_of, target_poses
 
     rng = np.random.default_rng(seed)
     intervals = (1.0 + jitter * rng.uniform(-1.0, 1.0, 400)) / rate
     intervals *= 1 + (rng.random(400) < dropped) * rng.integers(1, 4, 400)
     times = np.cumsum(intervals)
-    times = times[times < (len(solved.motion) - 1) / solved.motion.fps]
-    frames = np.round(times * solved.motion.fps).astype(int)
-    target = solved.motion[frames]
-    body = simulated_body(target.skeleton, PhysicsConfig(), solved.motion)
+    motion = solved.motion
+    times = times[times < (len(motion) - 1) / motion.fps]
+    source = times * motion.fps
+    first = np.floor(source).astype(int)
+    second, alpha = first + 1, (source - first)[:, None]
+    target = Motion(motion.skeleton, quat.slerp(motion.rotations[first], motion.rotations[second], alpha),
+                    motion.positions[first] + alpha[..., None] * (motion.positions[second] - motion.positions[first]),
+                    motion.fps)
+    body = simulated_body(target.skeleton, PhysicsConfig(), motion)
     tracker = PhysicsTracker(body)
     qpos = np.array([tracker.step(pose, dt).qpos for pose, dt in zip(target_poses(target, body), np.diff(times,
                                                                                                       prepend=0.0))])
     joints = motion_of(qpos, target, body).global_positions()
     assert np.isfinite(joints).all()
-    assert 100.0 * float(np.linalg.norm(joints - target.global_positions(), axis=-1).mean()) < 3.5
+    assert 100.0 * float(np.linalg.norm(joints - target.global_positions(), axis=-1).mean()) < 3.0
 
 
 def test_live_steps_give_the_offline_pass_exactly(solved):
