@@ -260,3 +260,16 @@ def test_a_take_recorded_while_previewing_shares_the_runtime(bpy, installed, ava
     assert recorder.recording.openxr.closed
     _stops_cleanly(bpy, installed, capfd)
 
+
+def test_a_second_live_preview_while_one_runs_is_refused_in_one_line(bpy, installed, avatar, capfd):
+    """Live Preview started again while it runs: refused in one line, the running one going on alone (sharing the
+    OpenXR session, a second would drive the same armature from a second solver)."""
+    preview = _start(bpy, installed)
+    _tick(bpy, preview)
+    with pytest.raises(RuntimeError, match="Live Preview is already running: press Esc to stop it first"):
+        bpy.ops.vr_avatar.preview_live(source='OPENXR')
+    assert installed.operators.live.VR_AVATAR_OT_preview_live.running() is preview
+    assert _tick(bpy, preview) == {'RUNNING_MODAL'}
+    assert preview.modal(bpy.context, ESC) == {'FINISHED'}
+    _stops_cleanly(bpy, installed, capfd)
+

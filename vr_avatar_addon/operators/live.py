@@ -29,6 +29,9 @@ class VR_AVATAR_OT_preview_live(bpy.types.Operator):
         return cls._running
 
     def execute(self, context):
+        if type(self)._running is not None:
+            self.report({'ERROR'}, "Live Preview is already running: press Esc to stop it first")
+            return {'CANCELLED'}
         try:
             self.live = LivePreview(context, self.source)
         except VRAvatarError as error:
