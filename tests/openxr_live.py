@@ -224,7 +224,7 @@ def addon(folder: str, ticks: str = "90") -> dict:
     assert recorder.modal(bpy.context, SimpleNamespace(type='MOUSEMOVE', value='NOTHING', timer=None)) == {'FINISHED'}
     stream = read_stream(target)
     result.update({"recorded": len(stream), "recorded_tracked": bool(stream.tracked.all()),
-                   "recorded_head": stream.positions[:, 0].tolist(), "record_source_closed": recorder.recording.openxr.session is None,
+                   "recorded_head": stream.positions[:, 0].tolist(), "record_source_closed": recorder.recording.openxr.closed,
                    "comment": [line for line in target.read_text().splitlines() if line.startswith("#")],
                    "after_record_unchanged": pose() == before and len(bpy.data.objects) == objects})
     result["button_takes"] = button_takes(bpy, add_on, Path(folder))
@@ -247,7 +247,8 @@ def button_takes(bpy, add_on, folder: Path) -> dict:
     stream.record_path, stream.record_by_button, listed = str(folder / "button.csv"), True, len(stream.takes)
     assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
     recorder = add_on.operators.stream.VR_AVATAR_OT_record_stream._recording
-    poll, held = recorder.recording.openxr.poll, iter(BUTTON_HELD)
+    source = recorder.recording.openxr.source  # the add-on's shared session: its frames, the button held
+    poll, held = source.poll, iter(BUTTON_HELD)
 
     def pressing():
         frame = poll()
@@ -255,7 +256,7 @@ def button_takes(bpy, add_on, folder: Path) -> dict:
             frame.button = next(held)
         return frame
 
-    recorder.recording.openxr.poll = pressing
+    source.poll = pressing
     tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
     for _ in BUTTON_HELD:
         recorder.modal(bpy.context, tick)
