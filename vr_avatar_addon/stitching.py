@@ -1,10 +1,10 @@
 """Stitching in Blender: the selected armatures' actions joined into one new action on the active armature by
 core's stitcher (Kim et al.'s Recurrent Motion Refiner); no existing action is changed."""
 from . import core
-from .armature import action_motion, motion_channels
+from .armature import motion_channels
 from .keyframes import new_action
 from .errors import USER_ERRORS
-from .motion_library import animated_armatures
+from .motion_library import animated_armatures, metre_motion
 from .scene_timing import fit_scene_timing, scene_fps
 
 
@@ -27,7 +27,7 @@ def stitch_actions(context, report, config) -> set:
     fps = scene_fps(scene)
     try:
         armatures, active = stitch_sources(context)
-        motions = [action_motion(scene, obj) for obj in armatures]
+        motions = [metre_motion(scene, obj) for obj in armatures]
         model = core.stitch.model.StitchModel.load() if config.method == "rmr" else None
         result = core.stitch.stitching.stitch(motions, config, model)
         receiver = motions[armatures.index(active)].skeleton

@@ -237,3 +237,22 @@ def test_an_action_played_by_two_selected_armatures_is_one_clip(bpy, installed, 
     _saved(bpy, tmp_path)
     assert bpy.ops.vr_avatar.build_database(source='ACTIONS') == {'FINISHED'}
     assert len(PoseDatabase.load(tmp_path / "library.vr_avatar_db.npz").clip_names) == 1
+
+
+def test_stitching_actions_in_centimetres_is_refused_naming_the_armature(bpy, installed, empty_scene, tmp_path):
+    """Stitch reads the actions as Build Database does: a centimetre capture imported at scale 1 (a 142 m dancer) is
+    refused in one line naming it, nothing made; scaled to metres, it stitches."""
+    armatures = []
+    for name in ("first", "second"):
+        bpy.ops.import_anim.bvh(filepath=str(_clip(tmp_path, DANCE, 2.0, name=name)))
+        armatures.append(bpy.context.object)
+    for obj in armatures:
+        obj.select_set(True)
+    actions = len(bpy.data.actions)
+    with pytest.raises(RuntimeError, match=r"Armature 'first'.* 1\d\d m tall.*centimetres.*0\.01"):
+        bpy.ops.vr_avatar.stitch_actions(method='concat')
+    assert len(bpy.data.actions) == actions
+    for obj in armatures:
+        obj.scale = (0.01, 0.01, 0.01)
+    assert bpy.ops.vr_avatar.stitch_actions(method='concat') == {'FINISHED'}
+
