@@ -128,6 +128,11 @@ def action_motion(scene, obj):
     return core.anim.motion.Motion(skeleton, rotations, positions, scene_fps(scene), action.name)
 
 
+def object_by_uid(session_uid: int):
+    """The object of this session_uid (which a rename and an undo keep), or None where it is gone."""
+    return next((obj for obj in bpy.data.objects if obj.session_uid == session_uid), None)
+
+
 def target_armature(context):
     """The scene's Target Armature; VRAvatarError where there is none, it is not in the scene (deleted: the setting
     still holds it) or it has no bones."""

@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from . import avatar_quality, core, keyframes, root_motion, solve_cache
+from .armature import object_by_uid
 from .bone_map import mapping_for
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
@@ -114,7 +115,7 @@ class Bake:
         try:
             return None if self.scene in self.obj.users_scene else f"armature '{self.obj.name}' was deleted"
         except ReferenceError:  # its data freed
-            undone = any(obj.session_uid == self.armature_uid for obj in bpy.data.objects)
+            undone = object_by_uid(self.armature_uid) is not None
             return f"armature '{self.armature}' was {'undone' if undone else 'removed'}"
 
     def cancel(self) -> None:

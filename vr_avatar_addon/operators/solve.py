@@ -10,7 +10,7 @@ from bpy.props import BoolProperty, CollectionProperty, EnumProperty, FloatPrope
 from bpy_extras.io_utils import ImportHelper
 
 from .. import bake, batch, bone_space, cleanup, core, root_motion, solve_cache, stream_files
-from ..armature import target_armature
+from ..armature import object_by_uid, target_armature
 from ..bone_map import fill_bone_map, report_mapping
 from ..errors import VRAvatarError, polled
 from ..handlers import pose_frame
@@ -95,7 +95,7 @@ class SceneSolve:
         if self.error is not None:
             raise VRAvatarError(self.error)
         scene = context.scene
-        obj = next((o for o in bpy.data.objects if o.session_uid == self.armature_uid), None)
+        obj = object_by_uid(self.armature_uid)
         if obj is None or scene not in obj.users_scene:
             name = self.armature if obj is None else obj.name
             raise VRAvatarError(f"Armature '{name}' was removed during the solve: nothing was cached")
