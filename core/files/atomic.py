@@ -30,6 +30,9 @@ one never holds its whole text: a 12-minute BVH's text at once took about 430 MB
 _PENDING: ContextVar[list | None] = ContextVar("pending_replacements", default=None)
 """The (temporary, target) pairs `together()` renames at its end; None outside it."""
 
+_MADE_FOLDERS: ContextVar[list | None] = ContextVar("made_folders", default=None)
+"""The folders `check_outputs` made inside `no_empty_folders_left()`, outermost first; None outside it."""
+
 
 def same_file(a, b) -> bool:
     """Whether two paths name one file (links and relative spellings resolved; hard links too, where both exist)."""
@@ -45,7 +48,8 @@ def same_file(a, b) -> bool:
 def check_outputs(outputs, inputs=(), make_folders: bool = False) -> None:
     """Refuse outputs that are inputs (or each other), folders, or in folders that are missing or read-only.
 
-    `make_folders` creates missing folders (an OutputError says why it could not). None entries are skipped.
+    `make_folders` creates missing folders (an OutputError says why it could not); inside `no_empty_folders_left()`
+    those still empty at its end are removed. None entries are skipped.
     """
     outputs = [Path(o) for o in outputs if o is not None]
     inputs = [Path(i) for i in inputs if i is not None]
@@ -61,14 +65,40 @@ def check_outputs(outputs, inputs=(), make_folders: bool = False) -> None:
                 raise OutputError(f"{path}: given for two outputs; give each its own file")
         folder = Path(os.path.realpath(path)).parent
         if not folder.exists() and make_folders:
-            try:
-                folder.mkdir(parents=True, exist_ok=True)
-            except OSError as error:
-                raise OutputError(f"{path}: cannot create the folder {folder}: {error.strerror or error}") from None
+            _make_folder(path, folder)
         if not folder.is_dir():
             raise OutputError(f"{path}: the folder {folder} does not exist")
         if not os.access(folder, os.W_OK | os.X_OK):
             raise OutputError(f"{path}: the folder {folder} is not writable")
+
+
+def _make_folder(path: Path, folder: Path) -> None:
+    """Create `folder` and its missing parents for the output `path`, noting them for `no_empty_folders_left`."""
+    missing = [f for f in (folder, *folder.parents) if not f.exists()][::-1]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"{path}: cannot create the folder {folder}: {error.strerror or error}") from None
+    made = _MADE_FOLDERS.get()
+    if made is not None:
+        made.extend(missing)
+
+
+@contextmanager
+def no_empty_folders_left():
+    """Folders `check_outputs` makes inside the block are removed at its end where they are still empty: a command
+    refused or failing after its check leaves no empty folder behind, and one that wrote its outputs keeps them."""
+    made: list = []
+    token = _MADE_FOLDERS.set(made)
+    try:
+        yield
+    finally:
+        _MADE_FOLDERS.reset(token)
+        for folder in reversed(made):
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
 
 
 def _check_replaceable(path: Path) -> None:

@@ -14,7 +14,7 @@ from ..devices.calibration import COMMENT_KEY, calibrate_stream, stored_calibrat
 from ..devices.openxr_source import OpenXRUnavailable, record
 from ..devices.plausibility import check_stream
 from ..devices.simulate import simulate_stream
-from ..files.atomic import check_outputs, together
+from ..files.atomic import check_outputs, no_empty_folders_left, together
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files
 from .mocap_split import read_humanoid, split_by_file
@@ -476,7 +476,7 @@ def main(argv=None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 1
     try:
-        with together() if args.run in WRITTEN_TOGETHER else nullcontext():
+        with no_empty_folders_left(), together() if args.run in WRITTEN_TOGETHER else nullcontext():
             return args.run(args)
     except BrokenPipeError:  # the reader stopped (`bvh info DIR | head`): nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from core.errors import OutputError
-from core.files.atomic import check_outputs, together, write_text
+from core.files.atomic import check_outputs, no_empty_folders_left, together, write_text
 
 
 def _leftovers(folder):
@@ -113,3 +113,18 @@ def test_a_failed_rename_removes_the_temporary_files_left(tmp_path, monkeypatch)
             monkeypatch.setattr(os, "replace", failing_replace)
     monkeypatch.undo()
     assert not _leftovers(tmp_path)
+
+
+def test_folders_made_for_outputs_go_again_where_nothing_was_written_in_them(tmp_path):
+    """A command refused after its check (or failing while it works) leaves no empty folder it made; a written
+    output keeps its folders; a folder that was there before is never removed, empty or not."""
+    (tmp_path / "kept").mkdir()
+    written, refused = tmp_path / "a" / "b" / "model.npz", tmp_path / "a" / "c" / "d" / "plot.png"
+    with pytest.raises(RuntimeError), no_empty_folders_left():
+        check_outputs([written, refused, tmp_path / "kept" / "e" / "x.json"], make_folders=True)
+        assert refused.parent.is_dir()
+        write_text(written, "model")
+        raise RuntimeError("training failed")
+    assert written.read_text() == "model"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
+        "a", "a/b", "a/b/model.npz", "kept"]

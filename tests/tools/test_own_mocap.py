@@ -92,8 +92,9 @@ def test_training_split_of_one_file_names_it():
                                      ["train", "orientation", "--epochs", "1"]],
                          ids=lambda c: "-".join(c[1:3]))
 def test_training_on_one_file_is_refused_naming_it(tmp_path, capsys, command):
+    """Written into folders that do not exist yet: the refusal leaves none of them behind (they were left empty)."""
     folder = _folder(tmp_path, [_named("take", validation=False)])
-    refused(capsys, tmp_path, [*command, "--data", folder, "-o", tmp_path / "model.npz"],
+    refused(capsys, tmp_path, [*command, "--data", folder, "-o", tmp_path / "models" / "v2" / "model.npz"],
             next(folder.iterdir()))
 
 
@@ -139,7 +140,7 @@ def test_a_z_up_folder_is_refused_naming_its_file(tmp_path, capsys, command):
 def test_a_folder_the_split_leaves_no_validation_file_says_to_evaluate_all(tmp_path, capsys, command):
     """eval orientation said 'need at least one array to concatenate'."""
     folder = _folder(tmp_path, [_named("take", validation=False)])
-    args = [tmp_path / "out.png" if a == "OUT.png" else a for a in command]
+    args = [tmp_path / "plots" / "out.png" if a == "OUT.png" else a for a in command]
     line = refused(capsys, tmp_path, [*args, "--data", folder], folder)
     assert "--split all" in line
 
