@@ -19,6 +19,7 @@ import tempfile
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
+from itertools import takewhile
 from pathlib import Path
 
 from ..errors import OutputError
@@ -74,7 +75,7 @@ def check_outputs(outputs, inputs=(), make_folders: bool = False) -> None:
 
 def _make_folder(path: Path, folder: Path) -> None:
     """Create `folder` and its missing parents for the output `path`, noting them for `no_empty_folders_left`."""
-    missing = [f for f in (folder, *folder.parents) if not f.exists()][::-1]
+    missing = list(takewhile(lambda f: not f.exists(), (folder, *folder.parents)))[::-1]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
