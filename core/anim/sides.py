@@ -10,9 +10,17 @@ import numpy as np
 _PREFIXES = re.compile(r"^(mixamorig\d*_|def[-_]|j_bip_c_|j_bip_|m_avg_|f_avg_|bip0*1[ _]?|cc_base_)")
 
 
+def bare_name(name: str) -> str:
+    """A joint name lower-cased, without a namespace (`mixamorig:`, `Armature|`) or a known rig prefix."""
+    return _PREFIXES.sub("", re.split(r"[:|]", name)[-1].lower())
+
+
 def split_side(name: str) -> tuple[str, str]:
     """('l' | 'r' | '', core word) for a joint name, e.g. 'mixamorig:LeftForeArm' -> ('l', 'forearm')."""
-    lowered = _PREFIXES.sub("", re.split(r"[:|]", name)[-1].lower())
+    return _side_and_core(bare_name(name))
+
+
+def _side_and_core(lowered: str) -> tuple[str, str]:
     side = ""
     # Left/Right as a word at the start: LeftArm, left_hip, Left Arm.
     match = re.match(r"^(left|right)", lowered)
@@ -33,9 +41,28 @@ def split_side(name: str) -> tuple[str, str]:
     return side, core
 
 
+def common_prefix(names) -> str:
+    """The prefix every name starts with, up to and including a separator (MotionBuilder's `Character1_`, a
+    studio's `jim_`), '' when there is none or a name is nothing more."""
+    names = list(names)
+    shared = names[0] if names else ""
+    for name in names[1:]:
+        while not name.startswith(shared):
+            shared = shared[:-1]
+    cut = max(shared.rfind(c) for c in "_:|. -") + 1
+    return shared[:cut] if all(len(n) > cut for n in names) else ""
+
+
+def side_keys(names) -> list[tuple[str, str]]:
+    """split_side of every joint name, the prefix their bare names all share (`character1_`) dropped first."""
+    bare = [bare_name(n) for n in names]
+    cut = len(common_prefix(bare))
+    return [_side_and_core(b[cut:]) for b in bare]
+
+
 def mirror_pairs(names) -> np.ndarray:
     """For each joint, the index of its left/right partner (itself for centre joints)."""
-    keys = [split_side(n) for n in names]
+    keys = side_keys(names)
     lookup = {k: i for i, k in enumerate(keys)}
     pairs = np.arange(len(names))
     for i, (side, core) in enumerate(keys):

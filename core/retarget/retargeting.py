@@ -232,7 +232,7 @@ class Retargeting:
         plans = []
         for side, leg in enumerate(self.legs):
             # Flat: the standing foot turned about the vertical by the foot's own turn.
-            yaw = yaw_turn(rotations[:, leg.foot], axes[leg.foot])
+            yaw = yaw_turn(rotations[:, leg.foot], axes[leg.foot], leg.forward)
             ankle = positions[:, leg.foot].copy()
             toe = source_positions[:, leg.source_toe]
             if stances is None:

@@ -11,7 +11,8 @@ import numpy as np
 from ..anim.contacts import contact_segments, contact_weight, floor_height
 from ..anim.motion import Motion
 from ..math import quat
-from ..math.vector import length
+from ..anim.character import UP, hips_forward
+from ..math.vector import length, unit_across
 from ..rig.humanoid import HumanoidMapping, find_mapping
 from .target import TargetSkeleton, leaf_end
 
@@ -56,6 +57,8 @@ class TargetLeg:
     length: float
     """Thigh plus shin, scaled."""
     source_toe: int
+    forward: np.ndarray
+    """(3,) where the foot points at standing, on the floor (world, unit): heel to toe point, else the body's forward."""
 
 
 def leg_on_target(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, scale: float) -> TargetLeg:
@@ -75,18 +78,21 @@ def leg_on_target(target: TargetSkeleton, source_mapping: HumanoidMapping, side:
         return scale * quat.inverse_rotate(axes[bone], points - heads[bone])
 
     ankle_height = scale * float(heads[foot, 1] - floor)
+    body_forward = hips_forward(heads[tm["l_thigh"]], heads[tm["r_thigh"]])
+    forward = unit_across(toe_point - heads[foot], UP, body_forward)
     return TargetLeg(tm[f"{side}_thigh"], tm[f"{side}_shin"], foot, toes, ankle_height,
                 quat.inverse_rotate(axes[foot], np.array([0.0, -ankle_height, 0.0])),
                 scale * quat.inverse_rotate(axes[foot], toe_point - heads[foot]), scale * float(toe_point[1] - floor),
                 None if tip is None else scale * quat.inverse_rotate(axes[toes], tip - heads[toes]),
                 None if tip is None else scale * float(tip[1] - floor), skin(foot), skin(toes),
-                scale * leg_length(heads, tm, side, 0.0), source_mapping[f"{side}_toes"])
+                scale * leg_length(heads, tm, side, 0.0), source_mapping[f"{side}_toes"], forward)
 
 
-def yaw_turn(rotations: np.ndarray, rest: np.ndarray) -> np.ndarray:
-    """(F, 4) the turn about the vertical that carries a bone's standing direction onto its posed one."""
-    forward = quat.rotate(quat.multiply_inverse(rotations, rest), np.array([0.0, 0.0, 1.0]))
-    return quat.from_yaw(quat.yaw_of_direction(forward))
+def yaw_turn(rotations: np.ndarray, rest: np.ndarray, forward: np.ndarray) -> np.ndarray:
+    """(F, 4) the turn about the vertical that carries a bone's standing `forward` (3,), on the floor, onto its
+    posed one: the same whichever way the character faces at rest."""
+    posed = quat.rotate(quat.multiply_inverse(rotations, rest), forward)
+    return quat.from_yaw(quat.yaw_of_direction(posed) - quat.yaw_of_direction(forward))
 
 
 def held_over_stances(planted: np.ndarray, ankle: np.ndarray, yaw: np.ndarray) -> tuple:

@@ -1,7 +1,7 @@
 """Humanoid mapping: the canonical joints of SPEC §6 and matching them to any skeleton's joint names.
 
-A joint name is reduced to a side (left, right or centre) and a core word: prefixes such as
-`mixamorig:`, `DEF-`, `J_Bip_L_` or `m_avg_` are dropped, side tokens (`Left`, `_L`, `.L`, `L_`)
+A joint name is reduced to a side (left, right or centre) and a core word: the prefix every name shares
+(`Character1_`) and prefixes such as `mixamorig:`, `DEF-`, `J_Bip_L_` or `m_avg_` are dropped, side tokens (`Left`, `_L`, `.L`, `L_`)
 are read off, and what remains is lower-cased without separators. Each naming convention then
 lists, per canonical joint, the core words it uses in order of preference. The convention that
 explains the most canonical joints wins, and its choices must respect the hierarchy (a forearm
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..anim.sides import split_side
+from ..anim.sides import side_keys
 from ..errors import MappingError
 from ..files.json_value import json_value
 from .humanoid_structure import bone_ends, facing, is_control, is_upright, left_axis, read_structure, sides_agree
@@ -202,7 +202,7 @@ def find_mapping(skeleton, override: dict[str, str] | str | Path | None = None,
     left_out = sorted(c for c, name in override.items() if not name and c in required)
     if left_out:
         raise HumanoidMappingError(f"mapping override leaves out required joints: {', '.join(left_out)}")
-    keys = [split_side(n) for n in skeleton.names]
+    keys = side_keys(skeleton.names)
     controls = [is_control(n) for n in skeleton.names]
     positions = rest_positions(skeleton)
     ends = bone_ends(skeleton, positions, tails)

@@ -83,13 +83,16 @@ def tails_along_bones(positions: np.ndarray, rotations: np.ndarray, parents) -> 
 
 
 def is_upright(positions: np.ndarray, joints: dict[str, int]) -> bool:
-    """Whether a rest pose stands on +Y: the head well above the hips and the feet well below them."""
+    """Whether a rest pose stands on +Y: the head well above the hips, the feet well below them, and each leg
+    hanging (its knee, where mapped, between its thigh and its foot): a pose its geometry can be read from."""
     if not {"hips", "head", "l_foot", "r_foot"} <= set(joints):
         return False
     y = positions[:, 1]
     height = np.ptp(y)
     hips = y[joints["hips"]]
-    return bool(height > 0 and y[joints["head"]] - hips > 0.2 * height
+    hanging = all(y[joints[f"{s}_thigh"]] > y[joints[f"{s}_shin"]] > y[joints[f"{s}_foot"]]
+                  for s in "lr" if f"{s}_thigh" in joints and f"{s}_shin" in joints)
+    return bool(height > 0 and y[joints["head"]] - hips > 0.2 * height and hanging
                 and hips - max(y[joints["l_foot"]], y[joints["r_foot"]]) > 0.2 * height)
 
 
@@ -124,14 +127,11 @@ def left_axis(forward: np.ndarray) -> np.ndarray:
 
 
 def sides_agree(positions: np.ndarray, joints: dict[str, int], left: np.ndarray) -> bool:
-    """False when the left-named thighs or upper arms sit clearly on the figure's right."""
+    """False when the left-named thighs and upper arms (those mapped) all sit clearly on the figure's right."""
     height = np.ptp(positions[:, 1])
-    for part in ("thigh", "upper_arm"):
-        if f"l_{part}" in joints and f"r_{part}" in joints:
-            across = (positions[joints[f"l_{part}"]] - positions[joints[f"r_{part}"]]) @ left
-            if across < -0.01 * height:
-                return False
-    return True
+    across = [(positions[joints[f"l_{part}"]] - positions[joints[f"r_{part}"]]) @ left
+              for part in ("thigh", "upper_arm") if f"l_{part}" in joints and f"r_{part}" in joints]
+    return not across or max(across) >= -0.01 * height
 
 
 def _children(parents) -> list[list[int]]:

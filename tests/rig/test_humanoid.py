@@ -8,7 +8,7 @@ import pytest
 from conftest import RIGS, shared_exists
 
 from core.math import quat
-from core.anim.sides import split_side
+from core.anim.sides import common_prefix, mirror_pairs, split_side
 from core.rig.humanoid import CANONICAL_JOINTS, REQUIRED_JOINTS, HumanoidMappingError, find_mapping
 from core.files.bvh import read_bvh
 from core.rig.humanoid_structure import is_control
@@ -374,3 +374,19 @@ def test_structure_holds_for_any_facing_and_size(yaw_deg, scale):
     mapping = find_mapping(turned)
     assert {c: skeleton.names[j] for c, j in mapping.joints.items()} == {
         **{c: n for c, n in find_mapping(skeleton).names(skeleton.names).items()}, "spine": "lowerback"}
+
+
+@pytest.mark.parametrize("prefix", ["Character1_", "Jim_", "rig.", "Studio Guy "])
+def test_a_prefix_every_joint_shares_is_read_past(prefix):
+    """MotionBuilder's HumanIK export names every joint `Character1_...`; a studio names them after the actor:
+    the mapping and the mirror partners are those of the plain names. A VRM's `J_Bip_C_` stays a known prefix."""
+    plain = build([(n.split(":")[1], p and p.split(":")[1]) for n, p in MIXAMO])
+    named = Skeleton(tuple(prefix + n for n in plain.names), plain.parents, plain.offsets)
+    assert find_mapping(named).joints == find_mapping(plain).joints
+    assert (mirror_pairs(named.names) == mirror_pairs(plain.names)).all()
+    assert (mirror_pairs(plain.names) != np.arange(len(plain.names))).sum() == 18
+
+
+def test_a_lone_name_or_a_shared_word_without_a_separator_is_no_prefix():
+    assert common_prefix(["Hips"]) == "" and common_prefix(["Bip01", "Bip01 Pelvis"]) == ""
+    assert common_prefix(["LeftHip", "LeftKnee"]) == "" and common_prefix(["a_b_Hips", "a_b_Leg"]) == "a_b_"
