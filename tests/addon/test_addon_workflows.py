@@ -165,17 +165,22 @@ def test_the_solve_beside_blender_tells_its_progress_from_core(bpy, installed, s
     assert np.all(np.diff(shares) >= 0.0) and np.all(np.diff(shares) <= 0.1)
 
 
-def test_bones_edited_while_the_solve_runs_beside_blender_are_refused_in_one_line(bpy, installed, stream):
-    """A bone moved in Edit Mode while the panel's Solve runs: the solve, retargeted for the bones as they were (the
-    hands 6.7 cm off the new ones'), is not cached; the cache stays the last solve's."""
+@pytest.mark.parametrize("edit", ["moved", "renamed"])
+def test_bones_edited_while_the_solve_runs_beside_blender_are_refused_in_one_line(bpy, installed, stream, edit):
+    """A bone moved in Edit Mode, or renamed, while the panel's Solve runs: the solve, retargeted for the bones as
+    they were (the hands 6.7 cm off the moved ones'; the cache's bone names no longer the rig's), is not cached;
+    the cache stays the last solve's."""
     obj = _solved(bpy, stream)
     scene = bpy.context.scene
     before = installed.solve_cache.load(scene)
     running = _solve_beside(bpy, installed)
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode='EDIT')
-    obj.data.edit_bones["mixamorig:LeftForeArm"].head.z += 0.1
-    bpy.ops.object.mode_set(mode='OBJECT')
+    if edit == "moved":
+        bpy.context.view_layer.objects.active = obj
+        bpy.ops.object.mode_set(mode='EDIT')
+        obj.data.edit_bones["mixamorig:LeftForeArm"].head.z += 0.1
+        bpy.ops.object.mode_set(mode='OBJECT')
+    else:
+        obj.data.bones["mixamorig:LeftForeArm"].name = "LeftElbow"
     running._thread.join(120)
     with pytest.raises(installed.errors.VRAvatarError, match="Armature 'Avatar''s bones were edited during the "
                                                              "solve: nothing was cached; solve again"):
