@@ -1,8 +1,8 @@
 """Batch bakes: several streams onto one avatar, or one stream onto several, in one operation with one progress
 bar. Each pair is loaded, mapped (where the armature has no mapping yet), solved and baked as the panel would,
 its action named "<stream> - <armature>"; a pair that fails is one error line and the others go on. The scene's
-stream, target armature and bone mapping (hand edits included, used for its armature's pairs) are put back at the
-end."""
+stream, target armature and bone mapping (hand edits included, used for its armature's pairs), its frame range and
+current frame are put back at the end."""
 from pathlib import Path
 
 import bpy
@@ -44,8 +44,10 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
         report({'ERROR'}, "Choose one or more stream files and select one or more armatures (or set the Target "
                           "Armature)")
         return {'CANCELLED'}
-    settings = context.scene.vr_avatar
+    scene = context.scene
+    settings = scene.vr_avatar
     loaded, target, mapping = settings.stream.stream_path, settings.target_armature, saved_bone_map(settings)
+    frames = scene.frame_start, scene.frame_end, scene.frame_current
     window_manager = context.window_manager
     pairs = [(stream, armature) for stream in streams for armature in armatures]
     made, failed = [], []
@@ -70,6 +72,8 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
             except RuntimeError as error:
                 report({'ERROR'}, f"The scene's stream could not be loaded back, so the last batch stream stays "
                                   f"loaded: {str(error).removeprefix('Error: ').strip()}")
+        scene.frame_start, scene.frame_end = frames[:2]
+        scene.frame_set(frames[2])
     report({'INFO'} if not failed else {'WARNING'},
            f"Batch: baked {len(made)} of {len(pairs)} ({', '.join(made) or 'none'})"
            + (f"; failed: {', '.join(failed)}" if failed else ""))
