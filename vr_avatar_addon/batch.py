@@ -1,8 +1,9 @@
 """Batch bakes: several streams onto one avatar, or one stream onto several, in one operation with one progress
 bar. Each pair is loaded, mapped (where the armature has no mapping yet), solved and baked as the panel would,
 its action named "<stream> - <armature>"; a pair that fails is one error line and the others go on. The scene's
-stream, target armature and bone mapping (hand edits included, used for its armature's pairs), its frame range and
-current frame are put back at the end."""
+stream (its empties as they are, hand edits included), target armature and bone mapping (hand edits included, used
+for its armature's pairs), its frame range and current frame are put back at the end."""
+from contextlib import contextmanager
 from pathlib import Path
 
 import bpy
@@ -10,6 +11,7 @@ import bpy
 from . import bake
 from .bone_map import is_mapped, restore_bone_map, saved_bone_map
 from .errors import USER_ERRORS
+from .stream_objects import TAG, remove_stream_empties
 
 
 def action_name(stream: Path, armature) -> str:
@@ -36,6 +38,24 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
     return baked.action.name
 
 
+@contextmanager
+def scene_stream_kept(scene):
+    """The scene's stream kept out of the batch's way: its empties as they are (hand edits included), not taken
+    out by the batch's Load Stream, and put back with its file when the batch's own empties are removed."""
+    settings = scene.vr_avatar.stream
+    kept = settings.stream_path, settings.head, settings.left, settings.right
+    empties = [obj for obj in scene.objects if obj.get(TAG)]
+    for obj in empties:
+        del obj[TAG]
+    try:
+        yield
+    finally:
+        remove_stream_empties(scene)
+        for obj in empties:
+            obj[TAG] = 1
+        settings.stream_path, settings.head, settings.left, settings.right = kept
+
+
 def bake_batch(context, report, streams: list[Path], armatures: list, name=action_name,
                push_to_nla: bool | None = None) -> set:
     """Every stream onto every armature (module docstring), each action named `name(stream, armature)` and pushed
@@ -46,32 +66,27 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
         return {'CANCELLED'}
     scene = context.scene
     settings = scene.vr_avatar
-    loaded, target, mapping = settings.stream.stream_path, settings.target_armature, saved_bone_map(settings)
+    target, mapping = settings.target_armature, saved_bone_map(settings)
     frames = scene.frame_start, scene.frame_end, scene.frame_current
     window_manager = context.window_manager
     pairs = [(stream, armature) for stream in streams for armature in armatures]
     made, failed = [], []
     window_manager.progress_begin(0, len(pairs))
     try:
-        for done, (stream, armature) in enumerate(pairs, 1):
-            try:
-                made.append(bake_pair(context, report, stream, armature, name(stream, armature), push_to_nla,
-                                      mapping))
-            except (RuntimeError, *USER_ERRORS) as error:
-                message = str(error).removeprefix("Error: ").strip()
-                report({'ERROR'}, f"{stream.name} onto '{armature.name}': {message}")
-                failed.append(f"{stream.name} onto '{armature.name}'")
-            window_manager.progress_update(done)
+        with scene_stream_kept(scene):
+            for done, (stream, armature) in enumerate(pairs, 1):
+                try:
+                    made.append(bake_pair(context, report, stream, armature, name(stream, armature), push_to_nla,
+                                          mapping))
+                except (RuntimeError, *USER_ERRORS) as error:
+                    message = str(error).removeprefix("Error: ").strip()
+                    report({'ERROR'}, f"{stream.name} onto '{armature.name}': {message}")
+                    failed.append(f"{stream.name} onto '{armature.name}'")
+                window_manager.progress_update(done)
     finally:
         window_manager.progress_end()
         settings.target_armature = target
         restore_bone_map(settings, mapping)
-        if loaded:
-            try:
-                bpy.ops.vr_avatar.load_stream(filepath=bpy.path.abspath(loaded))
-            except RuntimeError as error:
-                report({'ERROR'}, f"The scene's stream could not be loaded back, so the last batch stream stays "
-                                  f"loaded: {str(error).removeprefix('Error: ').strip()}")
         scene.frame_start, scene.frame_end = frames[:2]
         scene.frame_set(frames[2])
     report({'INFO'} if not failed else {'WARNING'},

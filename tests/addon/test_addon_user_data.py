@@ -143,10 +143,10 @@ def test_a_bake_onto_a_library_override_is_made_where_the_override_is_editable(b
         assert set(bpy.data.actions) == actions
 
 
-def test_a_batch_keeps_the_hand_edited_mapping_and_says_in_one_line_that_the_scenes_stream_is_gone(
-        bpy, installed, stream, tmp_path):
+def test_a_batch_keeps_the_hand_edited_mapping_and_the_scenes_stream_whose_file_is_gone(bpy, installed, stream,
+                                                                                       tmp_path):
     """Onto the mapped avatar and another one: the user's hand-edited mapping is used for its avatar and is there
-    after; the scene's own stream file, removed before, is one error line, not a traceback."""
+    after; the scene's own stream, its file removed before, keeps its empties and path (they are not read again)."""
     own = tmp_path / "own.csv"
     own.write_bytes(stream.read_bytes())
     obj = _solved(bpy, own)
@@ -155,15 +155,16 @@ def test_a_batch_keeps_the_hand_edited_mapping_and_says_in_one_line_that_the_sce
     settings = bpy.context.scene.vr_avatar
     next(item for item in settings.bone_map if item.joint == "chest").bone = ""
     mapped = [(item.joint, item.bone) for item in settings.bone_map]
+    empties = (settings.stream.stream_path, settings.stream.head, settings.stream.left, settings.stream.right)
     for each in bpy.context.scene.objects:
         each.select_set(each in (obj, other))
     own.unlink()
-    with pytest.raises(RuntimeError) as error:
-        bpy.ops.vr_avatar.bake_batch(directory=str(stream.parent), files=[{"name": stream.name}])
-    assert "The scene's stream could not be loaded back" in str(error.value) and "Traceback" not in str(error.value)
+    assert bpy.ops.vr_avatar.bake_batch(directory=str(stream.parent), files=[{"name": stream.name}]) == {'FINISHED'}
     assert {"walk - Avatar", "walk - Other"} <= set(bpy.data.actions.keys())
     assert settings.bone_map_armature == "Avatar" and [(i.joint, i.bone) for i in settings.bone_map] == mapped
     assert settings.target_armature == obj
+    assert (settings.stream.stream_path, settings.stream.head, settings.stream.left, settings.stream.right) == empties
+    assert len([o for o in bpy.context.scene.objects if o.get(installed.stream_objects.TAG)]) == 3
 
 
 @pytest.mark.parametrize("state", ["edit mode", "rest position"])
