@@ -24,7 +24,7 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
               mapping: tuple | None = None) -> str:
     """Load `stream`, solve it onto `armature` and bake as action `name` (`push_to_nla` as Bake takes it), with the
     bone mapping `mapping` (`saved_bone_map`) where it is for this armature; the new action's name. RuntimeError or
-    VRAvatarError with the operator's message where a step fails."""
+    VRAvatarError with the operator's message where a step fails; a bake stopped by any error is taken back."""
     settings = context.scene.vr_avatar
     bpy.ops.vr_avatar.load_stream(filepath=str(stream))
     settings.target_armature = armature
@@ -34,7 +34,11 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
         bpy.ops.vr_avatar.map_bones()
     bpy.ops.vr_avatar.solve_stream()
     baked = bake.Bake(context, name, push_to_nla)
-    baked.finish(report)
+    try:
+        baked.finish(report)
+    except BaseException:  # Ctrl+C (KeyboardInterrupt) too: no half-made action
+        baked.cancel()
+        raise
     return baked.action.name
 
 

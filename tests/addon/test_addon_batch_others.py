@@ -199,3 +199,31 @@ def test_each_baked_action_moves_its_rig_with_the_hands_on_the_controllers(bpy, 
     for stream, (hand_cm, travel_m) in HANDS_AND_TRAVEL.items():
         assert all(figures[s, name][0] < hand_cm and figures[s, name][1] > travel_m for s, name in figures
                    if s == stream), figures
+
+
+def test_a_batch_interrupted_mid_bake_leaves_no_half_made_action(bpy, installed, empty_scene, streams, monkeypatch):
+    """Ctrl+C (KeyboardInterrupt) while the second pair's bake measures: the first pair's action is kept, the
+    second's taken back with the armature's action as it was, and the scene as it was (no stream, its range)."""
+    scene = empty_scene
+    scene.render.fps, scene.frame_start, scene.frame_end = 30, 1, 20
+    obj = build_rig(bpy, FIXTURE_WALK_1, "BuiltAvatar", MIXAMO, 0.9, 45.0, False, seed=1)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    scene.vr_avatar.target_armature = obj
+    measure_steps, bakes = installed.avatar_quality.measure_steps, []
+
+    def interrupted(*args, **kwargs):
+        bakes.append(1)
+        steps = measure_steps(*args, **kwargs)
+        yield next(steps)
+        if len(bakes) == 2:
+            raise KeyboardInterrupt
+        return (yield from steps)
+
+    monkeypatch.setattr(installed.avatar_quality, "measure_steps", interrupted)
+    actions = set(bpy.data.actions)
+    with pytest.raises((KeyboardInterrupt, RuntimeError)):
+        bpy.ops.vr_avatar.bake_batch(directory=str(streams[0].parent), files=[{"name": p.name} for p in streams[:2]])
+    assert sorted(a.name for a in set(bpy.data.actions) - actions) == [f"{streams[0].stem} - BuiltAvatar"]
+    assert obj.animation_data.action.name == f"{streams[0].stem} - BuiltAvatar"
+    assert (scene.frame_start, scene.frame_end, scene.vr_avatar.stream.stream_path) == (1, 20, "")
+    assert not [o for o in scene.objects if o.get(installed.stream_objects.TAG)]
