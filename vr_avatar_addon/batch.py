@@ -2,13 +2,14 @@
 bar. Each pair is loaded, mapped (where the armature has no mapping yet), solved and baked as the panel would,
 its action named "<stream> - <armature>"; a pair that fails is one error line and the others go on. The scene's
 stream (its empties as they are, hand edits included), target armature and bone mapping (hand edits included, used
-for its armature's pairs), its frame range and current frame are put back at the end."""
+for its armature's pairs), its cached solve (what scrubbing shows and Bake Action bakes), frame range and current
+frame are put back at the end."""
 from contextlib import contextmanager
 from pathlib import Path
 
 import bpy
 
-from . import bake
+from . import bake, solve_cache
 from .bone_map import is_mapped, restore_bone_map, saved_bone_map
 from .errors import USER_ERRORS
 from .stream_objects import TAG, remove_stream_empties
@@ -60,6 +61,44 @@ def scene_stream_kept(scene):
         settings.stream_path, settings.head, settings.left, settings.right = kept
 
 
+@contextmanager
+def scene_target_kept(settings):
+    """The scene's target armature and bone mapping (hand edits included: `saved_bone_map`, yielded for the batch's
+    pairs on that armature) put back after the batch's."""
+    target, mapping = settings.target_armature, saved_bone_map(settings)
+    try:
+        yield mapping
+    finally:
+        settings.target_armature = target
+        restore_bone_map(settings, mapping)
+
+
+def property_values(group) -> dict:
+    """A property group's values (arrays as tuples), as `setattr` puts them back."""
+    values = {}
+    for prop in group.bl_rna.properties:
+        if prop.identifier != "rna_type":
+            value = getattr(group, prop.identifier)
+            values[prop.identifier] = tuple(value) if getattr(prop, "is_array", False) else value
+    return values
+
+
+@contextmanager
+def scene_solve_kept(scene):
+    """The scene's cached solve (smoothed or not; none where there was none), the calibration its solve found and
+    whether it is stale and previewed, put back after the batch's solves (and the settings they changed)."""
+    solve = scene.vr_avatar.solve
+    cache, state = solve_cache.kept(scene), (solve.has_cache, solve.cache_stale, solve.preview)
+    calibration = property_values(solve.found_calibration)
+    try:
+        yield
+    finally:
+        solve_cache.put_back(scene, cache)
+        solve.has_cache, solve.cache_stale, solve.preview = state
+        for name, value in calibration.items():
+            setattr(solve.found_calibration, name, value)
+
+
 def bake_batch(context, report, streams: list[Path], armatures: list, name=action_name,
                push_to_nla: bool | None = None) -> set:
     """Every stream onto every armature (module docstring), each action named `name(stream, armature)` and pushed
@@ -69,15 +108,13 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
                           "Armature)")
         return {'CANCELLED'}
     scene = context.scene
-    settings = scene.vr_avatar
-    target, mapping = settings.target_armature, saved_bone_map(settings)
     frames = scene.frame_start, scene.frame_end, scene.frame_current
     window_manager = context.window_manager
     pairs = [(stream, armature) for stream in streams for armature in armatures]
     made, failed = [], []
     window_manager.progress_begin(0, len(pairs))
     try:
-        with scene_stream_kept(scene):
+        with scene_solve_kept(scene), scene_stream_kept(scene), scene_target_kept(scene.vr_avatar) as mapping:
             for done, (stream, armature) in enumerate(pairs, 1):
                 try:
                     made.append(bake_pair(context, report, stream, armature, name(stream, armature), push_to_nla,
@@ -89,8 +126,6 @@ def bake_batch(context, report, streams: list[Path], armatures: list, name=actio
                 window_manager.progress_update(done)
     finally:
         window_manager.progress_end()
-        settings.target_armature = target
-        restore_bone_map(settings, mapping)
         scene.frame_start, scene.frame_end = frames[:2]
         scene.frame_set(frames[2])
     report({'INFO'} if not failed else {'WARNING'},

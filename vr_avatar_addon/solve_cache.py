@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from idprop.types import IDPropertyArray
 
 from .scene_timing import scene_fps
 
@@ -143,3 +144,18 @@ def cached_frame(scene, frame: int) -> CachedFrame | None:
 def clear(scene) -> None:
     if KEY in scene:
         del scene[KEY]
+
+
+def kept(scene) -> dict | None:
+    """A copy of the scene's cached solve as stored (whatever version made it), for `put_back`; None without one."""
+    data = scene.get(KEY)
+    if data is None:
+        return None
+    return {key: np.array(value) if isinstance(value, IDPropertyArray) else value for key, value in data.items()}
+
+
+def put_back(scene, copy: dict | None) -> None:
+    """The scene's cached solve as `kept` copied it: none where there was none."""
+    clear(scene)
+    if copy is not None:
+        scene[KEY] = copy

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2, RIGS, SHARED, shared_exists
 from test_addon_others_mocap import DANCE, STYLE_WALK
-from test_addon_solve import MIXAMO, build_rig
+from test_addon_solve import MIXAMO, _world_heads, build_rig
 
 from core.config import DeviceNoise, SimulationConfig
 from core.devices.attachments import implied_joint_positions
@@ -73,7 +73,8 @@ def _scene_state(bpy) -> dict:
     return {"fps": (scene.render.fps, scene.render.fps_base), "range": (scene.frame_start, scene.frame_end),
             "frame": scene.frame_current, "selected": sorted(o.name for o in bpy.context.selected_objects),
             "active": bpy.context.view_layer.objects.active.name, "target": settings.target_armature.name,
-            "stream": settings.stream.stream_path, "mapping": (settings.bone_map_armature, [(i.joint, i.bone) for i in settings.bone_map])}
+            "stream": settings.stream.stream_path, "mapping": (settings.bone_map_armature, [(i.joint, i.bone) for i in settings.bone_map]),
+            "solve": (settings.solve.has_cache, "vr_avatar_solve" in scene)}
 
 
 def _user_scene(bpy, installed, folder: Path) -> dict:
@@ -233,3 +234,33 @@ def test_a_batch_interrupted_mid_bake_leaves_no_half_made_action(bpy, installed,
     assert obj.animation_data.action.name == f"{streams[0].stem} - BuiltAvatar"
     assert (scene.frame_start, scene.frame_end, scene.vr_avatar.stream.stream_path) == (1, 20, "")
     assert not [o for o in scene.objects if o.get(installed.stream_objects.TAG)]
+
+
+def test_the_users_smoothed_solve_is_kept_to_scrub_and_bake(bpy, installed, empty_scene, streams):
+    """The user's own solve, smoothed, then a batch of two streams onto its armature: the scene's cache is still that
+    solve (not the last pair's), fresh and previewed; scrubbing shows it and Bake Action bakes it."""
+    scene = empty_scene
+    scene.render.fps = 30
+    obj = build_rig(bpy, FIXTURE_WALK_1, "BuiltAvatar", MIXAMO, 0.9, 45.0, False, seed=1)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    scene.vr_avatar.target_armature = obj
+    assert bpy.ops.vr_avatar.load_stream(filepath=str(streams[2])) == {'FINISHED'}
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert bpy.ops.vr_avatar.clean_solve() == {'FINISHED'}
+    kept = installed.solve_cache.load(scene)
+    assert bpy.ops.vr_avatar.bake_batch(directory=str(streams[0].parent),
+                                        files=[{"name": p.name} for p in streams[:2]]) == {'FINISHED'}
+    cache, solve = installed.solve_cache.load(scene), scene.vr_avatar.solve
+    assert (cache.armature, cache.frame_start, cache.report) == (obj.name, kept.frame_start, kept.report)
+    for name in ("basis", "locations", "scales", "positions", "wrist_targets", "head_targets"):
+        np.testing.assert_array_equal(getattr(cache, name), getattr(kept, name), err_msg=name)
+    assert (solve.has_cache, solve.cache_stale, solve.preview) == (True, False, True)
+    scene.frame_set(kept.frame_start + 40)
+    np.testing.assert_allclose(_world_heads(bpy, obj, kept.bones), kept.positions[40], atol=1e-3)
+    actions = set(bpy.data.actions)
+    assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
+    (action,) = set(bpy.data.actions) - actions
+    assert tuple(action.frame_range) == (kept.frame_start, kept.frame_start + kept.frames - 1)
+    scene.frame_set(kept.frame_start + 60)
+    np.testing.assert_allclose(_world_heads(bpy, obj, kept.bones), kept.positions[60], atol=2e-3)
