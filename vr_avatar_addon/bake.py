@@ -5,7 +5,8 @@ across frames), so the animator's other actions still pose it; every bone's rota
 scale where the solve moves them off rest, and also, at rest, any channel an NLA strip under the new action
 animates, or the armature's active action (which the new one replaces), so nothing from below or before leaks
 into the result; a channel that holds one value (*Fit to User*'s scale) gets one key. Then the baked avatar is
-measured in Blender (avatar_quality) and the report written beside the .blend.
+measured in Blender (avatar_quality) and the report written beside the .blend: named after the armature, or, for a
+bake given its action's name (a batch's pair), after the action, so that each of a batch's actions keeps its own.
 """
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -35,7 +36,7 @@ class Bake:
     def __init__(self, context, name: str | None = None, push_to_nla: bool | None = None):
         """The checks before anything is made (VRAvatarError), then the new action (`name`, else "<armature> VR
         Avatar") on the armature, keyed as the scene's bake settings say (`push_to_nla`, where given, in place of
-        the setting)."""
+        the setting); a bake given its `name` writes its report under its action's name."""
         scene = self.scene = context.scene
         obj = self.obj = bake_target(context)
         self.armature, self.armature_uid = obj.name, obj.session_uid
@@ -55,6 +56,7 @@ class Bake:
         self.before = keyframes.ActiveAction(obj)
         self.preview, self.frame = scene.vr_avatar.solve.preview, scene.frame_current
         self.name = name or f"{obj.name} VR Avatar"
+        self.named = name is not None
         self.pushed = settings.push_to_nla if push_to_nla is None else push_to_nla
         measured = (bake_channels(cache, obj, 'HIPS', mapping, settings.only_mapped)
                     if settings.root_motion == 'IN_PLACE' else self.channels)  # measured where the body travels
@@ -87,7 +89,7 @@ class Bake:
         kept = f"; '{self.previous.name}' is kept (fake user)" if self.previous else ""
         avatar_quality.keep(scene.vr_avatar.solve.baked_quality, quality["figures"], quality["warnings"])
         try:
-            written = write_report(scene, obj, cache, quality)
+            written = write_report(scene, obj, cache, quality, action.name if self.named else None)
         except (OSError, ValueError) as error:
             report({'WARNING'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; the report was "
                                 f"not written: {error}")
@@ -298,12 +300,14 @@ def measure_steps(scene, obj, cache):
     return {"figures": figures, "warnings": avatar_quality.warnings(figures)}
 
 
-def write_report(scene, obj, cache, quality: dict) -> str:
+def write_report(scene, obj, cache, quality: dict, action: str | None = None) -> str:
     """The quality report's plots and JSON beside the .blend (or in Blender's temporary folder if unsaved), with
-    the baked avatar's own figures under "avatar"."""
+    the baked avatar's own figures under "avatar": `<blend>.<armature>.report.*`, or `<blend>.<action>.report.*`
+    where the bake's `action` is given."""
     folder = Path(bpy.path.abspath("//")) if bpy.data.filepath else Path(bpy.app.tempdir)
-    stem = folder / f"{Path(bpy.data.filepath).stem or 'untitled'}.{bpy.path.clean_name(obj.name)}"
+    stem = folder / f"{Path(bpy.data.filepath).stem or 'untitled'}.{bpy.path.clean_name(action or obj.name)}"
     series = {k: np.array(v, dtype=float) for k, v in cache.report["series"].items()}
     figures = {**cache.report["figures"], "avatar": quality["figures"], "avatar_warnings": quality["warnings"]}
-    written = core.quality.report.write_report(stem, series, figures, f"VR Avatar bake of '{obj.name}'")
+    title = f"VR Avatar bake of '{obj.name}'" + (f" into '{action}'" if action else "")
+    written = core.quality.report.write_report(stem, series, figures, title)
     return written.get("plot", written["json"])

@@ -6,6 +6,7 @@ chibi) selected together with a test-built rig, in a user's 30 fps scene with it
 mapping, selection, frame range and actions: one action a pair keyed at the scene's rate, the chibi one error line a
 stream, the scene and the user's actions and rotation modes as they were, each action moving its rig with the hands
 on the controllers; and a batch stopped by Ctrl+C mid-bake leaving no half-made action."""
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -127,7 +128,8 @@ def _user_scene(bpy, installed, folder: Path) -> dict:
 def batch(bpy, installed, streams, tmp_path_factory):
     """The batch run once in the user's scene: the scene's state, actions and rigs before and after, the error lines
     the batch raised."""
-    rigs = _user_scene(bpy, installed, tmp_path_factory.mktemp("batch_scene"))
+    folder = tmp_path_factory.mktemp("batch_scene")
+    rigs = _user_scene(bpy, installed, folder)
     before = _scene_state(bpy)
     actions = set(bpy.data.actions)
     user = {a.name: _keys(installed, a) for a in bpy.data.actions if not a.get(installed.stream_objects.TAG)}
@@ -135,7 +137,7 @@ def batch(bpy, installed, streams, tmp_path_factory):
     modes = {name: [b.rotation_mode for b in obj.pose.bones] for name, obj in rigs.items()}
     with pytest.raises(RuntimeError) as error:
         bpy.ops.vr_avatar.bake_batch(directory=str(streams[0].parent), files=[{"name": p.name} for p in streams])
-    return SimpleNamespace(rigs=rigs, before=before, after=_scene_state(bpy), user=user, modes=modes, empties=empties,
+    return SimpleNamespace(folder=folder, rigs=rigs, before=before, after=_scene_state(bpy), user=user, modes=modes, empties=empties,
                            empties_after=_empties(bpy, installed),
                            made={a.name: a for a in set(bpy.data.actions) - actions}, errors=str(error.value))
 
@@ -160,6 +162,16 @@ def test_each_pair_is_one_action_named_after_it_and_the_chibi_one_error_line_a_s
             assert tuple(batch.made[f"{path.stem} - {name}"].frame_range) == (5, 5 + frames - 1)
     lines = [line for line in batch.errors.splitlines() if line.strip()]
     assert len(lines) == len(streams) and all(f"onto '{CHIBI}': " in line for line in lines), batch.errors
+
+
+def test_each_baked_action_has_its_own_quality_report_beside_the_blend(bpy, batch):
+    """One report (PNG and JSON) a pair, named after its action, none overwritten by the next stream's onto the same
+    rig; no armature-named report (a single Bake Action's)."""
+    baked = [name for name in batch.made if " - " in name]
+    reports = {path.name: path for path in batch.folder.glob("user.*.report.*")}
+    assert set(reports) == {f"user.{bpy.path.clean_name(name)}.report.{ext}" for name in baked for ext in ("png", "json")}
+    titles = {json.loads(path.read_text())["title"] for name, path in reports.items() if name.endswith(".json")}
+    assert len(titles) == len(baked) and all(any(f"'{name}'" in title for title in titles) for name in baked)
 
 
 def test_the_users_scene_is_put_back(batch):
@@ -262,5 +274,6 @@ def test_the_users_smoothed_solve_is_kept_to_scrub_and_bake(bpy, installed, empt
     assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}
     (action,) = set(bpy.data.actions) - actions
     assert tuple(action.frame_range) == (kept.frame_start, kept.frame_start + kept.frames - 1)
+    assert scene.vr_avatar.solve.report_path.endswith(".BuiltAvatar.report.png")  # a single bake's, by its armature
     scene.frame_set(kept.frame_start + 60)
     np.testing.assert_allclose(_world_heads(bpy, obj, kept.bones), kept.positions[60], atol=2e-3)
