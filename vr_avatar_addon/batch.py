@@ -12,6 +12,7 @@ import bpy
 from . import bake, solve_cache
 from .bone_map import is_mapped, restore_bone_map, saved_bone_map
 from .errors import USER_ERRORS
+from .scene_solve import solve_scene
 from .stream_objects import TAG, remove_stream_empties
 
 
@@ -25,7 +26,8 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
               mapping: tuple | None = None) -> str:
     """Load `stream`, solve it onto `armature` and bake as action `name` (`push_to_nla` as Bake takes it), with the
     bone mapping `mapping` (`saved_bone_map`) where it is for this armature; the new action's name. RuntimeError or
-    VRAvatarError with the operator's message where a step fails; a bake stopped by any error is taken back."""
+    VRAvatarError with the operator's message where a step fails; a bake stopped by any error is taken back, and
+    Ctrl+C (KeyboardInterrupt) in the solve or the bake is raised as it is."""
     settings = context.scene.vr_avatar
     bpy.ops.vr_avatar.load_stream(filepath=str(stream))
     settings.target_armature = armature
@@ -33,7 +35,7 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
         restore_bone_map(settings, mapping)
     elif not is_mapped(settings, armature):
         bpy.ops.vr_avatar.map_bones()
-    bpy.ops.vr_avatar.solve_stream()
+    solve_scene(context, report)  # not through bpy.ops, which would turn Ctrl+C into an error line
     baked = bake.Bake(context, name, push_to_nla)
     try:
         baked.finish(report)

@@ -5,7 +5,8 @@ baked onto the third-party rigs of ../shared/rigs (VRM, FBX at 4.84 m, glTF unde
 chibi) selected together with a test-built rig, in a user's 30 fps scene with its own stream (hand-edited), target,
 mapping, selection, frame range and actions: one action a pair keyed at the scene's rate, the chibi one error line a
 stream, the scene and the user's actions and rotation modes as they were, each action moving its rig with the hands
-on the controllers; and a batch stopped by Ctrl+C mid-bake leaving no half-made action."""
+on the controllers, each with its own quality report; the user's own smoothed solve kept to scrub and bake; and a
+batch stopped by Ctrl+C mid-solve or mid-bake ending there, leaving no half-made action."""
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -277,3 +278,30 @@ def test_the_users_smoothed_solve_is_kept_to_scrub_and_bake(bpy, installed, empt
     assert scene.vr_avatar.solve.report_path.endswith(".BuiltAvatar.report.png")  # a single bake's, by its armature
     scene.frame_set(kept.frame_start + 60)
     np.testing.assert_allclose(_world_heads(bpy, obj, kept.bones), kept.positions[60], atol=2e-3)
+
+
+def test_a_batch_interrupted_mid_solve_ends_there(bpy, installed, empty_scene, streams, monkeypatch):
+    """Ctrl+C (KeyboardInterrupt) while the second pair's stream is solved ends the batch as one mid-bake does, not
+    as a failed pair with the third solved after it: the first pair's action kept, no other, the scene as it was."""
+    scene = empty_scene
+    scene.render.fps, scene.frame_start, scene.frame_end = 30, 1, 20
+    obj = build_rig(bpy, FIXTURE_WALK_1, "BuiltAvatar", MIXAMO, 0.9, 45.0, False, seed=1)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    scene.vr_avatar.target_armature = obj
+    solve, solves = installed.core.solve.solve, []
+
+    def interrupted(*args, **kwargs):
+        solves.append(1)
+        if len(solves) == 2:
+            raise KeyboardInterrupt
+        return solve(*args, **kwargs)
+
+    monkeypatch.setattr(installed.core.solve, "solve", interrupted)
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match="KeyboardInterrupt"):
+        bpy.ops.vr_avatar.bake_batch(directory=str(streams[0].parent), files=[{"name": p.name} for p in streams])
+    assert len(solves) == 2
+    assert sorted(a.name for a in set(bpy.data.actions) - actions) == [f"{streams[0].stem} - BuiltAvatar"]
+    assert (scene.frame_start, scene.frame_end, scene.vr_avatar.stream.stream_path) == (1, 20, "")
+    assert not [o for o in scene.objects if o.get(installed.stream_objects.TAG)]
+    assert "vr_avatar_solve" not in scene and not scene.vr_avatar.solve.has_cache
