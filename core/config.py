@@ -108,7 +108,12 @@ class CalibrationConfig:
     min_wrist_turn_deg: float = 15.0
     """The grip-to-wrist offset is estimated only if the controllers turn at least this much (RMS) about the wrists ..."""
     max_pivot_residual_m: float = 0.01
-    """... and the wrists held still to within this (RMS of the pivot fit)."""
+    """... and the wrists held still to within this (RMS of the pivot fit) ..."""
+    max_offset_error_m: float = 0.003
+    """... and the offset pinned down by the turns to within this (its standard error from the fit: wrists circled
+    give 0.1-0.7 mm; a T-pose held without circling them, the controllers turning with the arms about the shoulders,
+    8-42 mm). A controller whose grip is not measured keeps the assumed one; where neither is, the pose is not
+    the gesture."""
     max_tilt_deg: float = 35.0
     """A pose whose grips are turned more than this from palms down, in line with the arms, is not the gesture
     (plain motion with the arms spread; on the Bandai clips every such false find turned them 58-85 degrees)."""

@@ -255,9 +255,11 @@ def calibration_pose_frames(stream: ThreePointStream, config: CalibrationConfig 
     return frames, "T" if label[start] == 1 else "A"
 
 
-def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, rounds: int = 3) -> tuple[np.ndarray, float]:
+def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, rounds: int = 3
+          ) -> tuple[np.ndarray, float, float]:
     """The offset o (3,) in the device's frame with positions = R_t o + w_0 + t w_1 + t^2 w_2 in least squares,
-    and the fit's RMS residual (m): the point about which the device turns while that point drifts slowly.
+    the fit's RMS residual (m), and the offset's standard error (m, its least determined axis): the point about
+    which the device turns while that point drifts slowly, and how well the turns pin it down (`offset_error`).
     Samples far off the fit (over 3 times the median residual and 1 cm: the arms leaving the pose) are
     dropped and the fit repeated, `rounds` times at most."""
     t = ((times - times.mean()) / max(float(np.ptp(times)), 1e-9))[:, None, None]
@@ -271,7 +273,19 @@ def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, round
         if (close == kept).all() or close.sum() < 12:
             break
         kept = close
-    return solution[:3], float(np.sqrt(np.mean(residual[kept] ** 2)))
+    return solution[:3], float(np.sqrt(np.mean(residual[kept] ** 2))), offset_error(system[kept], residual[kept])
+
+
+def offset_error(system: np.ndarray, residual: np.ndarray) -> float:
+    """The standard error (m) of the pivot's offset along its least determined axis, from the fit's design (K, 3, 12)
+    and residuals (K,): turns about one axis only (an arm raised or lowered about the shoulder) leave the offset
+    along that axis to the drift terms, and its error grows without bound; infinite where nothing determines it."""
+    rows = system.reshape(-1, system.shape[-1])
+    variance = float(np.sum(residual ** 2)) / max(len(rows) - rows.shape[1], 1)
+    normal = rows.T @ rows
+    if not np.isfinite(normal).all() or np.linalg.cond(normal) > 1e12:
+        return float("inf")
+    return float(np.sqrt(variance * np.max(np.diag(np.linalg.inv(normal))[:3])))
 
 
 SEGMENT_S = 0.5
@@ -309,9 +323,9 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
         mean = quat.mean(rotations[:, c])
         turn = float(np.degrees(np.sqrt(np.mean(quat.angle_between(rotations[:, c], mean) ** 2))))
         kept = steady(positions[:, c], rotations[:, c], times)
-        offset, residual = pivot(positions[kept, c], rotations[kept, c], times[kept])
+        offset, residual, error = pivot(positions[kept, c], rotations[kept, c], times[kept])
         measured = (turn >= config.min_wrist_turn_deg and residual <= config.max_pivot_residual_m
-                    and float(np.linalg.norm(offset)) <= MAX_OFFSET_M)
+                    and error <= config.max_offset_error_m and float(np.linalg.norm(offset)) <= MAX_OFFSET_M)
         offsets.append(offset if measured else None)
         turns.append(turn)
         residuals.append(residual * 1000.0)
@@ -322,9 +336,9 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
     tilts = tuple(quat.mean(quat.inverse_multiply(grips[c], rotations[:, 1 + c])) for c in (0, 1))
     if max(quat.angle_between(t, quat.identity()) for t in tilts) > np.radians(config.max_tilt_deg):
         return StreamCalibration(False)
-    if any(o is None for o in offsets):  # the assumed offset, turned by the tilt found
-        wrists = [positions[:, 1 + c] - quat.rotate(rotations[:, 1 + c], quat.inverse_rotate(tilts[c], grip_offset(devices)))
-                  if offsets[c] is None else wrists[c] for c in (0, 1)]
+    if all(o is None for o in offsets):  # a pose held without circling the wrists: not the gesture
+        return StreamCalibration(False)
+    tilts = tuple(quat.identity() if o is None else t for o, t in zip(offsets, tilts))  # the assumed grip
     span = float(np.linalg.norm(wrists[0] - wrists[1], axis=-1).mean())
     if pose == "A":  # the span the arms would have level: shoulder to shoulder, and each arm's length
         hmd = float(positions[:, 0, 1].mean())
