@@ -56,20 +56,22 @@ MAX_STRETCH = 1.2
 """... stretching the skeleton's arms by at most this much (a fifth: the spread of adult arm-to-height ratios with
 the shoulders placed a little off); arms are never shortened."""
 HANDS_TOGETHER_M = 0.45
-"""Frames whose wrists are nearer each other than this are left out of the reach: hands on one object (a bat, a
-rifle, a wheel) are where the object is, and the torso turns to bring them there (ik/torso_reach.py)."""
+"""Frames whose wrists are nearer each other than this count only the nearer hand's reach: hands on one object (a
+bat, a rifle, a wheel) are where the object is, and the torso turns to bring the far one there
+(ik/torso_reach.py)."""
 
 
 def arm_stretch(shoulders: np.ndarray, wrists: np.ndarray, tracked: np.ndarray, arm_length: float) -> float:
     """How much longer (1 to MAX_STRETCH) arms of `arm_length` must be to reach the tracked wrists (T, 2, 3) from
     the shoulders (T, 2, 3) (tracked (T, 2)): the REACH_PERCENTILE of their distances over the arm's length, the
-    frames with the hands together left out."""
+    frames with the hands together counting the nearer hand alone."""
     with np.errstate(invalid="ignore"):
         together = tracked.all(axis=-1) & (np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1) < HANDS_TOGETHER_M)
-    distances = np.linalg.norm(wrists - shoulders, axis=-1)[tracked & ~together[:, None]]
-    if len(distances) < 2:
+    distances = np.linalg.norm(wrists - shoulders, axis=-1)
+    reach = np.concatenate([distances[tracked & ~together[:, None]], distances[together].min(axis=-1)])
+    if len(reach) < 2:
         return 1.0
-    return float(np.clip(np.percentile(distances, REACH_PERCENTILE) / arm_length, 1.0, MAX_STRETCH))
+    return float(np.clip(np.percentile(reach, REACH_PERCENTILE) / arm_length, 1.0, MAX_STRETCH))
 
 
 @dataclass(frozen=True)
