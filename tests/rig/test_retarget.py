@@ -27,7 +27,9 @@ from core.retarget.stances import held_over_stances
 from core.math.vector import unit
 from core.solve import load_solver
 from core.tools.eval.characters import clip_figures
-from conftest import SHARED, shared_exists
+from core.files.mocap import activity
+from core.tools.mocap_split import read_humanoid, split_by_file
+from conftest import DATASET_1, SHARED, shared_exists
 
 OTHER = SHARED / "data" / "other"
 
@@ -409,6 +411,26 @@ def test_feet_on_a_character_of_another_studio_lift_and_plant_as_the_persons(nam
     assert figures["toe_lift_ratio"] > 0.85
     assert figures["foot_slide_ratio"] < 1.0
     assert figures["hand_cm"] < 0.1
+
+
+WALKS = ("walk", "walk-back", "walk-left", "walk-right")
+
+
+@pytest.mark.skipif(not (shared_exists(OTHER) and shared_exists(DATASET_1)), reason="../shared/data is not beside the repository")
+def test_another_studios_walks_land_within_one_and_a_half_times_the_training_studios_unseen_walks():
+    """MPJPE on the person's own skeleton (`eval characters`): 100STYLE's angry and rushed walks (first 12 s; measured
+    9.48 and 9.71 cm) against the training studio's walks the predictor never saw, dataset-1's validation walks (each a
+    style walked in a direction it was not trained on; 10 clips, frame-weighted, measured 7.98 cm): 1.19 and 1.22
+    times, issue 37's target 1.5."""
+    solver = load_solver()
+    unseen = [f for f in split_by_file(sorted(DATASET_1.glob("*.bvh")))[1]
+              if activity(f.stem) in WALKS]
+    rows = [clip_figures(read_humanoid(f), solver) for f in unseen]
+    training_studio = np.average([r["mpjpe_cm"] for r in rows], weights=[r["frames"] for r in rows])
+    for name in ("angry", "rushed"):
+        other = clip_figures(read_bvh(OTHER / "100style" / f"{name}_reference.bvh"), solver, 12.0)["mpjpe_cm"]
+        assert other < 10.2
+        assert other / training_studio < 1.3, (name, other, training_studio)
 
 
 @pytest.mark.skipif(not shared_exists(OTHER), reason="../shared/data/other is not beside the repository")
