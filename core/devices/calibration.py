@@ -48,6 +48,12 @@ STORED_LIMITS = {"standing_hmd_height_m": (0.5, 3.0), "arm_span_m": (0.3, 3.5), 
 grip tilt's quaternion may be from unit length (rounded by hand) before it is taken for a mistake."""
 BELOW_HMD_M = (-0.05, 0.5)
 """... and between these distances below the HMD (shoulder height; a hunched start brings the head down to it)."""
+POSE_BREAK_S = 0.5
+"""A pose interrupted this long at most (a controller's tracking lost, one arm dipping) is one pose (a device's
+dropouts last 0.1-0.5 s) ..."""
+POSE_BREAK_MOVE_M = 0.2
+"""... where neither controller moved more than this against the HMD across the break (arms swinging through the
+pose in plain motion do)."""
 A_POSE_DEG = (20.0, 65.0)
 """An A-pose's arms are this far below level, seen from the shoulders (a T-pose's less than the first)."""
 A_POSE_APART_OF_HEIGHT = 0.45
@@ -223,8 +229,8 @@ def arm_elevations(positions: np.ndarray) -> np.ndarray:
 
 def calibration_pose_frames(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig()
                             ) -> tuple[np.ndarray, str]:
-    """(indices, "T" or "A") of the longest run of one calibration pose in the first `search_s` seconds (empty if
-    shorter than `min_pose_s`): all devices tracked, controllers level with each other, the HMD looking ahead;
+    """(indices, "T" or "A") of the run of one calibration pose with the most frames in the first `search_s`
+    seconds, across breaks (POSE_BREAK_S, POSE_BREAK_MOVE_M) whose frames are left out (empty if shorter than `min_pose_s`): all devices tracked, controllers level with each other, the HMD looking ahead;
     a T-pose's controllers far apart at shoulder height, an A-pose's A_POSE_DEG below the shoulders."""
     first = stream.times - stream.times[0] <= config.search_s
     p, r = np.nan_to_num(stream.positions), np.nan_to_num(stream.rotations)
@@ -242,17 +248,22 @@ def calibration_pose_frames(stream: ThreePointStream, config: CalibrationConfig 
     a_pose = (either & (span > A_POSE_APART_OF_HEIGHT * hmd) & (elevation >= A_POSE_DEG[0]).all(axis=1)
               & (elevation <= A_POSE_DEG[1]).all(axis=1))
     label = np.where(t_pose, 1, np.where(a_pose, 2, 0))
-    best, start = (0, 0), 0
-    for i in range(1, len(label) + 1):
-        if i == len(label) or label[i] != label[start]:
-            if label[start]:
-                best = max(best, (i - start, start))
-            start = i
-    length, start = best
-    frames = np.arange(start, start + length)
-    if length < 2 or stream.times[frames[-1]] - stream.times[frames[0]] < config.min_pose_s:
+    held = p[:, 1:] - p[:, :1]
+    runs = []  # [label, first, last] of each run of one pose, across breaks up to POSE_BREAK_S
+    for i in np.flatnonzero(label):
+        if runs and runs[-1][0] == label[i] and stream.times[i] - stream.times[runs[-1][2]] <= POSE_BREAK_S \
+                and not np.any(label[runs[-1][2] + 1:i]) \
+                and np.linalg.norm(held[i] - held[runs[-1][2]], axis=-1).max() <= POSE_BREAK_MOVE_M:
+            runs[-1][2] = i
+        else:
+            runs.append([label[i], i, i])
+    if not runs:
         return np.arange(0), ""
-    return frames, "T" if label[start] == 1 else "A"
+    pose, first, last = max(runs, key=lambda run: (np.count_nonzero(label[run[1]:run[2] + 1]), -run[1]))
+    frames = first + np.flatnonzero(label[first:last + 1] == pose)
+    if len(frames) < 2 or stream.times[last] - stream.times[first] < config.min_pose_s:
+        return np.arange(0), ""
+    return frames, "T" if pose == 1 else "A"
 
 
 def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, rounds: int = 3
@@ -291,23 +302,30 @@ def offset_error(system: np.ndarray, residual: np.ndarray) -> float:
 SEGMENT_S = 0.5
 """The pose is cut into pieces this long, each fitted alone, to find where the wrists held still."""
 PIECE_AGREEMENT_M = 0.01
-"""Pieces whose own offset is this far from the pieces' median are left out of the fit."""
+"""Pieces whose own offset is this far from the pieces' median are left out of the fit ..."""
+PIECE_AGREEMENT_ERRORS = 3.0
+"""... or, where the pieces' own fits are loose (a device's noise on half a wrist circle), this many of the piece's
+standard errors, for a piece whose fit is not PIECE_LOOSER times looser than the median piece's (an arm leaving
+the pose, which the turns no longer pin down)."""
+PIECE_LOOSER = 3.0
 
 
 def steady(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """Which samples to fit: those of the pieces (SEGMENT_S) whose own pivot offset is within
-    PIECE_AGREEMENT_M of the median piece's. While the arms move into or out of the pose the drift terms
-    absorb the motion in a piece's own fit, but its offset goes astray."""
+    """Which samples to fit: those of the pieces (SEGMENT_S) whose own pivot offset is as near the median piece's
+    as the piece's fit can tell (PIECE_AGREEMENT_M, PIECE_AGREEMENT_ERRORS), and those of pieces too short to fit
+    (a pose broken by a dropout). While the arms move into or out of the
+    pose the drift terms absorb the motion in a piece's own fit, but its offset goes astray."""
     pieces = np.minimum(((times - times[0]) / SEGMENT_S).astype(int), max(int(np.ptp(times) / SEGMENT_S) - 1, 0))
     counts = np.bincount(pieces)
     usable = np.flatnonzero(counts >= 12)
     if len(usable) < 2:
         return np.ones(len(times), dtype=bool)
-    offsets = np.array([pivot(positions[pieces == k], rotations[pieces == k], times[pieces == k], rounds=1)[0]
-                        for k in usable])
+    fits = [pivot(positions[pieces == k], rotations[pieces == k], times[pieces == k], rounds=1) for k in usable]
+    offsets, errors = np.array([f[0] for f in fits]), np.array([f[2] for f in fits])
     distance = np.linalg.norm(offsets - np.median(offsets, axis=0), axis=-1)
-    agree = (distance <= PIECE_AGREEMENT_M) | (distance == distance.min())
-    return np.isin(pieces, usable[agree])
+    loose = (distance <= PIECE_AGREEMENT_ERRORS * errors) & (errors <= PIECE_LOOSER * np.median(errors))
+    agree = (distance <= PIECE_AGREEMENT_M) | loose | (distance == distance.min())
+    return np.isin(pieces, usable[agree]) | ~np.isin(pieces, usable)
 
 
 def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig(),

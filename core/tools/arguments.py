@@ -35,6 +35,9 @@ def option_problem(args) -> str | None:
         value = getattr(args, name, None)
         if value is not None and value > limit:
             return f"--{name.replace('_', '-')} must be at most {limit:g}, not {value:g}"
+    rates = getattr(args, "device_noise", None)
+    if isinstance(rates, list) and not all(0 < r <= UPPER_LIMITS["rate"] for r in rates):
+        return f"--device-noise takes rates in Hz, each above 0 and at most {UPPER_LIMITS['rate']:g}, not {rates}"
     low_high = getattr(args, "height_range", None)
     if low_high is not None and not 0 <= low_high[0] <= low_high[1]:
         return (f"--height-range {low_high[0]:g} {low_high[1]:g}: give LO then HI, 0 <= LO <= HI "

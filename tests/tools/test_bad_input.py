@@ -233,12 +233,14 @@ def test_bad_mapping_files_are_named(good, tmp_path, capsys, content):
     ("build", ["--fps", "-60"]), ("build", ["--height-range", "2", "1"]), ("build", ["--height-range", "nan", "1"]),
     ("solve", ["--alpha", "-1"]), ("solve", ["--height", "0"]), ("solve", ["--arm-span", "inf"]),
     ("simulate", ["--fps", "1e7"]), ("simulate", ["--calibration-pose", "1e7"]), ("build", ["--fps", "1e9"]),
-    ("simulate", ["--body-scale", "1e6"])], ids=" ".join)
+    ("simulate", ["--body-scale", "1e6"]), ("calibration", ["--device-noise", "0"]),
+    ("calibration", ["--device-noise", "72", "nan"]), ("calibration", ["--device-noise", "5000"])], ids=" ".join)
 def test_option_values_that_make_no_sense_are_refused(good, tmp_path, capsys, command, option):
     clip, csv, db = _copy(good, tmp_path, "clip.bvh", "walk.csv", "db.npz")
     args = {"simulate": ["stream", "simulate", clip, "-o", tmp_path / "s.csv"],
             "build": ["db", "build", clip, "-o", tmp_path / "new.npz"],
-            "solve": ["solve", csv, "--db", db, "-o", tmp_path / "out.bvh"]}[command]
+            "solve": ["solve", csv, "--db", db, "-o", tmp_path / "out.bvh"],
+            "calibration": ["eval", "calibration", "--data", clip, "--split", "all"]}[command]
     refused(capsys, tmp_path, args + option, option[0])
 
 

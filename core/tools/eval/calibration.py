@@ -6,6 +6,8 @@ With the gesture: how far the estimated grip offsets, tilts and arm span are fro
 (the standing height is the HMD's during the pose, which the simulation takes from the clip's first frame), and how far the implied wrists are from the true ones over the clip, assumed
 grip (`wrist_cm_uncalibrated`) against calibrated (`wrist_cm`). Without: how often a gesture is
 wrongly found in plain motion (`false_found`). Figures are means over clips (wrists: over frames).
+With `--device-noise` the calibration reads the streams as a real headset writes them (config.DeviceNoise, at the
+rates given), and its grips are applied to the exact stream, so the wrist figures are the estimate's error alone.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...config import CalibrationConfig, SimulationConfig
+from ...config import CalibrationConfig, DeviceNoise, SimulationConfig
 from ...devices.attachments import implied_joint_positions, joints_from_devices
 from ...devices.calibration import calibrate_stream
 from ...devices.simulate import simulate_stream
@@ -31,8 +33,9 @@ def clip_figures(path, simulation: SimulationConfig, config: CalibrationConfig =
     """One clip's figures (module docstring)."""
     motion = read_humanoid(path)
     simulated = simulate_stream(motion, simulation)
-    stream, clip = simulated.stream, slice(simulated.clip_start, None)
-    calibration = calibrate_stream(stream, config)
+    calibration = calibrate_stream(simulated.stream, config)
+    stream = simulated.stream if simulated.exact is None else simulated.exact
+    clip = slice(simulated.clip_start, None)
     plain = simulate_stream(motion, replace(simulation, calibration_pose_s=0.0)).stream
     figures = {"found": calibration.found, "false_found": calibrate_stream(plain, config).found,
                "frames": len(stream) - simulated.clip_start}
@@ -48,7 +51,7 @@ def clip_figures(path, simulation: SimulationConfig, config: CalibrationConfig =
     figures["tilt_deg"] = float(np.degrees(quat.angle_between(np.array(calibration.grip_tilts),
                                                               simulated.grip_turns)).mean())
     joints = [simulated.mapping[f"{s}_{j}"] for j in ("hand", "upper_arm") for s in "lr"]
-    pose = slice(*(np.searchsorted(stream.times, calibration.pose_s)))
+    pose = slice(*(np.searchsorted(stream.times, np.array(calibration.pose_s) - simulated.latency_s)))
     wrists, shoulders = np.split(simulated.truth[pose].global_positions()[:, joints], 2, axis=1)
     span = np.linalg.norm(wrists[:, 0] - wrists[:, 1], axis=-1)
     if simulation.calibration_arms == "A":  # the span level arms would have: shoulder to shoulder, and the arms
@@ -76,8 +79,11 @@ def summarise(rows: list[dict]) -> dict:
 def run(args) -> int:
     """Calibration's estimates against the simulated holds, per activity, on streams with and without the gesture."""
     files = selected_files(args)
-    simulation = SimulationConfig(look_around_deg=args.look_around, calibration_arms=args.arms, **ATTACHMENT_NOISE)
-    print(f"eval calibration: {len(files)} clips", file=sys.stderr)
+    noise = None if args.device_noise is None else DeviceNoise(rates_hz=tuple(args.device_noise) or DeviceNoise().rates_hz)
+    simulation = SimulationConfig(look_around_deg=args.look_around, calibration_arms=args.arms, device_noise=noise,
+                                  **ATTACHMENT_NOISE)
+    print(f"eval calibration: {len(files)} clips" + ("" if noise is None else f", device noise at {noise.rates_hz} Hz"),
+          file=sys.stderr)
     rows = []
     for i, path in enumerate(files):
         rows.append((path.stem, clip_figures(path, simulation)))
@@ -100,6 +106,10 @@ def add_command(eval_group) -> None:
                         help=f"look-around added to the simulated streams (default {LOOK_AROUND_DEG:g})")
     parser.add_argument("--arms", choices=("T", "A"), default="T",
                         help="the gesture's pose: T (arms level, the default) or A (arms 45 degrees down)")
+    parser.add_argument("--device-noise", type=float, nargs="*", metavar="HZ",
+                        help="read the streams as a real headset writes them (config.DeviceNoise: millisecond "
+                             "clocks, jitter, gaps, 1-2 mm noise, quaternions to two decimals), at one of these rates "
+                             f"per clip (default {', '.join(f'{r:g}' for r in DeviceNoise().rates_hz)} Hz)")
     add_selection_arguments(parser)
     add_json_argument(parser)
     parser.set_defaults(run=run)
