@@ -86,9 +86,10 @@ def avatar_settings(context) -> tuple:
 
 class LiveAvatar:
     """One armature posed live by core's LiveRetargeting of the scene's solver (with Physics, its steps followed by
-    the simulated body: core/physics/live.py); `restore` puts its pose back."""
+    the simulated body: core/physics/live.py), the devices seen through `calibration` (a LiveCalibration) where one
+    is given; `restore` puts its pose back."""
 
-    def __init__(self, context):
+    def __init__(self, context, calibration=None):
         self.settings = avatar_settings(context)
         self.obj, self.target = avatar_target(context)
         self.solver = solver_for_scene(context)
@@ -96,7 +97,7 @@ class LiveAvatar:
         if context.scene.vr_avatar.solve.physics:
             self.solver = core.physics.live.PhysicalSolver(self.solver)
         self.live = core.retarget.live.LiveRetargeting(self.solver, self.target,
-                                                       context.scene.vr_avatar.solve.avatar_size.lower())
+                                                       context.scene.vr_avatar.solve.avatar_size.lower(), calibration)
         self.order = [self.obj.data.bones.find(name) for name in self.target.names]
         self.pose = None  # the last step's (basis, locations, scales) of the target's bones
         bones = self.obj.pose.bones
@@ -152,14 +153,27 @@ def keyed_action(scene, avatar: LiveAvatar, keys: list, name: str):
     return action
 
 
+def calibration_line(calibration) -> str:
+    """What the live calibration found, in one line for the status bar."""
+    if not calibration.found:
+        return "Live Preview: no calibration gesture in the first seconds; the controllers are taken as held by default"
+    measured = [side for side, offset in zip(("left", "right"), calibration.grip_offsets_m) if offset is not None]
+    return (f"Live Preview: calibration gesture found ({calibration.pose}-pose); "
+            f"{' and '.join(measured)} grip{'s' if len(measured) > 1 else ''} measured")
+
+
 class LivePreview:
     """A running preview: its source, the avatar it steps, and the scene's preview setting it turned off (`stop`
     puts everything back). VRAvatarError, with nothing changed, where the source or the avatar cannot start."""
 
     def __init__(self, context, source: str):
         self.source = SOURCES[source](context)
+        solve = context.scene.vr_avatar.solve
+        self.calibration = core.devices.live_calibration.LiveCalibration() if solve.calibrate_devices else None
+        """How the controllers are held, read from the gesture at the preview's start (Calibrate Devices); it outlives
+        the avatars the scene's changes make."""
         try:
-            self.avatar = LiveAvatar(context)
+            self.avatar = LiveAvatar(context, self.calibration)
         except VRAvatarError:
             self.source.close()
             raise
@@ -190,7 +204,10 @@ class LivePreview:
         now = time.perf_counter()
         positions, rotations = (np.asarray(a) for a in devices[:2])
         if core.devices.plausibility.usable_samples(positions[0], rotations[0], tracked[0]):
+            listening = self.calibration is not None and self.calibration.calibration is None
             self.avatar.step(positions, rotations, tracked, min(now - self.last, 0.1))
+            if listening and self.calibration.calibration is not None:
+                report({'INFO'}, calibration_line(self.calibration.calibration))
             self.key_while_recording(context, report, now)
         self.last = now
         return True
@@ -205,7 +222,7 @@ class LivePreview:
             self.write_keys(context, report)
         self.keys, self.keyed_take = [], None
         self.avatar.restore()
-        self.avatar = LiveAvatar(context)
+        self.avatar = LiveAvatar(context, self.calibration)
         context.scene.vr_avatar.solve.preview = False
 
     def key_while_recording(self, context, report, now: float) -> None:

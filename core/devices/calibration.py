@@ -107,14 +107,23 @@ class StreamCalibration:
         """The stream as the controllers would report it held as `devices` assumes: same wrists, assumed grip."""
         if not self.found:
             return stream
-        positions, rotations = stream.positions.copy(), stream.rotations.copy()
+        return ThreePointStream(stream.times, *self.applied(stream.positions, stream.rotations, devices), stream.tracked)
+
+    def applied(self, positions: np.ndarray, rotations: np.ndarray, devices: DeviceOffsets = DeviceOffsets(),
+                share: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+        """Device poses (T, 3, 3) and (T, 3, 4) with the controllers as `apply` gives them, `share` of the way there
+        (the grip moved and turned by that share: live, the calibration eased in). A quaternion written rounded is
+        read as the rotation it stands for (made unit length)."""
+        positions, rotations = positions.copy(), rotations.copy()
         held = self.offsets(devices)
         for c in (1, 2):
+            rotations[:, c] = quat.normalize(rotations[:, c])
             assumed = quat.multiply_inverse(rotations[:, c], np.array(self.grip_tilts[c - 1]))
             wrists = positions[:, c] - quat.rotate(rotations[:, c], held[c - 1])
-            positions[:, c] = wrists + quat.rotate(assumed, grip_offset(devices))
-            rotations[:, c] = assumed
-        return ThreePointStream(stream.times, positions, rotations, stream.tracked)
+            moved = wrists + quat.rotate(assumed, grip_offset(devices))
+            positions[:, c] += share * (moved - positions[:, c])
+            rotations[:, c] = assumed if share >= 1.0 else quat.slerp(rotations[:, c], assumed, share)
+        return positions, rotations
 
     def describe(self) -> dict:
         """JSON-ready figures: metres, quaternions, and each tilt's angle in degrees."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..devices.attachments import joints_from_devices
+from ..devices.live_calibration import LiveCalibration
 from ..devices.plausibility import usable_poses
 from .retargeting import Retargeting
 from .stances import LiveStances
@@ -23,10 +24,11 @@ for."""
 
 
 class LiveRetargeting:
-    """`solver` (a Solver) stepped onto `target`, sized by `size` ('fit' or 'keep')."""
+    """`solver` (a Solver) stepped onto `target`, sized by `size` ('fit' or 'keep'), the devices seen through
+    `calibration` where one is given (devices/live_calibration.py)."""
 
-    def __init__(self, solver, target: TargetSkeleton, size: str):
-        self.solver, self.target, self.size = solver, target, size
+    def __init__(self, solver, target: TargetSkeleton, size: str, calibration: LiveCalibration | None = None):
+        self.solver, self.target, self.size, self.calibration = solver, target, size, calibration
         self.retargeting: Retargeting | None = None
         self.stances: LiveStances | None = None
         self.sized_for_m: float | None = None
@@ -52,6 +54,8 @@ class LiveRetargeting:
     def step(self, positions, rotations, tracked, dt: float) -> tuple[np.ndarray, np.ndarray]:
         """(global rotations (1, J, 4), global positions (1, J, 3)) of the target this frame, core's frame; the
         devices' unusable samples count as untracked. The headset must be usable on the first step."""
+        if self.calibration is not None:
+            positions, rotations = self.calibration.step(positions, rotations, tracked, dt)
         positions, rotations, usable = usable_poses(positions, rotations, tracked)  # dropped here as by the solver
         motion = self.solver.step(positions, rotations, usable, dt)
         joints = joints_from_devices(positions, rotations, self.solver.offsets)

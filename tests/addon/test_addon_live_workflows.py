@@ -4,6 +4,7 @@ takes recorded while it runs, the runtime lost."""
 import os
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import xr_runtime
@@ -173,6 +174,49 @@ def test_the_preview_follows_what_changes_under_it(bpy, installed, avatar, capfd
         assert live.obj == avatar and _pose(avatar) != before
     assert preview.modal(bpy.context, ESC) == {'FINISHED'}
     assert _pose(live.obj) == (other_before if change == "target" else before)
+    _stops_cleanly(bpy, installed, capfd)
+
+
+@pytest.mark.parametrize("calibrate", [True, False], ids=["calibrate", "as-held"])
+def test_the_gesture_at_the_previews_start_calibrates_the_live_avatar(bpy, installed, avatar, capfd, monkeypatch,
+                                                                      calibrate):
+    """The preview fed a stream that starts with the calibration gesture, the controllers held up to 3 cm and 15
+    degrees off, one frame a tick at the stream's own times: with Calibrate Devices the grips are read from the
+    gesture as a solve reads them from the file, the status bar says so once, and the calibration outlives the avatar
+    made anew when the scene changes; without it the devices are taken as they come."""
+    from device_streams import NOISY
+    core = installed.core
+    simulated = core.devices.simulate.simulate_stream(core.files.bvh.read_bvh(FIXTURE_WALK_1)[:150], NOISY)
+    stream = simulated.stream
+    bpy.context.scene.vr_avatar.solve.calibrate_devices = calibrate
+    preview = _start(bpy, installed)
+    frame = iter(range(len(stream)))
+    clock = {"now": 0.0}
+    monkeypatch.setattr(installed.live_preview.time, "perf_counter", lambda: clock["now"])
+
+    def reading(_context):
+        t = next(frame)
+        clock["now"] = float(stream.times[t])
+        return stream.positions[t], stream.rotations[t], stream.tracked[t]
+
+    preview.live.source.read = reading
+    reports = []
+    for _ in range(int(np.searchsorted(stream.times, 3.5))):
+        assert preview.live.tick(bpy.context, lambda _kind, line: reports.append(line))
+    if calibrate:
+        found = preview.live.calibration.calibration
+        offline = core.devices.calibration.calibrate_stream(stream)
+        assert found.found and np.abs(np.array(found.grip_offsets_m) - np.array(offline.grip_offsets_m)).max() < 1e-9
+        bpy.context.scene.vr_avatar.solve.avatar_size = 'KEEP'
+        first = preview.live.avatar
+        _tick(bpy, preview)
+        assert preview.live.avatar is not first and preview.live.avatar.live.calibration.calibration is found
+    else:
+        assert preview.live.calibration is None and preview.live.avatar.live.calibration is None
+    assert preview.modal(bpy.context, ESC) == {'FINISHED'}
+    found = [line for line in reports if "calibration" in line]  # besides the runtime's status
+    assert found == (["Live Preview: calibration gesture found (T-pose); left and right grips measured"]
+                     if calibrate else [])
     _stops_cleanly(bpy, installed, capfd)
 
 

@@ -26,9 +26,8 @@ from core.n3p.solver import N3PSolver
 from core.files.stream import ThreePointStream, write_stream
 from conftest import DATASET_1, DATASET_2, FIXTURE_WALK_1, FIXTURE_WALK_2, SHARED, WALK_1, WALK_2, shared_exists
 from conftest import core
+from device_streams import NOISY, device_streams
 
-NOISY = SimulationConfig(look_around_deg=45.0, calibration_pose_s=2.0, attachment_noise_m=0.03,
-                         attachment_noise_deg=15.0, seed=4)
 
 
 @pytest.fixture(scope="module")
@@ -392,27 +391,6 @@ def test_stream_calibrate_and_solve_from_the_command_line(tmp_path):
     core("stream", "simulate", FIXTURE_WALK_2, "-o", plain)
     assert "no calibration gesture" in core("stream", "calibrate", plain).stdout
     core("stream", "calibrate", stream, "-o", stream, check=False)
-
-
-@st.composite
-def device_streams(draw):
-    """Any stream a tool might write: 1-200 samples at 30-144 Hz, devices anywhere (NaN where lost), turned any way,
-    tracked or not; sometimes a T- or A-like spread of the arms."""
-    from core.files.stream import ThreePointStream
-    frames = draw(st.integers(1, 200))
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    rate = draw(st.floats(30.0, 144.0))
-    times = np.cumsum(rng.uniform(0.5, 1.5, frames)) / rate
-    positions = rng.normal([0.0, 1.5, 0.0], draw(st.sampled_from([0.01, 0.3, 2.0])), (frames, 3, 3))
-    if draw(st.booleans()):  # the arms spread level or down, as in the gestures
-        down = draw(st.floats(0.0, 0.8))
-        positions[:, 1] = positions[:, 0] + [0.75, -0.25 - down, 0.0]
-        positions[:, 2] = positions[:, 0] + [-0.75, -0.25 - down, 0.0]
-    rotations = quat.normalize(rng.normal(size=(frames, 3, 4)))
-    tracked = rng.uniform(size=(frames, 3)) < draw(st.floats(0.0, 1.0))
-    positions[~tracked] = np.nan
-    rotations[~tracked] = np.nan
-    return ThreePointStream(times, positions, rotations, tracked)
 
 
 @settings(max_examples=150, deadline=None)

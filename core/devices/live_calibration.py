@@ -1,0 +1,75 @@
+"""Calibration live: the gesture read from a live session's first seconds as `solve` reads it from a file
+(calibration.py, on the same samples), and every later frame's controllers re-expressed as held the way the solver
+assumes.
+
+Frames before the calibration is known pass as they come. It is known once a gesture is found whose pose ended
+POSE_BREAK_S ago, or else when the search window (`CalibrationConfig.search_s`) has passed. It is the calibration
+`solve` finds in a file of the same samples, but for a longer pose held later in the window, which `solve` would
+read instead: live, the first gesture found is kept. It is then eased in over EASE_S, so the hands glide to the
+calibrated wrists instead of jumping.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..config import CalibrationConfig, DeviceOffsets
+from ..files.stream import ThreePointStream
+from .calibration import POSE_BREAK_S, StreamCalibration, calibrate_stream, calibration_pose_frames
+from .plausibility import usable_samples
+
+CHECK_EVERY_S = 0.25
+"""While listening, how often (stream time) the samples so far are searched for a finished gesture."""
+EASE_S = 0.5
+"""The found calibration is applied in full this long after it is known, linearly from none."""
+
+
+class LiveCalibration:
+    """The calibration of one live session (module docstring): `step` each frame's device poses through it."""
+
+    def __init__(self, config: CalibrationConfig = CalibrationConfig(), devices: DeviceOffsets = DeviceOffsets()):
+        self.config, self.devices = config, devices
+        self.calibration: StreamCalibration | None = None
+        """None while listening; then what the gesture told (`found` False: the devices pass as they come)."""
+        self.samples: list[tuple] = []
+        self.now_s, self.checked_s, self.applied_s = 0.0, 0.0, 0.0
+
+    def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """Device poses (3, 3), (3, 4) of a frame `dt` seconds after the last, calibrated as far as is known (the
+        devices' unusable samples left as they are)."""
+        usable = usable_samples(positions, rotations, np.asarray(tracked, dtype=bool))
+        if self.calibration is None:
+            self.listen(positions, rotations, usable, dt)
+            return positions, rotations
+        if not self.calibration.found:
+            return positions, rotations
+        self.applied_s += dt
+        placed, turned = self.calibration.applied(positions[None], rotations[None], self.devices,
+                                                  min(self.applied_s / EASE_S, 1.0))
+        return (np.where(usable[:, None], placed[0], positions), np.where(usable[:, None], turned[0], rotations))
+
+    def listen(self, positions: np.ndarray, rotations: np.ndarray, usable: np.ndarray, dt: float) -> None:
+        """Keep the frame (unusable devices as untracked, as `solve` reads a file) and decide when it can."""
+        if self.samples:
+            self.now_s += dt
+        self.samples.append((self.now_s, np.where(usable[:, None], positions, np.nan),
+                             np.where(usable[:, None], rotations, np.nan), usable))
+        if self.now_s > self.config.search_s:
+            self.decide()
+        elif self.now_s - self.checked_s >= CHECK_EVERY_S:
+            self.checked_s = self.now_s
+            stream = self.stream()
+            frames, _ = calibration_pose_frames(stream, self.config)
+            if len(frames) and self.now_s - stream.times[frames[-1]] > POSE_BREAK_S:
+                self.decide(found_only=True)
+
+    def stream(self) -> ThreePointStream:
+        """The frames kept so far as a stream."""
+        times, positions, rotations, tracked = (np.array(column) for column in zip(*self.samples))
+        return ThreePointStream(times, positions, rotations, tracked)
+
+    def decide(self, found_only: bool = False) -> None:
+        """Calibrate from the frames kept and stop listening (`found_only`: only where the gesture is found)."""
+        calibration = calibrate_stream(self.stream(), self.config, self.devices)
+        if calibration.found or not found_only:
+            self.calibration, self.samples = calibration, []
