@@ -6,13 +6,15 @@ for its armature's pairs), its cached solve (what scrubbing shows and Bake Actio
 frame are put back at the end."""
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import bpy
 
 from . import bake, solve_cache
-from .bone_map import is_mapped, restore_bone_map, saved_bone_map
-from .errors import USER_ERRORS
+from .bone_map import fill_bone_map, is_mapped, report_mapping, restore_bone_map, saved_bone_map
+from .errors import USER_ERRORS, VRAvatarError
 from .scene_solve import solve_scene
+from .stream_files import load_stream
 from .stream_objects import TAG, remove_stream_empties
 
 
@@ -29,13 +31,13 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
     VRAvatarError with the operator's message where a step fails; a bake stopped by any error is taken back, and
     Ctrl+C (KeyboardInterrupt) in the solve or the bake is raised as it is."""
     settings = context.scene.vr_avatar
-    bpy.ops.vr_avatar.load_stream(filepath=str(stream))
+    load_or_raise(context, report, stream)  # the steps' own functions: bpy.ops would turn Ctrl+C into an error line
     settings.target_armature = armature
     if mapping is not None and mapping[0] == armature.name and mapping[3]:
         restore_bone_map(settings, mapping)
     elif not is_mapped(settings, armature):
-        bpy.ops.vr_avatar.map_bones()
-    solve_scene(context, report)  # not through bpy.ops, which would turn Ctrl+C into an error line
+        report_mapping(SimpleNamespace(report=report), settings, armature, fill_bone_map(settings, armature))
+    solve_scene(context, report)
     baked = bake.Bake(context, name, push_to_nla)
     try:
         baked.finish(report)
@@ -43,6 +45,20 @@ def bake_pair(context, report, stream: Path, armature, name: str, push_to_nla: b
         baked.cancel()
         raise
     return baked.action.name
+
+
+def load_or_raise(context, report, stream: Path) -> None:
+    """Load Stream's work on `stream`, its warnings reported; VRAvatarError with its error line where it fails."""
+    errors = []
+
+    def errors_kept(kind, message):
+        if 'ERROR' in kind:
+            errors.append(message)
+        else:
+            report(kind, message)
+
+    if load_stream(context, errors_kept, str(stream)) != {'FINISHED'}:
+        raise VRAvatarError("; ".join(errors) or f"{stream} could not be loaded")
 
 
 @contextmanager

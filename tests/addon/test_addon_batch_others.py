@@ -305,3 +305,42 @@ def test_a_batch_interrupted_mid_solve_ends_there(bpy, installed, empty_scene, s
     assert (scene.frame_start, scene.frame_end, scene.vr_avatar.stream.stream_path) == (1, 20, "")
     assert not [o for o in scene.objects if o.get(installed.stream_objects.TAG)]
     assert "vr_avatar_solve" not in scene and not scene.vr_avatar.solve.has_cache
+
+
+@pytest.mark.parametrize("step", ["load", "map"])
+def test_a_batch_interrupted_while_a_stream_loads_or_a_rig_is_mapped_ends_there(bpy, installed, empty_scene, streams,
+                                                                              monkeypatch, step):
+    """Ctrl+C while the second pair's stream is read, or its armature mapped, ends the batch as one mid-solve does:
+    through the operators these steps ran as, it was one failed pair and the batch went on."""
+    scene = empty_scene
+    scene.render.fps, scene.frame_start, scene.frame_end = 30, 1, 20
+    first = build_rig(bpy, FIXTURE_WALK_1, "BuiltAvatar", MIXAMO, 0.9, 45.0, False, seed=1)
+    bpy.ops.object.mode_set(mode='OBJECT')
+    scene.vr_avatar.target_armature = first
+    assert bpy.ops.vr_avatar.map_bones() == {'FINISHED'}
+    files = [{"name": p.name} for p in streams]
+    if step == "map":
+        second = build_rig(bpy, FIXTURE_WALK_1, "OtherAvatar", MIXAMO, 1.1, 30.0, False, seed=2)
+        bpy.ops.object.mode_set(mode='OBJECT')
+        for obj in scene.objects:
+            obj.select_set(obj in (first, second))
+        files = files[:1]
+    module, name = (installed.core.files.stream, "read_stream") if step == "load" else (installed.batch, "fill_bone_map")
+    original, calls = getattr(module, name), []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args[0])
+        if step == "map" or str(args[0]).endswith(streams[1].name):
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, interrupted)
+    actions = set(bpy.data.actions)
+    with pytest.raises(RuntimeError, match="KeyboardInterrupt"):
+        bpy.ops.vr_avatar.bake_batch(directory=str(streams[0].parent), files=files)
+    assert not any(str(path).endswith(streams[2].name) for path in calls)
+    assert sorted(a.name for a in set(bpy.data.actions) - actions) == [f"{streams[0].stem} - BuiltAvatar"]
+    assert (scene.frame_start, scene.frame_end, scene.vr_avatar.stream.stream_path) == (1, 20, "")
+    assert not [o for o in scene.objects if o.get(installed.stream_objects.TAG)]
+    assert scene.vr_avatar.target_armature == first and not scene.vr_avatar.solve.has_cache
+
