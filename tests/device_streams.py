@@ -30,3 +30,16 @@ def device_streams(draw):
     positions[~tracked] = np.nan
     rotations[~tracked] = np.nan
     return ThreePointStream(times, positions, rotations, tracked)
+
+
+def after_devices_on_a_table(stream: ThreePointStream, seconds: float) -> ThreePointStream:
+    """`stream` after `seconds` of the devices lying still on a table at 60 Hz (tracked, spread as a T-pose's
+    controllers are, the headset 0.8 m up): a session started before the headset is put on."""
+    table = np.arange(0.0, seconds, 1 / 60)
+    lying = np.array([[0.0, 0.8, 0.0], [0.3, 0.75, 0.1], [-0.3, 0.75, 0.1]])
+    return ThreePointStream(np.concatenate([table, seconds + stream.times - stream.times[0]]),
+                            np.concatenate([np.broadcast_to(lying, (len(table), 3, 3)), stream.positions]),
+                            np.concatenate([np.broadcast_to(stream.rotations[0], (len(table), 3, 4)),
+                                            stream.rotations]),
+                            np.concatenate([np.ones((len(table), 3), dtype=bool), stream.tracked]))
+

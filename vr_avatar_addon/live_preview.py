@@ -156,7 +156,8 @@ def keyed_action(scene, avatar: LiveAvatar, keys: list, name: str):
 def calibration_line(calibration) -> str:
     """What the live calibration found, in one line for the status bar."""
     if not calibration.found:
-        return "Live Preview: no calibration gesture in the first seconds; the controllers are taken as held by default"
+        return ("Live Preview: no calibration gesture in the first minute; the controllers are taken as held by "
+                "default")
     measured = [side for side, offset in zip(("left", "right"), calibration.grip_offsets_m) if offset is not None]
     return (f"Live Preview: calibration gesture found ({calibration.pose}-pose); "
             f"{' and '.join(measured)} grip{'s' if len(measured) > 1 else ''} measured")

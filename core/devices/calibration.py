@@ -236,11 +236,12 @@ def arm_elevations(positions: np.ndarray) -> np.ndarray:
     return np.degrees(np.arctan2(drop, lateral - SHOULDER_HALF_WIDTH_OF_HMD * hmd[:, None]))
 
 
-def calibration_pose_frames(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig()
-                            ) -> tuple[np.ndarray, str]:
-    """(indices, "T" or "A") of the run of one calibration pose with the most frames in the first `search_s`
-    seconds, across breaks (POSE_BREAK_S, POSE_BREAK_MOVE_M) whose frames are left out (empty if shorter than `min_pose_s`): all devices tracked, controllers level with each other, the HMD looking ahead;
-    a T-pose's controllers far apart at shoulder height, an A-pose's A_POSE_DEG below the shoulders."""
+def calibration_poses(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig()
+                      ) -> list[tuple[np.ndarray, str]]:
+    """(indices, "T" or "A") of each run of one calibration pose in the first `search_s` seconds held at least
+    `min_pose_s`, across breaks (POSE_BREAK_S, POSE_BREAK_MOVE_M) whose frames are left out, the run with the most
+    frames first: all devices tracked, controllers level with each other, the HMD looking ahead; a T-pose's
+    controllers far apart at shoulder height, an A-pose's A_POSE_DEG below the shoulders."""
     first = stream.times - stream.times[0] <= config.search_s
     p, r = np.nan_to_num(stream.positions), np.nan_to_num(stream.rotations)
     across = p[:, 1] - p[:, 2]
@@ -266,13 +267,12 @@ def calibration_pose_frames(stream: ThreePointStream, config: CalibrationConfig 
             runs[-1][2] = i
         else:
             runs.append([label[i], i, i])
-    if not runs:
-        return np.arange(0), ""
-    pose, first, last = max(runs, key=lambda run: (np.count_nonzero(label[run[1]:run[2] + 1]), -run[1]))
-    frames = first + np.flatnonzero(label[first:last + 1] == pose)
-    if len(frames) < 2 or stream.times[last] - stream.times[first] < config.min_pose_s:
-        return np.arange(0), ""
-    return frames, "T" if pose == 1 else "A"
+    poses = []
+    for pose, start, last in runs:
+        frames = start + np.flatnonzero(label[start:last + 1] == pose)
+        if len(frames) >= 2 and stream.times[last] - stream.times[start] >= config.min_pose_s:
+            poses.append((frames, "T" if pose == 1 else "A"))
+    return sorted(poses, key=lambda found: -len(found[0]))
 
 
 def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, rounds: int = 3
@@ -337,20 +337,51 @@ def steady(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> n
     return np.isin(pieces, usable[agree]) | ~np.isin(pieces, usable)
 
 
+ALL_FRAMES_RESIDUAL = 1.5
+"""The pivot of all the pose's frames is kept over the steady pieces' where it is better determined and its residual
+is at most this many times theirs."""
+
+
+def pose_pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """`pivot` over the pose's `steady` pieces, or over all its frames where that fit pins the offset down better
+    without fitting them worse (ALL_FRAMES_RESIDUAL): under a device's noise the pieces' own fits are loose and a few
+    pieces of a short pose can agree on a wrong offset."""
+    kept = steady(positions, rotations, times)
+    fit = pivot(positions[kept], rotations[kept], times[kept])
+    if kept.all():
+        return fit
+    whole = pivot(positions, rotations, times)
+    return whole if whole[2] < fit[2] and whole[1] <= ALL_FRAMES_RESIDUAL * fit[1] else fit
+
+
 def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig(),
-                     devices: DeviceOffsets = DeviceOffsets()) -> StreamCalibration:
-    """Estimates from the T- or A-pose with circling wrists in the stream's first seconds (module docstring)."""
-    frames, pose = calibration_pose_frames(stream, config)
-    if not len(frames):
-        return StreamCalibration(False)
+                     devices: DeviceOffsets = DeviceOffsets(), ended_by: float = np.inf) -> StreamCalibration:
+    """Estimates from the T- or A-pose with circling wrists in the stream's first seconds (module docstring): from
+    the first of `calibration_poses` (of those whose last frame is at `ended_by` or before) in which a controller
+    turned `min_wrist_turn_deg`; a pose held still (the devices on a table, arms spread without circling the wrists)
+    is passed over."""
+    for frames, pose in calibration_poses(stream, config):
+        rotations = quat.unroll(stream.rotations[frames])
+        if stream.times[frames[-1]] <= ended_by and max(
+                wrist_turn_deg(rotations[:, c]) for c in (1, 2)) >= config.min_wrist_turn_deg:
+            return pose_calibration(stream, frames, pose, config, devices)
+    return StreamCalibration(False)
+
+
+def wrist_turn_deg(rotations: np.ndarray) -> float:
+    """RMS turn (degrees) of a device's rotations (T, 4) about their mean."""
+    return float(np.degrees(np.sqrt(np.mean(quat.angle_between(rotations, quat.mean(rotations)) ** 2))))
+
+
+def pose_calibration(stream: ThreePointStream, frames: np.ndarray, pose: str, config: CalibrationConfig,
+                     devices: DeviceOffsets) -> StreamCalibration:
+    """The estimates from one pose's `frames`; not found where they are not the gesture's."""
     times = stream.times[frames]
     positions, rotations = stream.positions[frames], quat.unroll(stream.rotations[frames])
     offsets, turns, residuals, wrists = [], [], [], []
     for c in (1, 2):
-        mean = quat.mean(rotations[:, c])
-        turn = float(np.degrees(np.sqrt(np.mean(quat.angle_between(rotations[:, c], mean) ** 2))))
-        kept = steady(positions[:, c], rotations[:, c], times)
-        offset, residual, error = pivot(positions[kept, c], rotations[kept, c], times[kept])
+        turn = wrist_turn_deg(rotations[:, c])
+        offset, residual, error = pose_pivot(positions[:, c], rotations[:, c], times)
         measured = (turn >= config.min_wrist_turn_deg and residual <= config.max_pivot_residual_m
                     and error <= config.max_offset_error_m and float(np.linalg.norm(offset)) <= MAX_OFFSET_M)
         offsets.append(offset if measured else None)

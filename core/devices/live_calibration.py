@@ -1,20 +1,24 @@
-"""Calibration live: the gesture read from a live session's first seconds as `solve` reads it from a file
-(calibration.py, on the same samples), and every later frame's controllers re-expressed as held the way the solver
-assumes.
+"""Calibration live: the gesture read from a live session's first minute as `solve` reads it from a file's first
+seconds (calibration.py, on the same samples), and every later frame's controllers re-expressed as held the way the
+solver assumes.
 
-Frames before the calibration is known pass as they come. It is known once a gesture is found whose pose ended
-POSE_BREAK_S ago, or else when the search window (`CalibrationConfig.search_s`) has passed. It is the calibration
-`solve` finds in a file of the same samples, but for a longer pose held later in the window, which `solve` would
-read instead: live, the first gesture found is kept. It is then eased in over EASE_S, so the hands glide to the
-calibrated wrists instead of jumping.
+Frames before the calibration is known pass as they come. The last `CalibrationConfig.search_s` seconds are kept
+and searched every CHECK_EVERY_S; once a pose among them that ended POSE_BREAK_S ago is the gesture, the
+calibration is known. A gesture at the session's start gives the calibration `solve` finds in a file of the same
+samples (but for a second gesture held longer later in the first seconds, which `solve` would read instead: live,
+the first one found is kept); one made later, after the headset is put on, is found too, up to `live_search_s` into the session, after
+which the devices pass as they come. The calibration is eased in over EASE_S, so the hands glide to the calibrated
+wrists instead of jumping.
 """
 from __future__ import annotations
+
+from collections import deque
 
 import numpy as np
 
 from ..config import CalibrationConfig, DeviceOffsets
 from ..files.stream import ThreePointStream
-from .calibration import POSE_BREAK_S, StreamCalibration, calibrate_stream, calibration_pose_frames
+from .calibration import POSE_BREAK_S, StreamCalibration, calibrate_stream
 from .plausibility import usable_samples
 
 CHECK_EVERY_S = 0.25
@@ -30,7 +34,7 @@ class LiveCalibration:
         self.config, self.devices = config, devices
         self.calibration: StreamCalibration | None = None
         """None while listening; then what the gesture told (`found` False: the devices pass as they come)."""
-        self.samples: list[tuple] = []
+        self.samples: deque[tuple] = deque()
         self.now_s, self.checked_s, self.applied_s = 0.0, 0.0, 0.0
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float
@@ -49,27 +53,23 @@ class LiveCalibration:
         return (np.where(usable[:, None], placed[0], positions), np.where(usable[:, None], turned[0], rotations))
 
     def listen(self, positions: np.ndarray, rotations: np.ndarray, usable: np.ndarray, dt: float) -> None:
-        """Keep the frame (unusable devices as untracked, as `solve` reads a file) and decide when it can."""
+        """Keep the frame (unusable devices as untracked, as `solve` reads a file) and the last `search_s` seconds
+        before it, and look for a gesture that has ended."""
         if self.samples:
             self.now_s += dt
         self.samples.append((self.now_s, np.where(usable[:, None], positions, np.nan),
                              np.where(usable[:, None], rotations, np.nan), usable))
-        if self.now_s > self.config.search_s:
-            self.decide()
+        while self.now_s - self.samples[0][0] > self.config.search_s:
+            self.samples.popleft()
+        if self.now_s > self.config.live_search_s:
+            self.calibration, self.samples = StreamCalibration(False), deque()
         elif self.now_s - self.checked_s >= CHECK_EVERY_S:
             self.checked_s = self.now_s
-            stream = self.stream()
-            frames, _ = calibration_pose_frames(stream, self.config)
-            if len(frames) and self.now_s - stream.times[frames[-1]] > POSE_BREAK_S:
-                self.decide(found_only=True)
+            calibration = calibrate_stream(self.stream(), self.config, self.devices, self.now_s - POSE_BREAK_S)
+            if calibration.found:
+                self.calibration, self.samples = calibration, deque()
 
     def stream(self) -> ThreePointStream:
-        """The frames kept so far as a stream."""
+        """The frames kept as a stream."""
         times, positions, rotations, tracked = (np.array(column) for column in zip(*self.samples))
         return ThreePointStream(times, positions, rotations, tracked)
-
-    def decide(self, found_only: bool = False) -> None:
-        """Calibrate from the frames kept and stop listening (`found_only`: only where the gesture is found)."""
-        calibration = calibrate_stream(self.stream(), self.config, self.devices)
-        if calibration.found or not found_only:
-            self.calibration, self.samples = calibration, []
