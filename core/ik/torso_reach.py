@@ -46,7 +46,8 @@ def turn_toward(pivot: np.ndarray, point: np.ndarray, target: np.ndarray, reach_
     """The least rotation (..., 4) about `pivot` (at most limit_rad) that brings `point` within `reach_m` of
     `target`, turning it in the plane of the three (identity where it is already within reach)."""
     arm, aim = point - pivot, target - pivot
-    axis = unit_or(np.cross(arm, aim), np.array([0.0, 1.0, 0.0]))
+    up = np.array([0.0, 1.0, 0.0])
+    axis = unit_or(np.cross(unit_or(arm, up), unit_or(aim, up)), up)  # directions: a short arm turns toward it too
     full = np.arctan2(length(np.cross(arm, aim)), dot(arm, aim))
     _, half_width = allowed_turns(arm, aim, np.zeros_like(full), axis, reach_m)
     angle = np.clip(full - half_width, 0.0, limit_rad)
