@@ -10,7 +10,8 @@ to 15°), each starting with the calibration gesture (calibration.py), as `<meth
 as solve does by default) and `<method>+noise_uncalibrated`; the gesture's frames are not scored. With
 `--device-noise` every method also solves the streams as a real headset writes them (config.DeviceNoise: 72-120
 Hz, jittered millisecond timestamps 10-30 ms late, gaps, position noise, rounded quaternions, controller
-dropouts), as `<method>+device_noise`. With `--two-handed M` every method also solves the streams with the left
+dropouts), as `<method>+device_noise`; with both, also held off and calibrated from the gesture read through
+the device's noise, as `<method>+noise+device_noise`. With `--two-handed M` every method also solves the streams with the left
 controller tied to the right one on a shared object, M metres along the right fist, as `<method>+two_handed`: its
 `hand_cm` is over the frames the person could reach (the clip's arm's length plus 10 cm of torso turn from its
 shoulder; `reachable` says how many). With `--grip NAME` every method also solves the streams with the controllers
@@ -136,6 +137,7 @@ def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFA
              attachment_noise: bool = False, device_noise: bool = False, two_handed_m: float = 0.0,
              grip: str = "openxr", physics: bool = False, live_hz: float = 0.0) -> dict:
     """Figures per method (and with `attachment_noise` its NOISE_ROWS, with `device_noise` its +device_noise row,
+    with both its +noise+device_noise row: held off, calibrated from the gesture read through the device's noise,
     with `two_handed_m` its +two_handed row, with a named `grip` its +grip row, with `physics` its +physics row,
     with `live_hz` its +live row: the streams simulated at that rate and stepped live), per activity and per file."""
     made = solvers(methods, database, model)
@@ -151,6 +153,10 @@ def evaluate(files, database: PoseDatabase | None, model: N3PModel, methods=DEFA
     if device_noise:
         rows = score_solvers(files, made, replace(simulation, device_noise=DeviceNoise()), progress)
         result.update({method + "+device_noise": rows[method] for method in made})
+        if attachment_noise:  # a real headset held differently: the gesture read through the device's noise
+            rows = score_solvers(files, made, replace(simulation, device_noise=DeviceNoise(), **ATTACHMENT_NOISE),
+                                 progress, CalibrationConfig())
+            result.update({method + "+noise+device_noise": rows[method] for method in made})
     if two_handed_m > 0:
         rows = score_solvers(files, made, replace(simulation, two_handed_m=two_handed_m), progress)
         result.update({method + "+two_handed": rows[method] for method in made})
