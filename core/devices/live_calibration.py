@@ -47,7 +47,7 @@ class LiveCalibration:
             return positions, rotations
         if not self.calibration.found:
             return positions, rotations
-        self.applied_s += dt
+        self.applied_s += dt if 0.0 < dt < np.inf else 0.0
         placed, turned = self.calibration.applied(positions[None], rotations[None], self.devices,
                                                   min(self.applied_s / EASE_S, 1.0))
         return (np.where(usable[:, None], placed[0], positions), np.where(usable[:, None], turned[0], rotations))
@@ -56,6 +56,8 @@ class LiveCalibration:
         """Keep the frame (unusable devices as untracked, as `solve` reads a file) and the last `search_s` seconds
         before it, and look for a gesture that has ended."""
         if self.samples:
+            if not 0.0 < dt < np.inf:
+                return  # a frame repeated or without a time step: nothing new to keep
             self.now_s += dt
         self.samples.append((self.now_s, np.where(usable[:, None], positions, np.nan),
                              np.where(usable[:, None], rotations, np.nan), usable))

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, settings, strategies as st
 
 from core.config import CalibrationConfig, DeviceNoise
 from core.devices.attachments import joints_from_devices
@@ -21,12 +21,12 @@ from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
 from device_streams import NOISY, after_devices_on_a_table, device_streams
 
 
-def stepped(calibration: LiveCalibration, stream):
-    """Each sample of `stream` through `calibration`, a step apart as the stream's times say: (positions, rotations,
-    the first sample's time at which the calibration was known or None)."""
+def stepped(calibration: LiveCalibration, stream, steps=None):
+    """Each sample of `stream` through `calibration`, a step apart as the stream's times say (or as `steps` say):
+    (positions, rotations, the first sample's time at which the calibration was known or None)."""
     positions, rotations, known = [], [], None
     for t in range(len(stream)):
-        dt = stream.times[t] - stream.times[t - 1] if t else 0.0
+        dt = (stream.times[t] - stream.times[t - 1] if t else 0.0) if steps is None else steps[t]
         p, r = calibration.step(stream.positions[t], stream.rotations[t], stream.tracked[t], dt)
         positions.append(p)
         rotations.append(r)
@@ -107,12 +107,15 @@ def test_a_live_characters_hands_reach_the_wrists_as_really_held_after_the_gestu
 
 
 @settings(max_examples=60, deadline=None)
-@given(device_streams())
-def test_any_stream_passes_live_calibration_untouched_where_unusable_and_finite_where_usable(stream):
-    """Whatever a source sends (NaN, garbage while untracked, absurd poses, dropped frames): a sample the solver cannot
-    use comes out as it went in, and a usable one comes out finite."""
+@given(device_streams(), st.data())
+def test_any_stream_passes_live_calibration_untouched_where_unusable_and_finite_where_usable(stream, data):
+    """Whatever a source sends (NaN, garbage while untracked, absurd poses, dropped frames, a frame repeated or
+    stepped by a zero, negative or missing time: a stream's strictly increasing times were asked of those, and the
+    step raised): a sample the solver cannot use comes out as it went in, and a usable one comes out finite."""
+    steps = data.draw(st.lists(st.one_of(st.floats(1 / 144, 0.05), st.sampled_from([0.0, -0.01, np.nan, np.inf])),
+                               min_size=len(stream), max_size=len(stream)))
     live = LiveCalibration()
-    positions, rotations, _ = stepped(live, stream)
+    positions, rotations, _ = stepped(live, stream, steps)
     usable = usable_samples(stream.positions, stream.rotations, stream.tracked)
     assert np.array_equal(positions[~usable], stream.positions[~usable], equal_nan=True)
     assert np.array_equal(rotations[~usable], stream.rotations[~usable], equal_nan=True)
