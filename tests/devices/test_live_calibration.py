@@ -106,6 +106,22 @@ def test_a_live_characters_hands_reach_the_wrists_as_really_held_after_the_gestu
     assert plain > 0.025 and calibrated < 0.0015
 
 
+@pytest.mark.parametrize("bad_step", [0.0, -0.01, np.nan])
+def test_frames_repeated_or_without_a_time_step_leave_the_calibration_as_it_was(bad_step):
+    """Every third frame sent again with a zero, negative or missing time step (a source polled twice between two
+    located frames, a clock glitch): the same calibration, at the same time (a zero step raised before)."""
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_2)[:150], NOISY).stream
+    plain, repeated = LiveCalibration(), LiveCalibration()
+    stepped(plain, stream)
+    steps = np.diff(stream.times, prepend=stream.times[0])
+    indices = np.repeat(np.arange(len(stream)), [2 if t % 3 == 1 else 1 for t in range(len(stream))])
+    again = np.r_[False, indices[1:] == indices[:-1]]
+    for k, t in enumerate(indices):
+        repeated.step(stream.positions[t], stream.rotations[t], stream.tracked[t], bad_step if again[k] else steps[t])
+    assert repeated.calibration.found and repeated.calibration.pose_s == plain.calibration.pose_s
+    assert np.array_equal(np.array(repeated.calibration.grip_offsets_m), np.array(plain.calibration.grip_offsets_m))
+
+
 @settings(max_examples=60, deadline=None)
 @given(device_streams(), st.data())
 def test_any_stream_passes_live_calibration_untouched_where_unusable_and_finite_where_usable(stream, data):
