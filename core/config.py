@@ -99,10 +99,12 @@ class SimulationConfig:
 
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """Calibration from the stream's first seconds (calibration.py): a T- or A-pose with the wrists circling."""
+    """Calibration from the stream's first minute (calibration.py): a T- or A-pose with the wrists circling."""
 
-    search_s: float = 6.0
-    """Look for the calibration gesture within the stream's first seconds."""
+    search_s: float = 60.0
+    """Look for the calibration gesture within the stream's first minute: a session is often started before the
+    headset is put on (a live preview, a recording by another tool). Over the first minute of every Bandai and
+    other-studio clip (77 minutes of plain motion, with and without a device's noise) nothing is taken for it."""
     min_pose_s: float = 0.5
     """The pose must be held at least this long."""
     min_wrist_turn_deg: float = 15.0
@@ -114,10 +116,6 @@ class CalibrationConfig:
     give 0.1-0.7 mm; a T-pose held without circling them, the controllers turning with the arms about the shoulders,
     8-42 mm). A controller whose grip is not measured keeps the assumed one; where neither is, the pose is not
     the gesture."""
-    live_search_s: float = 60.0
-    """Live, the gesture is looked for over the session's first minute, not only its first seconds: a preview is
-    started before the headset is put on. Over the first minute of every Bandai and other-studio clip (77 minutes
-    of plain motion, with and without a device's noise) no false find."""
     max_tilt_deg: float = 35.0
     """A pose whose grips are turned more than this from palms down, in line with the arms, is not the gesture
     (plain motion with the arms spread; on the Bandai clips every such false find turned them 58-85 degrees)."""

@@ -121,7 +121,7 @@ class Solution:
     """The solver's method. Where motion matching played the body ('mm', the hybrid's matched legs) databases,
     frames and searches say what it played; otherwise they are zero."""
     calibration: StreamCalibration | None = None
-    """What calibration.py found in the stream's first seconds (and applied), or None if not asked."""
+    """What calibration.py found in the stream's first minute (and applied), or None if not asked."""
     contacts: np.ndarray | None = None
     """(T, 2) the feet's contacts as the solver has them per frame (n3p: the predicted ones), where it keeps them."""
     physics: dict | None = None

@@ -215,7 +215,7 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
         default='STREAM', update=_mark_stale)
     calibrate_devices: BoolProperty(
         name="Calibrate Devices", description="Read how the controllers are held (grip to wrist, tilt) from the "
-        "calibration gesture in the stream's first seconds: a T- or A-pose with the wrists circling (or the calibration "
+        "calibration gesture in the stream's first minute: a T- or A-pose with the wrists circling (or the calibration "
         "stored with the stream); off assumes the default grip", default=True, update=_mark_stale)
     user_height: FloatProperty(name="Standing HMD Height", description="The headset's height when the user stands",
                                default=1.6, min=0.5, max=2.5, unit='LENGTH', update=_mark_stale)

@@ -209,7 +209,7 @@ def listed_take(takes, path: Path, stream):
     take.calibrated = calibration.found
     try:
         take.height_m = calibration.standing_hmd_height_m if calibration.found else core.solution.standing_height(
-            stream, core.config.CalibrationConfig().search_s)
+            stream, core.config.N3PConfig().calibration_s)
     except ValueError:  # the headset never tracked: no height to show
         take.height_m = 0.0
     takes.id_data.vr_avatar.stream.takes_index = len(takes) - 1

@@ -23,7 +23,7 @@ def solver_config(solve) -> "core.config.MatchingConfig":
 
 def device_calibration(settings):
     """What the solve calibrates the devices with: the stream file's stored calibration, else the gesture
-    searched in its first seconds, or None when *Calibrate Devices* is off."""
+    searched in its first minute, or None when *Calibrate Devices* is off."""
     if not settings.solve.calibrate_devices:
         return None
     try:

@@ -1,4 +1,4 @@
-"""Calibration from the stream's first seconds: the person's height and arm span, and how each controller is held.
+"""Calibration from the stream's first minute: the person's height and arm span, and how each controller is held.
 
 The gesture: stand upright in a T-pose (arms straight out to the sides, palms down) or an A-pose (the
 same, arms about 45 degrees down) and circle the wrists for a second or two. From it, per controller:
@@ -77,7 +77,7 @@ def t_pose_grips(left: np.ndarray, forward: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class StreamCalibration:
-    """What the gesture told; `found` False (no gesture in the first seconds) leaves the stream as it is."""
+    """What the gesture told; `found` False (no gesture in the first minute) leaves the stream as it is."""
 
     found: bool
     standing_hmd_height_m: float | None = None
@@ -239,8 +239,8 @@ def arm_elevations(positions: np.ndarray) -> np.ndarray:
 def calibration_poses(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig()
                       ) -> list[tuple[np.ndarray, str]]:
     """(indices, "T" or "A") of each run of one calibration pose in the first `search_s` seconds held at least
-    `min_pose_s`, across breaks (POSE_BREAK_S, POSE_BREAK_MOVE_M) whose frames are left out, the run with the most
-    frames first: all devices tracked, controllers level with each other, the HMD looking ahead; a T-pose's
+    `min_pose_s`, in time order, across breaks (POSE_BREAK_S, POSE_BREAK_MOVE_M) whose frames are left out: all
+    devices tracked, controllers level with each other, the HMD looking ahead; a T-pose's
     controllers far apart at shoulder height, an A-pose's A_POSE_DEG below the shoulders."""
     first = stream.times - stream.times[0] <= config.search_s
     p, r = np.nan_to_num(stream.positions), np.nan_to_num(stream.rotations)
@@ -272,7 +272,7 @@ def calibration_poses(stream: ThreePointStream, config: CalibrationConfig = Cali
         frames = start + np.flatnonzero(label[start:last + 1] == pose)
         if len(frames) >= 2 and stream.times[last] - stream.times[start] >= config.min_pose_s:
             poses.append((frames, "T" if pose == 1 else "A"))
-    return sorted(poses, key=lambda found: -len(found[0]))
+    return poses
 
 
 def pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray, rounds: int = 3
@@ -356,15 +356,16 @@ def pose_pivot(positions: np.ndarray, rotations: np.ndarray, times: np.ndarray) 
 
 def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = CalibrationConfig(),
                      devices: DeviceOffsets = DeviceOffsets(), ended_by: float = np.inf) -> StreamCalibration:
-    """Estimates from the T- or A-pose with circling wrists in the stream's first seconds (module docstring): from
-    the first of `calibration_poses` (of those whose last frame is at `ended_by` or before) in which a controller
-    turned `min_wrist_turn_deg`; a pose held still (the devices on a table, arms spread without circling the wrists)
-    is passed over."""
+    """Estimates from the first T- or A-pose with circling wrists in the stream's first minute (module docstring):
+    the first of `calibration_poses` (of those whose last frame is at `ended_by` or before) that is the gesture; a
+    pose held still (the devices on a table, arms spread without circling the wrists) is passed over."""
     for frames, pose in calibration_poses(stream, config):
         rotations = quat.unroll(stream.rotations[frames])
         if stream.times[frames[-1]] <= ended_by and max(
                 wrist_turn_deg(rotations[:, c]) for c in (1, 2)) >= config.min_wrist_turn_deg:
-            return pose_calibration(stream, frames, pose, config, devices)
+            calibration = pose_calibration(stream, frames, pose, config, devices)
+            if calibration.found:
+                return calibration
     return StreamCalibration(False)
 
 

@@ -1,14 +1,12 @@
-"""Calibration live: the gesture read from a live session's first minute as `solve` reads it from a file's first
-seconds (calibration.py, on the same samples), and every later frame's controllers re-expressed as held the way the
-solver assumes.
+"""Calibration live: the gesture read from a live session's first minute as `solve` reads it from a file's
+(calibration.py, the same rule on the same samples), and every later frame's controllers re-expressed as held the
+way the solver assumes.
 
-Frames before the calibration is known pass as they come. The last `CalibrationConfig.search_s` seconds are kept
-and searched every CHECK_EVERY_S; once a pose among them that ended POSE_BREAK_S ago is the gesture, the
-calibration is known. A gesture at the session's start gives the calibration `solve` finds in a file of the same
-samples (but for a second gesture held longer later in the first seconds, which `solve` would read instead: live,
-the first one found is kept); one made later, after the headset is put on, is found too, up to `live_search_s` into the session, after
-which the devices pass as they come. The calibration is eased in over EASE_S, so the hands glide to the calibrated
-wrists instead of jumping.
+Frames before the calibration is known pass as they come. The last KEPT_S seconds are kept and searched every
+CHECK_EVERY_S; once a pose among them that ended POSE_BREAK_S ago is the gesture, the calibration is known: the
+first gesture in the stream, as `solve` finds it in a file of the same samples. After `search_s` without one the
+devices pass as they come. The calibration is eased in over EASE_S, so the hands glide to the calibrated wrists
+instead of jumping.
 """
 from __future__ import annotations
 
@@ -21,6 +19,8 @@ from ..files.stream import ThreePointStream
 from .calibration import POSE_BREAK_S, StreamCalibration, calibrate_stream
 from .plausibility import usable_samples
 
+KEPT_S = 6.0
+"""The frames kept while listening: a gesture's pose lasts a few seconds."""
 CHECK_EVERY_S = 0.25
 """While listening, how often (stream time) the samples so far are searched for a finished gesture."""
 EASE_S = 0.5
@@ -53,7 +53,7 @@ class LiveCalibration:
         return (np.where(usable[:, None], placed[0], positions), np.where(usable[:, None], turned[0], rotations))
 
     def listen(self, positions: np.ndarray, rotations: np.ndarray, usable: np.ndarray, dt: float) -> None:
-        """Keep the frame (unusable devices as untracked, as `solve` reads a file) and the last `search_s` seconds
+        """Keep the frame (unusable devices as untracked, as `solve` reads a file) and the last KEPT_S seconds
         before it, and look for a gesture that has ended."""
         if self.samples:
             if not 0.0 < dt < np.inf:
@@ -61,9 +61,9 @@ class LiveCalibration:
             self.now_s += dt
         self.samples.append((self.now_s, np.where(usable[:, None], positions, np.nan),
                              np.where(usable[:, None], rotations, np.nan), usable))
-        while self.now_s - self.samples[0][0] > self.config.search_s:
+        while self.now_s - self.samples[0][0] > KEPT_S:
             self.samples.popleft()
-        if self.now_s > self.config.live_search_s:
+        if self.now_s > self.config.search_s:
             self.calibration, self.samples = StreamCalibration(False), deque()
         elif self.now_s - self.checked_s >= CHECK_EVERY_S:
             self.checked_s = self.now_s

@@ -137,7 +137,7 @@ def stream_info(args) -> int:
 
 def stream_calibrate(args) -> int:
     """Estimate height, arm span and each controller's grip-to-wrist offset and tilt from the calibration gesture
-    (a T- or A-pose with the wrists circling) in the stream's first seconds; -o stores them with the stream."""
+    (a T- or A-pose with the wrists circling) in the stream's first minute; -o stores them with the stream."""
     check_outputs([args.output], [args.csv])
     stream = read_stream(args.csv)
     calibration = calibrate_stream(stream, CalibrationConfig(search_s=args.seconds))
@@ -417,7 +417,7 @@ def _add_solve_command(groups) -> None:
                                    "mujoco and daqp")
     solve_parser.add_argument("--no-calibrate", action="store_true",
                               help="take the controllers as held the default way (default: a calibration stored with "
-                                   "the stream, else one from the gesture in its first seconds, `stream calibrate`)")
+                                   "the stream, else one from the gesture in its first minute, `stream calibrate`)")
     solve_parser.add_argument("--ik-constants", default="fitted", metavar="CHOICE",
                               help="mm: the arm IK's elbow constants: 'fitted' (default, Parger et al.'s heuristics "
                                    "refitted to mocap), 'paper' (as printed) or a file from `train ik`")
