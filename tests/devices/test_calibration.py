@@ -207,6 +207,24 @@ def test_eval_calibration_reads_the_streams_through_a_devices_noise():
     assert figures["wrist_cm"] < 0.4 and figures["wrist_cm_uncalibrated"] > 1.5
 
 
+@pytest.mark.skipif(not shared_exists(OTHER_STYLES), reason="../shared/data/other is not beside the repository")
+@pytest.mark.parametrize("seed", [0, 6, 11])
+def test_arms_held_up_to_12_degrees_off_level_are_the_gesture(seed, monkeypatch):
+    """The gesture as people hold it, each arm raised or lowered by up to 12 degrees (the simulation's 5, widened):
+    on 100STYLE's actor, whose shoulders sit wider than Bandai's, the controllers' heights then differ by more than
+    15 % of their span and the pose broke into pieces too short to read (these draws were not found; 3 of 12 are
+    like them). Within 25 % they are read; over the first minute of every Bandai and other-studio clip nothing
+    more is taken for the gesture."""
+    from core.devices import simulate
+    monkeypatch.setattr(simulate, "POSE_SPREAD_DEG", 12.0)
+    motion = read_bvh(OTHER_STYLES / "rushed_reference.bvh")
+    simulated = simulate_stream(motion[: int(6 * motion.fps)], replace(NOISY, seed=seed))
+    calibration = calibrate_stream(simulated.stream)
+    assert calibration.found
+    for c in (0, 1):
+        assert np.linalg.norm(calibration.grip_offsets_m[c] - simulated.offsets[1 + c]) < 0.008
+
+
 def test_devices_lying_still_before_the_gesture_are_passed_over():
     """3 s of the devices lying on a table, spread as a T-pose's would be, then the gesture: the still pose has more
     samples and was read, found not to be the gesture, and the gesture after it lost."""
