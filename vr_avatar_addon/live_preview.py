@@ -209,6 +209,8 @@ class LivePreview:
             self.avatar.step(positions, rotations, tracked, min(now - self.last, 0.1))
             if listening and self.calibration.calibration is not None:
                 report({'INFO'}, calibration_line(self.calibration.calibration))
+                if self.calibration.calibration.found:
+                    recording.Recording.live_calibration = self.calibration.calibration
             self.key_while_recording(context, report, now)
         self.last = now
         return True
@@ -250,6 +252,7 @@ class LivePreview:
         """Close the source (keying a take still recording); the armature's pose and the scene's preview setting as
         they were (of an armature or file freed meanwhile, what is left)."""
         self.source.close()
+        recording.Recording.live_calibration = None
         with suppress(ReferenceError):
             if report is not None:
                 self.write_keys(context, report)

@@ -1,5 +1,6 @@
 """Recording a three-point stream: the headset and controller poses sampled from Blender's VR session or from an
 OpenXR runtime (core's pyopenxr source) and written to the Record To file when the recording stops."""
+import dataclasses
 import time
 from pathlib import Path
 
@@ -80,6 +81,9 @@ class Recording:
 
     current: "Recording | None" = None
     """The recording in progress, if any: a live preview keys the avatar while it samples."""
+    live_calibration = None
+    """What a running Live Preview's calibration found (a StreamCalibration), if it found the gesture: a take without
+    a gesture of its own stores it, so its solve sees the controllers as the preview did."""
 
     def __init__(self, context, source: str, report, by_button: bool = False):
         if source == 'BLENDER_VR' and not vr_session_running(context):
@@ -191,21 +195,35 @@ class Recording:
         if self.rate:
             stream = stream.resampled(self.rate)
             comments.append(f"resampled to {self.rate:g} Hz")
+        stored = preview_calibration(stream)
+        if stored is not None:
+            comments += [f"calibration gesture read by Live Preview before this take ({stored.pose}-pose)",
+                         stored.comment()]
         if not write_stream_or_report(self.report, self.path, stream, comments):
             self.refused = True
             return
-        take = listed_take(self.takes, self.path, stream)
+        take = listed_take(self.takes, self.path, stream, stored)
         self.written += 1
         self.report({'INFO'}, f"Recorded take '{take.name}': {len(stream)} samples ({stream.duration:.1f} s) to "
                     f"{self.path}" + ("; calibration gesture found" if take.calibrated else ""))
 
 
-def listed_take(takes, path: Path, stream):
-    """The take at `path` added to the scene's take list with its length and calibration (and made active)."""
+def preview_calibration(stream):
+    """The running Live Preview's calibration, for a take without a gesture of its own (its pose's time, before the
+    take began, stored as 0), or None."""
+    found = Recording.live_calibration
+    if found is None or core.devices.calibration.calibrate_stream(stream).found:
+        return None
+    return dataclasses.replace(found, pose_s=(0.0, 0.0))
+
+
+def listed_take(takes, path: Path, stream, calibration=None):
+    """The take at `path` added to the scene's take list with its length and calibration (`calibration`, stored with
+    it, else the gesture it starts with; and made active)."""
     take = takes.add()
     take.name, take.path = path.stem, bpy.path.relpath(str(path)) if bpy.data.is_saved else str(path)
     take.samples, take.duration_s = len(stream), float(stream.duration)
-    calibration = core.devices.calibration.calibrate_stream(stream)
+    calibration = calibration or core.devices.calibration.calibrate_stream(stream)
     take.calibrated = calibration.found
     try:
         take.height_m = calibration.standing_hmd_height_m if calibration.found else core.solution.standing_height(

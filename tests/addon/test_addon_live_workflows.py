@@ -179,11 +179,12 @@ def test_the_preview_follows_what_changes_under_it(bpy, installed, avatar, capfd
 
 @pytest.mark.parametrize("calibrate", [True, False], ids=["calibrate", "as-held"])
 def test_the_gesture_at_the_previews_start_calibrates_the_live_avatar(bpy, installed, avatar, capfd, monkeypatch,
-                                                                      calibrate):
+                                                                      tmp_path, calibrate):
     """The preview fed a stream that starts with the calibration gesture, the controllers held up to 3 cm and 15
     degrees off, one frame a tick at the stream's own times: with Calibrate Devices the grips are read from the
-    gesture as a solve reads them from the file, the status bar says so once, and the calibration outlives the avatar
-    made anew when the scene changes; without it the devices are taken as they come."""
+    gesture as a solve reads them from the file, the status bar says so once, the calibration outlives the avatar
+    made anew when the scene changes, and a take recorded after it, without a gesture of its own, stores it (its
+    solve saw the controllers as assumed before); without it the devices are taken as they come."""
     from device_streams import NOISY
     core = installed.core
     simulated = core.devices.simulate.simulate_stream(core.files.bvh.read_bvh(FIXTURE_WALK_1)[:150], NOISY)
@@ -213,9 +214,27 @@ def test_the_gesture_at_the_previews_start_calibrates_the_live_avatar(bpy, insta
         assert preview.live.avatar is not first and preview.live.avatar.live.calibration.calibration is found
     else:
         assert preview.live.calibration is None and preview.live.avatar.live.calibration is None
+    monkeypatch.undo()
+    settings = bpy.context.scene.vr_avatar.stream
+    settings.record_path, settings.countdown_s = str(tmp_path / "take.csv"), 0.0
+    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
+    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
+    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
+    for _ in range(10):
+        recorder.modal(bpy.context, tick)
+    recorder.stop_requested = True
+    assert recorder.modal(bpy.context, tick) == {'FINISHED'}
+    stored = core.devices.calibration.stored_calibration(tmp_path / "take_001.csv")
+    assert settings.takes[-1].calibrated == calibrate
+    if calibrate:
+        assert stored.found and np.array_equal(np.array(stored.grip_offsets_m, dtype=float).round(4),
+                                               np.array(found.grip_offsets_m, dtype=float).round(4))
+    else:
+        assert stored is None
     assert preview.modal(bpy.context, ESC) == {'FINISHED'}
-    found = [line for line in reports if "calibration" in line]  # besides the runtime's status
-    assert found == (["Live Preview: calibration gesture found (T-pose); left and right grips measured"]
+    assert installed.recording.Recording.live_calibration is None
+    lines = [line for line in reports if "calibration" in line]  # besides the runtime's status
+    assert lines == (["Live Preview: calibration gesture found (T-pose); left and right grips measured"]
                      if calibrate else [])
     _stops_cleanly(bpy, installed, capfd)
 
