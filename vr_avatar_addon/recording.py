@@ -195,26 +195,25 @@ class Recording:
         if self.rate:
             stream = stream.resampled(self.rate)
             comments.append(f"resampled to {self.rate:g} Hz")
-        stored = preview_calibration(stream)
+        own = core.devices.calibration.calibrate_stream(stream)
+        stored = None if own.found else preview_calibration()
         if stored is not None:
             comments += [f"calibration gesture read by Live Preview before this take ({stored.pose}-pose)",
                          stored.comment()]
         if not write_stream_or_report(self.report, self.path, stream, comments):
             self.refused = True
             return
-        take = listed_take(self.takes, self.path, stream, stored)
+        take = listed_take(self.takes, self.path, stream, stored or own)
         self.written += 1
         self.report({'INFO'}, f"Recorded take '{take.name}': {len(stream)} samples ({stream.duration:.1f} s) to "
                     f"{self.path}" + ("; calibration gesture found" if take.calibrated else ""))
 
 
-def preview_calibration(stream):
+def preview_calibration():
     """The running Live Preview's calibration, for a take without a gesture of its own (its pose's time, before the
     take began, stored as 0), or None."""
     found = Recording.live_calibration
-    if found is None or core.devices.calibration.calibrate_stream(stream).found:
-        return None
-    return dataclasses.replace(found, pose_s=(0.0, 0.0))
+    return None if found is None else dataclasses.replace(found, pose_s=(0.0, 0.0))
 
 
 def listed_take(takes, path: Path, stream, calibration=None):

@@ -361,9 +361,7 @@ def calibrate_stream(stream: ThreePointStream, config: CalibrationConfig = Calib
     the first of `calibration_poses` (of those whose last frame is at `ended_by` or before) that is the gesture; a
     pose held still (the devices on a table, arms spread without circling the wrists) is passed over."""
     for frames, pose in calibration_poses(stream, config):
-        rotations = quat.unroll(stream.rotations[frames])
-        if stream.times[frames[-1]] <= ended_by and max(
-                wrist_turn_deg(rotations[:, c]) for c in (1, 2)) >= config.min_wrist_turn_deg:
+        if stream.times[frames[-1]] <= ended_by:
             calibration = pose_calibration(stream, frames, pose, config, devices)
             if calibration.found:
                 return calibration
@@ -377,17 +375,19 @@ def wrist_turn_deg(rotations: np.ndarray) -> float:
 
 def pose_calibration(stream: ThreePointStream, frames: np.ndarray, pose: str, config: CalibrationConfig,
                      devices: DeviceOffsets) -> StreamCalibration:
-    """The estimates from one pose's `frames`; not found where they are not the gesture's."""
+    """The estimates from one pose's `frames`; not found where they are not the gesture's (at once where neither
+    controller turned `min_wrist_turn_deg`: a pose held still)."""
     times = stream.times[frames]
     positions, rotations = stream.positions[frames], quat.unroll(stream.rotations[frames])
-    offsets, turns, residuals, wrists = [], [], [], []
-    for c in (1, 2):
-        turn = wrist_turn_deg(rotations[:, c])
+    turns = [wrist_turn_deg(rotations[:, c]) for c in (1, 2)]
+    if max(turns) < config.min_wrist_turn_deg:
+        return StreamCalibration(False)
+    offsets, residuals, wrists = [], [], []
+    for c, turn in zip((1, 2), turns):
         offset, residual, error = pose_pivot(positions[:, c], rotations[:, c], times)
         measured = (turn >= config.min_wrist_turn_deg and residual <= config.max_pivot_residual_m
                     and error <= config.max_offset_error_m and float(np.linalg.norm(offset)) <= MAX_OFFSET_M)
         offsets.append(offset if measured else None)
-        turns.append(turn)
         residuals.append(residual * 1000.0)
         wrists.append(positions[:, c] - quat.rotate(rotations[:, c], offset if measured else grip_offset(devices)))
     left = reject(np.mean(wrists[0] - wrists[1], axis=0), UP)

@@ -67,6 +67,15 @@ def _tick(bpy, preview, ticks: int = 3) -> set:
     return result
 
 
+def _start_recording(bpy, installed, folder):
+    """Record OpenXR into `folder` (take.csv, no countdown): the running recorder and a timer event for it."""
+    settings = bpy.context.scene.vr_avatar.stream
+    settings.record_path, settings.countdown_s = str(folder / "take.csv"), 0.0
+    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
+    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
+    return recorder, SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
+
+
 def _printed(capfd) -> str:
     """What was printed since the last call: Blender prints an operator's reports in the background."""
     out, err = capfd.readouterr()
@@ -216,10 +225,7 @@ def test_the_gesture_at_the_previews_start_calibrates_the_live_avatar(bpy, insta
         assert preview.live.calibration is None and preview.live.avatar.live.calibration is None
     monkeypatch.undo()
     settings = bpy.context.scene.vr_avatar.stream
-    settings.record_path, settings.countdown_s = str(tmp_path / "take.csv"), 0.0
-    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
-    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
-    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
+    recorder, tick = _start_recording(bpy, installed, tmp_path)
     for _ in range(10):
         recorder.modal(bpy.context, tick)
     recorder.stop_requested = True
@@ -282,10 +288,7 @@ def test_the_runtime_failing_mid_take_ends_the_recording_and_keeps_the_take(bpy,
     """Record OpenXR, the runtime failing mid-take: the recording ends and writes what it had. Before, every tick
     raised RuntimeFailureError (Blender ends the operator then: the take never written, the session left open)."""
     stream = bpy.context.scene.vr_avatar.stream
-    stream.record_path, stream.countdown_s = str(tmp_path / "take.csv"), 0.0
-    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
-    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
-    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
+    recorder, tick = _start_recording(bpy, installed, tmp_path)
     for _ in range(10):
         assert recorder.modal(bpy.context, tick) == {'PASS_THROUGH'}
     _runtime_fails(monkeypatch)
@@ -301,14 +304,10 @@ def test_a_take_recorded_while_previewing_shares_the_runtime(bpy, installed, ava
     """Record OpenXR while Live Preview (OpenXR) runs: one OpenXR session for both (the loader allows one instance a
     process), the take written with the frames the preview's ticks polled too, the preview keyed as '<take> Live';
     the session closed once both have stopped. Before, the recording was refused (LimitReachedError)."""
-    stream = bpy.context.scene.vr_avatar.stream
-    stream.record_path, stream.countdown_s = str(tmp_path / "take.csv"), 0.0
     preview = _start(bpy, installed)
     _tick(bpy, preview)
-    assert bpy.ops.vr_avatar.record_stream(source='OPENXR') == {'RUNNING_MODAL'}
-    recorder = installed.operators.stream.VR_AVATAR_OT_record_stream._recording
+    recorder, tick = _start_recording(bpy, installed, tmp_path)
     assert recorder.recording.openxr.source is preview.live.source.source.source
-    tick = SimpleNamespace(type='TIMER', value='NOTHING', timer=recorder.timer)
     for _ in range(20):  # the two timers take turns, each polling the runtime
         _tick(bpy, preview, 1)
         recorder.modal(bpy.context, tick)
