@@ -5,7 +5,9 @@ clip's own skeleton (the clip as a BVH character: its names, rest pose and propo
 and scored against the clip: MPJPE and hands (SPEC §5, over the canonical joints), and the feet as the person's
 own: `toe_lift_ratio`, the 95th percentile of the toes' heights over their floor against the clip's, and
 `foot_slide_ratio`, SPEC §5 foot skating against the clip's, each motion's toes over its own floor (the 1st
-percentile of its toe heights; characters place their toe joints at the ball of the foot or at its tip).
+percentile of its toe heights; characters place their toe joints at the ball of the foot or at its tip), leaving out
+the frame steps across a jump of the stream (a teleport, or a capture's first frame placed far from its second): a
+body moved there was put, not slid.
 `solver_mpjpe_cm` and `solver_foot_slide_ratio` are the same solve on the solver's own skeleton (its sliding over
 its own floor, against the clip's). With `--physics` the physics pass follows the solve before it is retargeted, as
 `solve --physics --avatar` does. Figures are per clip and frame-weighted means over them.
@@ -19,10 +21,11 @@ import numpy as np
 
 from ...config import SimulationConfig, SolveConfig
 from ...devices.attachments import implied_joint_positions
+from ...devices.jumps import crossing, jump_samples
 from ...devices.simulate import simulate_stream
 from ..mocap_split import read_humanoid
 from ...anim.contacts import floor_height
-from ...quality.metrics import foot_skate_cm_s, score_motion
+from ...quality.metrics import foot_skate_per_frame, score_motion
 from ...rig.humanoid import find_mapping
 from ...retarget.target import bvh_target
 from ...retarget.retargeting import on_bvh_skeleton, retarget_solution
@@ -35,13 +38,24 @@ FIGURES = ("mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "toe_lift_
            "solver_mpjpe_cm", "solver_foot_slide_ratio")
 
 
-def feet(motion) -> tuple[float, float]:
+def feet(motion, steps: np.ndarray | None = None) -> tuple[float, float]:
     """A motion's toe lift (m, TOE_LIFT_PERCENTILE of its toes' heights over their floor) and foot skating (cm/s),
-    over its own floor."""
+    over its own floor; `steps` (T - 1,) bool: the frame steps the skating counts (default all)."""
     mapping = find_mapping(motion.skeleton)
     toes = motion.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
     floor = floor_height(toes[..., 1])
-    return float(np.percentile(toes[..., 1] - floor, TOE_LIFT_PERCENTILE)), foot_skate_cm_s(toes, motion.fps, floor)
+    skate = foot_skate_per_frame(toes, motion.fps, floor)
+    if steps is not None:
+        skate = skate[steps[:len(skate)]]
+    return (float(np.percentile(toes[..., 1] - floor, TOE_LIFT_PERCENTILE)),
+            float(skate.mean() * 100.0) if skate.size else 0.0)
+
+
+def steps_without_jumps(stream, fps: float, frames: int) -> np.ndarray:
+    """(frames - 1,) bool: the steps between frames at `fps` (from the stream's first time) that cross no jump of
+    the stream's (`core.devices.jumps`)."""
+    times = stream.times[0] + np.arange(frames) / fps
+    return ~crossing(stream.times[jump_samples(stream)], times)[1:]
 
 
 def clip_figures(motion, solver, seconds: float = 0.0, physics: bool = False) -> dict:
@@ -61,8 +75,9 @@ def clip_figures(motion, solver, seconds: float = 0.0, physics: bool = False) ->
     character, truth = character[:frames], truth[:frames]
     figures = {k: v for k, v in score_motion(character, truth, implied).items() if k in FIGURES}
     figures["solver_mpjpe_cm"] = score_motion(solution.motion, truth, implied)["mpjpe_cm"]
-    (lift, slide), (true_lift, true_slide) = feet(character), feet(truth)
-    solver_slide = feet(solution.motion.resampled(motion.fps)[:frames])[1]
+    steps = steps_without_jumps(simulated.stream, motion.fps, frames)
+    (lift, slide), (true_lift, true_slide) = feet(character, steps), feet(truth, steps)
+    solver_slide = feet(solution.motion.resampled(motion.fps)[:frames], steps)[1]
     figures.update(toe_lift_ratio=lift / max(true_lift, 1e-9), foot_slide_ratio=slide / max(true_slide, 1e-9),
                    solver_foot_slide_ratio=solver_slide / max(true_slide, 1e-9),
                    toe_lift_cm=100 * lift, toe_lift_cm_truth=100 * true_lift, foot_slide_cm_s=slide,
