@@ -326,6 +326,9 @@ class N3PConfig:
     """§8.2: ignore the controllers; the predictor's own o* stands in for them every frame."""
     hand_ik: bool = True
     """§7: arm IK puts the wrists where the controllers imply them (tracked controllers only)."""
+    controller_hands: bool = True
+    """With the arm IK, each tracked hand turns as its controller does, about the predicted grip
+    (ik/controller_hands.py); off: the hands keep the predicted orientation."""
     foot_lock: bool = True
     """§7: hold the feet the predictor says are in contact where they touched down (leg IK)."""
     foot_unlock_distance_m: float = 0.2
@@ -380,6 +383,9 @@ class HybridConfig:
     facing)."""
     foot_lock: bool = True
     """MMVR §6.2 on the result: the contacts while travelling, both feet while standing."""
+    controller_hands: bool = True
+    """Each tracked hand turns as its controller does, about the predicted grip (MMVR §6's end effectors oriented by
+    the controllers; ik/controller_hands.py); off: the hands keep the predictor's orientation."""
     foot_unlock_distance_m: float = 0.3
     """While travelling, release a locked foot when the pose's toe is this far from it (motion matching's)."""
     foot_unlock_halflife_s: float = 0.1

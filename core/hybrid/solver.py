@@ -11,7 +11,8 @@ result keeps the predictor's pose (root, spine, neck, head, arms), then:
    (blend.travel_weights);
 3. feet and hands: the foot lock (MMVR §6.2) holds the feet on the predicted contacts (or the matched poses')
    while travelling and both feet while standing, a released foot catching up in a low arc; the hands go to
-   the wrists the controllers imply (Neural3Points §7's arm IK), both in one two-bone IK.
+   the wrists the controllers imply (Neural3Points §7's arm IK), both in one two-bone IK, and turn as the
+   controllers do (ik/controller_hands.py).
 `step` is the live driver (one frame); `solve` the offline one, which runs the predictor's own offline
 driver (30 Hz, interpolated onto the output's timeline) and the devices' frames (or motion matching's steps
 1-5), then puts every frame together with the same `combine`. Measured in docs/default_method.md.
@@ -30,6 +31,7 @@ from ..devices.held import HeldDevices
 from ..devices.jumps import held_up_to_jumps
 from ..devices.plausibility import without_unusable_samples
 from ..files.stream import ThreePointStream
+from ..ik.controller_hands import ControllerHands
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.torso_reach import TorsoReach
 from ..ik.two_bone import Arms, two_bone_ik
@@ -115,6 +117,7 @@ class HybridSolver:
         self.facing.reset()
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s,
                                   self.config.lift_off_m, self.config.step_height)
+        self.hands = ControllerHands()
         self.speed = TrailingMean(self.config.speed_window_s * self.fps)
         self.live_facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None
@@ -182,6 +185,7 @@ class HybridSolver:
         else:  # the predictor's 30 Hz contacts held between its ticks, as live
             matched, contacts = None, predicted.contacts
         self.foot_lock.reset()
+        self.hands.reset()
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
             contacts, dts, restarts, *self.wrists(stepped.positions, stepped.rotations, stepped.tracked))
@@ -225,10 +229,12 @@ class HybridSolver:
         return forward_kinematics(self.skeleton.parents, body.rotations, body.positions, self.posed)
 
     def wrists(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray):
-        """The wrists (T, 2, 3) the controllers imply from device poses (T, 3, ...), and where they are tracked (T, 2)."""
+        """The wrists (T, 2, 3) the controllers imply from device poses (T, 3, ...), where they are tracked (T, 2),
+        and the controllers' rotations (T, 2, 4; identity where untracked)."""
         hands = tracked[:, 1:]
         usable = np.where(tracked[..., None], rotations, quat.identity())
-        return joints_from_devices(np.where(np.isfinite(positions), positions, 0.0), usable, self.offsets)[:, 1:], hands
+        wrists = joints_from_devices(np.where(np.isfinite(positions), positions, 0.0), usable, self.offsets)[:, 1:]
+        return wrists, hands, usable[:, 1:]
 
     def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
@@ -238,13 +244,15 @@ class HybridSolver:
         return self.transfer.carry(world), world_positions[:, toes, 1]
 
     def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
-                contacts: np.ndarray, dt, restarts: np.ndarray, wrists: np.ndarray, hands: np.ndarray):
+                contacts: np.ndarray, dt, restarts: np.ndarray, wrists: np.ndarray, hands: np.ndarray,
+                controllers: np.ndarray):
         """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its `lower_pose`
         (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2); None: the
         predictor's legs stay), the body's facing (T,) or None (the predictor's), travel weights (T,), the contacts
         the feet lock on while travelling (T, 2; HybridConfig.legs says whose), time steps and foot-lock restarts
-        (T,), the wrists the controllers imply (T, 2, 3) and where they are tracked (T, 2). The feet and the hands
-        are posed by one two-bone IK."""
+        (T,), the wrists the controllers imply (T, 2, 3), where they are tracked (T, 2) and the controllers'
+        rotations (T, 2, 4). The feet and the hands are posed by one two-bone IK; the hands turn with the controllers
+        (`controller_hands`)."""
         parents = self.skeleton.parents
         rotations, positions = pose[0].copy(), pose[1].copy()
         parent = parents[self.hips]
@@ -276,6 +284,8 @@ class HybridSolver:
         rotations, positions = self.reach_with_torso(local, out_positions, rotations, positions, wrists, hands)
         chains = np.vstack([self.legs.chains[:, :4], self.arms.chains])
         chain_rotations, chain_positions = rotations[:, chains], positions[:, chains]
+        if self.config.controller_hands:
+            chain_rotations[:, 2:, 3] = self.hands.turned(chain_rotations[:, 2:, 3], controllers, hands, dt)
         targets = np.where(hands[..., None], wrists, chain_positions[:, 2:, 3])
         if self.config.foot_lock or toe_heights is not None:
             travelling = weights > 0.5

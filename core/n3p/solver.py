@@ -15,7 +15,7 @@ Per frame (`N3PSolver.step`, the live driver):
 4. the predicted orientations of the canonical joints pose the model's skeleton, the hips at the
    predicted position;
 5. §7's IK: feet the predictor marks in contact are locked where they touched down (leg IK), and
-   the wrists are put on the controllers (arm IK; the hands keep the predicted orientation).
+   the wrists are put on the controllers (arm IK), the hands turning as the controllers do (ik/controller_hands.py).
 `solve` (the offline driver) steps the stream resampled to 30 Hz through the same code (steps 1-3), then poses
 the predictions interpolated onto the output's timeline (`N3PConfig.fps`) with the IK at every output frame.
 The physics-based normal mode (control policy, simulation, tracker correction) is not here; it would
@@ -36,6 +36,7 @@ from ..devices.jumps import crossing, held_up_to_jumps, hmd_may_have_jumped, jum
 from ..devices.plausibility import step_seconds, usable_poses, without_unusable_samples
 from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
+from ..ik.controller_hands import ControllerHands
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
 from ..math import quat
@@ -168,6 +169,7 @@ class N3PSolver:
         self.waiting_for_hmd = True
         self.predictor = N3PPredictor(self.model)
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s)
+        self.hands = ControllerHands()
         self.standing = StandingHeight(self.config.calibration_s, standing_hmd_height_m or self.fixed_height)
         """The user's standing HMD height, measured as the stream goes (given: fixed)."""
         self.size: float | None = None
@@ -368,6 +370,9 @@ class N3PSolver:
         hands = tracked[:, 1:]
         if self.config.hand_ik and hands.any():
             wrists = joints_from_devices(positions, rotations, self.offsets)[:, 1:]
+            if self.config.controller_hands:
+                arms = (arms[0].copy(), arms[1])
+                arms[0][:, :, 3] = self.hands.turned(arms[0][:, :, 3], rotations[:, 1:], hands, dts)
             self.reach(motion.rotations, arms, wrists, hands)
 
     def arm_poses(self, motion: Motion):
@@ -379,7 +384,8 @@ class N3PSolver:
 
     def reach(self, rotations: np.ndarray, arms, wrists: np.ndarray, tracked: np.ndarray) -> None:
         """Arm IK over poses (T, J, 4) whose arm chains' global poses are `arms` (arm_poses): turn upper arm and
-        forearm so each tracked wrist (T, 2, 3; tracked (T, 2)) reaches its target; the hand keeps its orientation."""
+        forearm so each tracked wrist (T, 2, 3; tracked (T, 2)) reaches its target; each hand takes its world
+        rotation in `arms`."""
         global_rotations, global_positions = arms
         targets = np.where(tracked[..., None], wrists, global_positions[:, :, 3])
         upper, fore = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], global_positions[:, :, 3],

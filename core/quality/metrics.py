@@ -9,6 +9,7 @@ import numpy as np
 
 from ..anim.character import body_yaw
 from ..anim.contacts import floor_height
+from ..math import quat
 from ..math.angle import wrap_angle
 from ..anim.motion import Motion
 from ..rig.humanoid import CANONICAL_JOINTS, LOWER_BODY, UPPER_BODY, find_mapping
@@ -42,6 +43,21 @@ def hand_cm(hands: np.ndarray, implied_hands: np.ndarray, tracked: np.ndarray | 
     if tracked is not None:
         distance = distance[np.asarray(tracked, dtype=bool)]
     return float(distance.mean() * 100.0) if distance.size else float("nan")
+
+
+def hand_turn_deg(hands: np.ndarray, true_hands: np.ndarray, tracked: np.ndarray | None = None) -> float:
+    """How far the hands' world rotations (T, 2, 4) turn away from the truth's, degrees: per hand, the angle of each
+    frame's rotation between the two once the clip's mean of it is taken out (the solver's hand bones and the
+    clip's need not lie alike, and the grip in the hand is not known: what counts is following the hand's turns).
+    Frames whose controller is not tracked (tracked (T, 2) False) are left out."""
+    between = quat.inverse_multiply(hands, true_hands)
+    keep = np.ones(between.shape[:2], bool) if tracked is None else np.asarray(tracked, dtype=bool)
+    angles = []
+    for side in range(between.shape[1]):
+        kept = between[keep[:, side], side]
+        if len(kept):
+            angles.append(quat.angle_between(quat.mean(kept)[None], kept))
+    return float(np.degrees(np.concatenate(angles)).mean()) if angles else float("nan")
 
 
 TORSO_REACH_M = 0.1
@@ -95,7 +111,7 @@ def score_motion(solved: Motion, truth: Motion, implied_hands: np.ndarray | None
 
     The two motions may use different skeletons (each is mapped onto the canonical humanoid);
     `solved` is resampled to the truth's rate and both are cut to the shorter length.
-    `implied_hands` (T, 2, 3), left then right, adds `hand_cm`.
+    `implied_hands` (T, 2, 3), left then right, adds `hand_cm` and `hand_turn_deg`.
     """
     solved = solved.resampled(truth.fps)
     frames = min(len(solved), len(truth))
@@ -121,7 +137,15 @@ def score_motion(solved: Motion, truth: Motion, implied_hands: np.ndarray | None
         hands = [mapping["l_hand"], mapping["r_hand"]]
         tracked = None if hands_tracked is None else hands_tracked[:frames]
         result["hand_cm"] = hand_cm(ours[:, hands], implied_hands[:frames], tracked)
+        turns = [_hand_rotations(m)[:frames] for m in (solved, truth)]
+        result["hand_turn_deg"] = hand_turn_deg(*turns, tracked)
     return result
+
+
+def _hand_rotations(motion: Motion) -> np.ndarray:
+    """World rotations (T, 2, 4) of the left and right hand."""
+    mapping = find_mapping(motion.skeleton)
+    return motion.global_transforms()[0][:, [mapping["l_hand"], mapping["r_hand"]]]
 
 
 def _canonical_positions(motion: Motion) -> np.ndarray:

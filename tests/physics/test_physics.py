@@ -577,7 +577,8 @@ def test_float_and_balance_average_over_the_frames_they_count_not_the_clips_leng
 
     def clip(frames, balance, counted, float_cm, planted):
         return {**{k: 1.0 for k in ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower",
-                                     "hand_cm", "foot_skate_cm_s", "jitter", "foot_skate_gt_cm_s", "jitter_truth")},
+                                     "hand_cm", "hand_turn_deg", "foot_skate_cm_s", "jitter", "foot_skate_gt_cm_s",
+                                     "jitter_truth")},
                 "frames": frames, "seconds": 1.0, "balance_frames": balance, "balance_frames_gt": 0.0,
                 "balance_counted_frames": counted, "float_cm": float_cm, "float_counted_frames": planted}
 
