@@ -54,6 +54,17 @@ def hybrid(model, database=None, config=HybridConfig()) -> HybridSolver:
     return HybridSolver(N3PSolver(model), None, HybridConfig(**{**config.__dict__, "legs": "matched"}), matching)
 
 
+def stepped_live(solver: HybridSolver, offline) -> Motion:
+    """The solver stepped live, a frame at a time, over the frames of its offline solution's stream."""
+    stepped = offline.stream
+    solver.reset(offline.standing_height_m)
+    frames = [solver.step(stepped.positions[t], stepped.rotations[t], stepped.tracked[t],
+                          stepped.times[t] - stepped.times[t - 1] if t else 1.0 / solver.fps)
+              for t in range(len(stepped))]
+    return Motion(solver.skeleton, np.concatenate([f.rotations for f in frames]),
+                  np.concatenate([f.positions for f in frames]), solver.fps)
+
+
 @pytest.fixture(scope="module")
 def stream():
     return simulate_stream(read_bvh(FIXTURE_WALK_2), SimulationConfig(look_around_deg=40.0)).stream
@@ -160,13 +171,7 @@ def test_live_steps_give_the_offline_pose_of_the_same_frames_within_a_few_centim
     """Live and offline differ only in their averages (trailing against centred) and the predictor's rate."""
     solver = hybrid(model, database)
     offline = solve(stream, solver, None)
-    stepped = offline.stream
-    solver.reset(offline.standing_height_m)
-    frames = [solver.step(stepped.positions[t], stepped.rotations[t], stepped.tracked[t],
-                          stepped.times[t] - stepped.times[t - 1] if t else 1.0 / solver.fps)
-              for t in range(len(stepped))]
-    live = Motion(solver.skeleton, np.concatenate([f.rotations for f in frames]),
-                  np.concatenate([f.positions for f in frames]), solver.fps)
+    live = stepped_live(solver, offline)
     count = min(len(live), len(offline.motion))
     gap = np.linalg.norm(live.global_positions()[:count] - offline.motion.global_positions()[:count], axis=-1)
     assert np.isfinite(gap).all() and gap.mean() < 0.06
@@ -292,11 +297,5 @@ def test_the_hands_turn_as_the_controllers_do_live_and_offline(model, stream):
     assert (spread(offline.motion, controllers) < 4.5).all()
     alone = solve(rolled, hybrid(model, config=HybridConfig(controller_hands=False)), None)
     assert (spread(alone.motion, controllers) > 14.0).all()
-    stepped = offline.stream
-    solver.reset(offline.standing_height_m)
-    frames = [solver.step(stepped.positions[t], stepped.rotations[t], stepped.tracked[t],
-                          stepped.times[t] - stepped.times[t - 1] if t else 1.0 / solver.fps)
-              for t in range(len(stepped))]
-    live = Motion(solver.skeleton, np.concatenate([f.rotations for f in frames]),
-                  np.concatenate([f.positions for f in frames]), solver.fps)
+    live = stepped_live(solver, offline)
     assert (spread(live, controllers) < 4.5).all()
