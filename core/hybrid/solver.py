@@ -12,7 +12,7 @@ result keeps the predictor's pose (root, spine, neck, head, arms), then:
 3. feet and hands: the foot lock (MMVR §6.2) holds the feet on the predicted contacts (or the matched poses')
    while travelling and both feet while standing, a released foot catching up in a low arc; the hands go to
    the wrists the controllers imply (Neural3Points §7's arm IK), both in one two-bone IK, and turn as the
-   controllers do (ik/controller_hands.py).
+   controllers do (ik/controller_hands.py), an elbow turning where its wrist would break (ik/wrist_swivel.py).
 `step` is the live driver (one frame); `solve` the offline one, which runs the predictor's own offline
 driver (30 Hz, interpolated onto the output's timeline) and the devices' frames (or motion matching's steps
 1-5), then puts every frame together with the same `combine`. Measured in docs/default_method.md.
@@ -35,9 +35,11 @@ from ..ik.controller_hands import ControllerHands
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.torso_reach import TorsoReach
 from ..ik.two_bone import Arms, two_bone_ik
+from ..ik.wrist_swivel import elbows_turned
 from ..matching.solver import MotionMatchingSolver, lower_body_frames
 from ..math import quat
 from ..math.angle import wrap_angle
+from ..math.vector import unit
 from ..n3p.solver import N3PSolver
 from ..n3p.state import J_LO
 from ..orientation.facing import BodyFacing
@@ -89,6 +91,8 @@ class HybridSolver:
         self.turned = np.array([*self.lower, self.mapping["spine"]])
         """The joints whose local rotations the lower-body turn (and matched legs) change: the spine turns back."""
         self.posed = [*self.turned, *self.arms.chains[:, -1], self.mapping["neck"]]
+        self.hand_directions = unit(self.skeleton.offsets[self.arms.chains[:, -1]])
+        """(2, 3) each hand's offset from its forearm, in the forearm's frame (ik/wrist_swivel.py)."""
         """The joints whose global poses `combine` reads: those, the arms and the neck."""
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
@@ -297,6 +301,10 @@ class HybridSolver:
             targets = np.concatenate([chain_positions[:, :2, 3], targets], axis=1)
         upper, lower = two_bone_ik(chain_positions[..., 1, :], chain_positions[..., 2, :], chain_positions[..., 3, :],
                                    targets, chain_rotations[..., 1, :], chain_rotations[..., 2, :])
+        if self.config.wrist_swivel:
+            upper[:, 2:], lower[:, 2:] = elbows_turned(chain_rotations[:, 2:], chain_positions[:, 2:], upper[:, 2:],
+                                                       lower[:, 2:], chain_rotations[:, 2:, 3], hands,
+                                                       self.hand_directions)
         self.legs.set(local, rotations[:, self.legs.chains], upper[:, :2], lower[:, :2])
         self.arms.set(local, chain_rotations[:, 2:], upper[:, 2:], lower[:, 2:], hands)
         return local, out_positions

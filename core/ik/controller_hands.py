@@ -42,17 +42,23 @@ class ControllerHands:
         (T, 2, 4), taken out; the others as predicted. `dts` (T,) or a number: the frames' time steps."""
         predicted = np.asarray(predicted, dtype=float)
         tracked = np.asarray(tracked, dtype=bool)
-        usable = tracked[..., None]
-        controllers = quat.normalize(np.where(usable, controllers, quat.identity()))
+        controllers = quat.normalize(np.where(tracked[..., None], controllers, predicted))
         measured = quat.inverse_multiply(predicted, controllers)
         steps = np.broadcast_to(np.asarray(dts, dtype=float), (len(predicted),))
-        shares = -np.expm1(-np.where(np.isfinite(steps), np.maximum(steps, 0.0), 0.0) / self.memory_s)
+        shares = -np.expm1(-np.where(steps > 0.0, steps, 0.0) / self.memory_s)  # NaN > 0 is False
         grips = np.empty_like(measured)
-        for t in range(len(measured)):
-            for side in np.flatnonzero(tracked[t]):
-                self.frames[side] += 1
-                grip = quat.nearest_sign(measured[t, side], self.grips[side])
-                share = max(shares[t], 1.0 / self.frames[side])
-                self.grips[side] = quat.normalize(self.grips[side] + share * (grip - self.grips[side]))
+        for t, sides in enumerate(tracked):
+            for side in (0, 1):
+                if sides[side]:
+                    self.update(side, measured[t, side], shares[t])
             grips[t] = self.grips
-        return np.where(usable, quat.multiply_inverse(controllers, grips), predicted)
+        return np.where(tracked[..., None], quat.multiply_inverse(controllers, grips), predicted)
+
+    def update(self, side: int, grip: np.ndarray, share: float) -> None:
+        """One tracked frame's grip into `side`'s mean: the expanding mean's share, or `share` once that is larger."""
+        self.frames[side] += 1
+        mean = self.grips[side]
+        if grip @ mean < 0.0:
+            grip = -grip
+        mean = mean + max(share, 1.0 / self.frames[side]) * (grip - mean)
+        self.grips[side] = mean / np.sqrt(mean @ mean)

@@ -15,7 +15,8 @@ Per frame (`N3PSolver.step`, the live driver):
 4. the predicted orientations of the canonical joints pose the model's skeleton, the hips at the
    predicted position;
 5. §7's IK: feet the predictor marks in contact are locked where they touched down (leg IK), and
-   the wrists are put on the controllers (arm IK), the hands turning as the controllers do (ik/controller_hands.py).
+   the wrists are put on the controllers (arm IK), the hands turning as the controllers do (ik/controller_hands.py)
+   and an elbow turning where its wrist would break (ik/wrist_swivel.py).
 `solve` (the offline driver) steps the stream resampled to 30 Hz through the same code (steps 1-3), then poses
 the predictions interpolated onto the output's timeline (`N3PConfig.fps`) with the IK at every output frame.
 The physics-based normal mode (control policy, simulation, tracker correction) is not here; it would
@@ -39,7 +40,9 @@ from ..files.stream import ThreePointStream, held_samples
 from ..ik.controller_hands import ControllerHands
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
+from ..ik.wrist_swivel import elbows_turned
 from ..math import quat
+from ..math.vector import unit
 from ..rig.humanoid import find_mapping
 from ..solution import Progress, Solution, progress_between, require_finite, waits_for_hmd, with_progress
 from .model import N3PModel, N3PPredictor, contacts_of, moved_with
@@ -390,6 +393,9 @@ class N3PSolver:
         targets = np.where(tracked[..., None], wrists, global_positions[:, :, 3])
         upper, fore = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], global_positions[:, :, 3],
                                   targets, global_rotations[:, :, 1], global_rotations[:, :, 2])
+        if self.config.wrist_swivel:
+            upper, fore = elbows_turned(global_rotations, global_positions, upper, fore, global_rotations[:, :, 3],
+                                        tracked, unit(self.skeleton.offsets[self.arms.chains[:, -1]]))
         self.arms.set(rotations, global_rotations, upper, fore, tracked)
 
     def solve(self, stream: ThreePointStream, progress: Progress | None = None):
