@@ -330,7 +330,7 @@ class N3PConfig:
     """With the arm IK, each tracked hand turns as its controller does, about the predicted grip
     (ik/controller_hands.py); off: the hands keep the predicted orientation."""
     wrist_swivel: bool = True
-    """With the arm IK, an elbow turns about the shoulder-to-wrist line where the wrist would bend past 60 degrees
+    """With the arm IK, an elbow turns about the shoulder-to-wrist line where the wrist would bend past 75 degrees
     (Parger §3.3; ik/wrist_swivel.py); off: the elbow stays in the pose's plane."""
     foot_lock: bool = True
     """§7: hold the feet the predictor says are in contact where they touched down (leg IK)."""
@@ -390,7 +390,7 @@ class HybridConfig:
     """Each tracked hand turns as its controller does, about the predicted grip (MMVR §6's end effectors oriented by
     the controllers; ik/controller_hands.py); off: the hands keep the predictor's orientation."""
     wrist_swivel: bool = True
-    """An elbow turns about the shoulder-to-wrist line where the wrist would bend past 60 degrees (Parger §3.3's
+    """An elbow turns about the shoulder-to-wrist line where the wrist would bend past 75 degrees (Parger §3.3's
     elbow rotation from the wrist's; ik/wrist_swivel.py); off: the elbow stays in the predicted pose's plane."""
     foot_unlock_distance_m: float = 0.3
     """While travelling, release a locked foot when the pose's toe is this far from it (motion matching's)."""

@@ -4,8 +4,10 @@ rotation from wrist rotation).
 Two-bone IK keeps the elbow in the plane the pose had; where that plane leaves the forearm pointing far from where
 the hand does (a torso placed off the person's, the arm folded to reach the controller), the wrist bends past any
 person's. The elbow then turns about the line from the shoulder to the wrist, the wrist staying where it is, toward
-the turn that lines the forearm up with the hand best: not at all while the wrist bends less than BEND_START_DEG,
-fully from BEND_FULL_DEG (smoothstep between), so an ordinary wrist keeps the pose's elbow.
+the place on its circle that lines the forearm up with the hand best, and only as far as brings the bend back to
+BEND_START_DEG (all the way where even the best place bends more): an ordinary wrist keeps the pose's elbow, and the
+turn grows from nothing as a wrist bends past that. On the elbow's circle the forearm's cosine with the hand is
+middle - swing cos(t - worst), so each turn has a closed form.
 """
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ import numpy as np
 from ..math import quat
 from ..math.vector import unit
 
-BEND_START_DEG = 60.0
+BEND_START_DEG = 75.0
 """A wrist bent less than this (hand direction against forearm direction) leaves the elbow where it is."""
-BEND_FULL_DEG = 90.0
-"""... and one bent this much or more turns the elbow all the way to the best-aligned forearm."""
+USEFUL_GAIN_DEG = 20.0
+"""A turn that could straighten the wrist by less than this (the hand along the shoulder-to-wrist line, where every
+elbow place is alike) is taken only in that share."""
 
 
 def bend_deg(forearms: np.ndarray, fingers: np.ndarray) -> np.ndarray:
@@ -33,13 +36,29 @@ def swivels(shoulders: np.ndarray, elbows: np.ndarray, wrists: np.ndarray, finge
     axis = unit(wrists - shoulders)
     out = elbows - shoulders
     out = out - np.sum(out * axis, axis=-1, keepdims=True) * axis  # from the line to the elbow
-    radius = np.linalg.norm(out, axis=-1, keepdims=True)
-    first = out / np.maximum(radius, 1e-9)
+    radius = np.linalg.norm(out, axis=-1)
+    first = out / np.maximum(radius, 1e-9)[..., None]
     second = np.cross(axis, first)
-    best = np.arctan2(-np.sum(second * fingers, axis=-1), -np.sum(first * fingers, axis=-1))
-    share = np.clip((bend_deg(wrists - elbows, fingers) - BEND_START_DEG) / (BEND_FULL_DEG - BEND_START_DEG), 0.0, 1.0)
-    share = np.where(radius[..., 0] > 1e-6, share * share * (3.0 - 2.0 * share), 0.0)
-    return quat.from_rotation_vector(axis * (share * best)[..., None])
+    forearm = np.linalg.norm(wrists - elbows, axis=-1)
+    # The forearm's cosine with the hand, the elbow turned by t: middle - swing * cos(t - worst).
+    middle = np.sum((wrists - elbows + out) * fingers, axis=-1) / np.maximum(forearm, 1e-9)
+    across = np.stack([np.sum(first * fingers, axis=-1), np.sum(second * fingers, axis=-1)], axis=-1)
+    swing = radius * np.linalg.norm(across, axis=-1) / np.maximum(forearm, 1e-9)
+    worst = np.arctan2(across[..., 1], across[..., 0])
+    best = wrap(worst + np.pi)
+    wanted = np.minimum(np.cos(np.radians(BEND_START_DEG)), middle + swing)
+    now = middle - swing * np.cos(worst)
+    reach = np.arccos(np.clip((wanted - middle) / np.maximum(swing, 1e-12), -1.0, 1.0))  # wanted's distance from best
+    turn = np.where(best >= 0.0, 1.0, -1.0) * np.maximum(np.abs(best) - reach, 0.0)  # toward best, stopping at wanted
+    gain = np.degrees(np.arccos(np.clip(now, -1.0, 1.0)) - np.arccos(np.clip(middle + swing, -1.0, 1.0)))
+    share = np.clip(gain / USEFUL_GAIN_DEG, 0.0, 1.0)
+    turn = np.where((now < wanted) & (radius > 1e-6), share * turn, 0.0)
+    return quat.from_rotation_vector(axis * turn[..., None])
+
+
+def wrap(angle: np.ndarray) -> np.ndarray:
+    """Angles (radians) in [-pi, pi)."""
+    return (angle + np.pi) % (2.0 * np.pi) - np.pi
 
 
 def elbows_turned(chain_rotations: np.ndarray, chain_positions: np.ndarray, upper: np.ndarray, lower: np.ndarray,

@@ -2,8 +2,8 @@
 the controllers are tracked, so the avatar's hands stay on them while the body answers to the floor.
 
 Each arm of the simulated pose is bent by two-bone IK (ik/two_bone.py) from its own shoulder so that the wrist
-reaches the solve's wrist, and the hand takes the solve's global rotation; the rest of the pose is the
-simulation's. The same function serves the offline pass and the live one, a frame at a time.
+reaches the solve's wrist, its elbow turned where the wrist would break (ik/wrist_swivel.py), and the hand takes
+the solve's global rotation; the rest of the pose is the simulation's. The same function serves the offline pass and the live one, a frame at a time.
 """
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from dataclasses import replace
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from ..ik.two_bone import Arms, two_bone_ik
+from ..ik.wrist_swivel import elbows_turned
 from ..math import quat
+from ..math.vector import unit
 from ..solution import Progress
 from .tracking import PhysicsResult, track
 
@@ -40,8 +42,11 @@ def hands_on_solve(simulated: Motion, solved: Motion, arms: Arms | None) -> Moti
     upper, fore = two_bone_ik(positions[:, chains[:, 1]], positions[:, chains[:, 2]], positions[:, chains[:, 3]],
                               wanted_positions[:, chains[:, 3]], rotations[:, chains[:, 1]],
                               rotations[:, chains[:, 2]])
+    hands = wanted_rotations[:, chains[:, 3]]
+    upper, fore = elbows_turned(rotations[:, chains], positions[:, chains], upper, fore, hands,
+                                np.ones((len(simulated), 2), dtype=bool), unit(simulated.skeleton.offsets[chains[:, 3]]))
     chain_rotations = rotations[:, chains].copy()
-    chain_rotations[:, :, 3] = wanted_rotations[:, chains[:, 3]]
+    chain_rotations[:, :, 3] = hands
     local = simulated.rotations.copy()
     arms.set(local, chain_rotations, upper, fore, np.ones((len(simulated), 2), dtype=bool))
     return Motion(simulated.skeleton, quat.normalize(local), simulated.positions, simulated.fps, simulated.name)
