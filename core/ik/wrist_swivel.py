@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..math import quat
+from ..math.angle import wrap_angle
 from ..math.vector import unit
 
 BEND_START_DEG = 75.0
@@ -45,7 +46,7 @@ def swivels(shoulders: np.ndarray, elbows: np.ndarray, wrists: np.ndarray, finge
     across = np.stack([np.sum(first * fingers, axis=-1), np.sum(second * fingers, axis=-1)], axis=-1)
     swing = radius * np.linalg.norm(across, axis=-1) / np.maximum(forearm, 1e-9)
     worst = np.arctan2(across[..., 1], across[..., 0])
-    best = wrap(worst + np.pi)
+    best = wrap_angle(worst + np.pi)
     wanted = np.minimum(np.cos(np.radians(BEND_START_DEG)), middle + swing)
     now = middle - swing * np.cos(worst)
     reach = np.arccos(np.clip((wanted - middle) / np.maximum(swing, 1e-12), -1.0, 1.0))  # wanted's distance from best
@@ -54,11 +55,6 @@ def swivels(shoulders: np.ndarray, elbows: np.ndarray, wrists: np.ndarray, finge
     share = np.clip(gain / USEFUL_GAIN_DEG, 0.0, 1.0)
     turn = np.where((now < wanted) & (radius > 1e-6), share * turn, 0.0)
     return quat.from_rotation_vector(axis * turn[..., None])
-
-
-def wrap(angle: np.ndarray) -> np.ndarray:
-    """Angles (radians) in [-pi, pi)."""
-    return (angle + np.pi) % (2.0 * np.pi) - np.pi
 
 
 def elbows_turned(chain_rotations: np.ndarray, chain_positions: np.ndarray, upper: np.ndarray, lower: np.ndarray,
