@@ -215,7 +215,6 @@ class WindowOrientationPredictor:
         self.length = int(model.taps[-1]) + 1
         # Ring slots of the taps once the window is full, by the frame count modulo the ring's length.
         self.steady_slots = (np.arange(self.length)[:, None] - model.taps[None]) % self.length
-        self.pair = np.empty((2, len(model.taps) * VECTOR_COUNT * 3))
         self.reset()
 
     def reset(self, body_6d: np.ndarray | None = None) -> None:
@@ -243,16 +242,14 @@ class WindowOrientationPredictor:
         hmd_yaw = math.atan2(x2 * y1 - x1 * y2, x1 * y0 - x0 * y1)
         cos, sin = math.cos(hmd_yaw), math.sin(hmd_yaw)
         hmd_frame = np.array((((cos, 0.0, sin), (0.0, 1.0, 0.0), (-sin, 0.0, cos)),))
-        inputs = window_inputs(self.ring[slots][None], hmd_frame)
-        if self.model.mirror:
-            pair = self.pair
-            pair[0] = inputs[0]
-            np.take(inputs[0], self.model.mirrored_columns, out=pair[1])
-            pair[1] *= self.model.mirrored_signs
-            (c, s), (mirrored_c, mirrored_s) = self.model.network(pair).tolist()
+        inputs = window_inputs(self.ring[slots][None], hmd_frame)[0]
+        model = self.model
+        if model.mirror:  # as `forward`: one matrix-vector product gives both passes' first layers
+            first = (inputs @ model._both_first).reshape(2, -1) + model._pass[0][1]
+            (c, s), (mirrored_c, mirrored_s) = model._hidden_to_output(first).tolist()
             c, s = c + mirrored_c, s - mirrored_s
         else:
-            c, s = self.model.network(inputs)[0].tolist()
+            c, s = model.network(inputs).tolist()
         yaw = hmd_yaw + math.atan2(s, c)
         return np.array([math.cos(yaw), 0.0, -math.sin(yaw), 0.0, 1.0, 0.0])
 
