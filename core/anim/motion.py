@@ -31,7 +31,7 @@ def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np
 
     `joints` limits the work to those joints and their ancestors; the other joints are left zero.
     """
-    order = list(range(len(parents))) if joints is None else joints_with_ancestors(parents, joints)
+    order = _order(parents, joints)
     if rotations[..., 0, 0].size <= SMALL_BATCH:
         return _forward_kinematics_matrices(parents, rotations, positions, order)
     global_rotations = np.zeros_like(rotations)
@@ -46,6 +46,18 @@ def forward_kinematics(parents: np.ndarray, rotations: np.ndarray, positions: np
             global_positions[..., j, :] = (quat.rotate(global_rotations[..., p, :], positions[..., j, :])
                                            + global_positions[..., p, :])
     return global_rotations, global_positions
+
+
+_ORDERS: dict[tuple[bytes, bytes], np.ndarray] = {}
+
+
+def _order(parents: np.ndarray, joints) -> np.ndarray:
+    """The joints forward kinematics computes, parents first: `joints` and their ancestors, or all (None)."""
+    parents = np.asarray(parents)
+    key = (parents.tobytes(), b"" if joints is None else np.asarray(joints, dtype=np.int64).tobytes())
+    if key not in _ORDERS:
+        _ORDERS[key] = np.array(range(len(parents)) if joints is None else joints_with_ancestors(parents, joints), int)
+    return _ORDERS[key]
 
 
 def _forward_kinematics_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.ndarray, order):
@@ -97,14 +109,14 @@ def _global_matrices(parents: np.ndarray, rotations: np.ndarray, positions: np.n
     return transforms
 
 
-_OTHERS: dict[tuple, np.ndarray] = {}
+_OTHERS: dict[tuple[int, bytes], np.ndarray] = {}
 
 
-def _others(count: int, order) -> np.ndarray:
+def _others(count: int, order: np.ndarray) -> np.ndarray:
     """The joints of 0..count-1 not in `order`."""
-    key = (count, *order)
+    key = (count, order.tobytes())
     if key not in _OTHERS:
-        _OTHERS[key] = np.setdiff1d(np.arange(count), list(order))
+        _OTHERS[key] = np.setdiff1d(np.arange(count), order)
     return _OTHERS[key]
 
 

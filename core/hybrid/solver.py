@@ -91,9 +91,9 @@ class HybridSolver:
         self.turned = np.array([*self.lower, self.mapping["spine"]])
         """The joints whose local rotations the lower-body turn (and matched legs) change: the spine turns back."""
         self.posed = [*self.turned, *self.arms.chains[:, -1], self.mapping["neck"]]
+        """The joints whose global poses `combine` reads: those, the arms and the neck."""
         self.hand_directions = unit(self.skeleton.offsets[self.arms.chains[:, -1]])
         """(2, 3) each hand's offset from its forearm, in the forearm's frame (ik/wrist_swivel.py)."""
-        """The joints whose global poses `combine` reads: those, the arms and the neck."""
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
         self.standing_toe_heights = predictor.model.initial_lo[[3 * J_LO.index(f"{s}_toes") + 1 for s in "lr"]]
         """The predictor's toes' heights over the floor in its standing state, at the model's size."""

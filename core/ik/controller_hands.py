@@ -48,17 +48,16 @@ class ControllerHands:
         shares = -np.expm1(-np.where(steps > 0.0, steps, 0.0) / self.memory_s)  # NaN > 0 is False
         grips = np.empty_like(measured)
         for t, sides in enumerate(tracked):
-            for side in (0, 1):
-                if sides[side]:
-                    self.update(side, measured[t, side], shares[t])
+            if sides.any():
+                self.update(sides, measured[t], shares[t])
             grips[t] = self.grips
         return np.where(tracked[..., None], quat.multiply_inverse(controllers, grips), predicted)
 
-    def update(self, side: int, grip: np.ndarray, share: float) -> None:
-        """One tracked frame's grip into `side`'s mean: the expanding mean's share, or `share` once that is larger."""
-        self.frames[side] += 1
-        mean = self.grips[side]
-        if grip @ mean < 0.0:
-            grip = -grip
-        mean = mean + max(share, 1.0 / self.frames[side]) * (grip - mean)
-        self.grips[side] = mean / np.sqrt(mean @ mean)
+    def update(self, sides: np.ndarray, grips: np.ndarray, share: float) -> None:
+        """One frame's grips (2, 4) into the means of the hands flagged in `sides` (2,): each the expanding mean's
+        share, or `share` once that is larger."""
+        self.frames += sides
+        means = self.grips
+        grips = quat.nearest_sign(grips, means)
+        rates = np.maximum(share, 1.0 / np.maximum(self.frames, 1))[:, None]
+        self.grips = np.where(sides[:, None], quat.normalize(means + rates * (grips - means)), means)

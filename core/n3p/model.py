@@ -73,23 +73,27 @@ class N3PModel:
     def __post_init__(self):
         self.networks = {name: {k[len(name) + 1:]: v for k, v in self.weights.items() if k.startswith(name + ".")}
                          for name in SIZES}
-        self._layers = {name: ([(w[f"gru.weight_ih_l{layer}"].T, w[f"gru.bias_ih_l{layer}"], w[f"gru.weight_hh_l{layer}"],
-                                 w[f"gru.bias_hh_l{layer}"]) for layer in range(GRU_LAYERS)],
-                               (w["encoder.weight"].T, w["encoder.bias"]), (w["decoder.weight"].T, w["decoder.bias"]))
+        def single(*arrays):  # the trained precision: half the memory a step reads
+            return tuple(np.ascontiguousarray(a, dtype=np.float32) for a in arrays)
+
+        self._layers = {name: ([single(w[f"gru.weight_ih_l{layer}"].T, w[f"gru.bias_ih_l{layer}"],
+                                       w[f"gru.weight_hh_l{layer}"].T, w[f"gru.bias_hh_l{layer}"])
+                                for layer in range(GRU_LAYERS)],
+                               single(w["encoder.weight"].T, w["encoder.bias"]),
+                               single(w["decoder.weight"].T, w["decoder.bias"]))
                         for name, w in self.networks.items()}
 
     def run(self, name: str, x: np.ndarray, hidden: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """One step of sub-predictor `name`: normalised input (..., in) and hidden states (3, ..., H) -> output, states."""
         layers, (encoder, encoder_bias), (decoder, decoder_bias) = self._layers[name]
-        e = np.maximum(x @ encoder + encoder_bias, 0.0)
-        states = []
-        for (w_ih, b_ih, w_hh, b_hh), h in zip(layers, hidden, strict=True):
-            e = gru_step(e @ w_ih + b_ih, h, w_hh, b_hh)
-            states.append(e)
-        return e @ decoder + decoder_bias, np.array(states)
+        e = np.maximum(x.astype(np.float32) @ encoder + encoder_bias, 0.0)
+        states = np.empty(hidden.shape, np.float32)
+        for layer, (w_ih, b_ih, w_hh, b_hh) in enumerate(layers):
+            e = states[layer] = gru_step(e @ w_ih + b_ih, hidden[layer], w_hh, b_hh)
+        return (e @ decoder + decoder_bias).astype(float), states
 
     def zero_state(self, name: str, batch: tuple = ()) -> np.ndarray:
-        return np.zeros((GRU_LAYERS, *batch, HIDDEN[name]))
+        return np.zeros((GRU_LAYERS, *batch, HIDDEN[name]), np.float32)
 
     def save(self, path: str | Path) -> None:
         arrays = {f"mean/{k}": v for k, v in self.norm.mean.items()}

@@ -30,10 +30,11 @@ def gru_direction(x: np.ndarray, w_ih, w_hh, b_ih, b_hh, reverse: bool) -> np.nd
     """Hidden states (N, T, H) of one GRU direction over inputs (N, T, in), starting from zero."""
     n, frames, _ = x.shape
     gates_in = x @ w_ih.T + b_ih
+    w_hh_t = w_hh.T
     h = np.zeros((n, w_hh.shape[1]), dtype=x.dtype)
     out = np.empty((n, frames, w_hh.shape[1]), dtype=x.dtype)
     for t in (range(frames - 1, -1, -1) if reverse else range(frames)):
-        h = out[:, t] = gru_step(gates_in[:, t], h, w_hh, b_hh)
+        h = out[:, t] = gru_step(gates_in[:, t], h, w_hh_t, b_hh)
     return out
 
 
