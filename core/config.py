@@ -392,6 +392,9 @@ class HybridConfig:
     wrist_swivel: bool = True
     """An elbow turns about the shoulder-to-wrist line where the wrist would bend past 75 degrees (Parger §3.3's
     elbow rotation from the wrist's; ik/wrist_swivel.py); off: the elbow stays in the predicted pose's plane."""
+    crouch: bool = True
+    """The head goes where the headset is: the hips down (the knees bend over the feet) and the torso over, as a
+    user crouches or bends to the floor (ik/crouch.py); off: the predictor's torso and hips stay."""
     foot_unlock_distance_m: float = 0.3
     """While travelling, release a locked foot when the pose's toe is this far from it (motion matching's)."""
     foot_unlock_halflife_s: float = 0.1

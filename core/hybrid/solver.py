@@ -32,6 +32,7 @@ from ..devices.jumps import held_up_to_jumps
 from ..devices.plausibility import without_unusable_samples
 from ..files.stream import ThreePointStream
 from ..ik.controller_hands import ControllerHands
+from ..ik.crouch import Crouch
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.torso_reach import TorsoReach
 from ..ik.two_bone import Arms, two_bone_ik
@@ -85,6 +86,7 @@ class HybridSolver:
         self.legs = Legs.of(self.skeleton, self.mapping)
         self.arms = Arms.of(self.skeleton, self.mapping)
         self.torso = TorsoReach.of(self.skeleton, self.mapping, self.arms.chains)
+        self.crouch = Crouch.of(self.skeleton, self.mapping, self.legs.chains)
         self.transfer = LegTransfer.between(predictor, self.matching) if self.matching is not None else None
         self.hips = self.mapping["hips"]
         self.lower = [self.hips, *(self.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS)]
@@ -160,7 +162,7 @@ class HybridSolver:
             facing = np.array([self.live_facing.add(yaw)])
         self.contacts = np.asarray(contacts)
         rotations_out, positions_out = self.combine(body, pose, matched, facing, np.array([weight]), contacts[None],
-                                                    dt, np.array([placed]), *self.wrists(*(d[None] for d in devices)))
+                                                    dt, np.array([placed]), *self.device_joints(*(d[None] for d in devices)))
         return Motion(body.skeleton, rotations_out, positions_out, self.fps)
 
     def solve(self, stream: ThreePointStream, progress: Progress | None = None) -> Solution:
@@ -192,7 +194,7 @@ class HybridSolver:
         self.hands.reset()
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
-            contacts, dts, restarts, *self.wrists(stepped.positions, stepped.rotations, stepped.tracked))
+            contacts, dts, restarts, *self.device_joints(stepped.positions, stepped.rotations, stepped.tracked))
         motion = Motion(body.skeleton, rotations, positions, self.fps, self.method)
         require_finite(motion, stepped)
         if progress is not None:
@@ -232,13 +234,13 @@ class HybridSolver:
         (the other joints zero): what `combine` turns, plants and reaches with."""
         return forward_kinematics(self.skeleton.parents, body.rotations, body.positions, self.posed)
 
-    def wrists(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray):
-        """The wrists (T, 2, 3) the controllers imply from device poses (T, 3, ...), where they are tracked (T, 2),
-        and the controllers' rotations (T, 2, 4; identity where untracked)."""
-        hands = tracked[:, 1:]
+    def device_joints(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray):
+        """From device poses (T, 3, ...): the wrists (T, 2, 3) the controllers imply, where they are tracked (T, 2),
+        the controllers' rotations (T, 2, 4; identity where untracked), the head (T, 3) the headset implies and
+        where it is tracked (T,)."""
         usable = np.where(tracked[..., None], rotations, quat.identity())
-        wrists = joints_from_devices(np.where(np.isfinite(positions), positions, 0.0), usable, self.offsets)[:, 1:]
-        return wrists, hands, usable[:, 1:]
+        joints = joints_from_devices(np.where(np.isfinite(positions), positions, 0.0), usable, self.offsets)
+        return joints[:, 1:], tracked[:, 1:], usable[:, 1:], joints[:, 0], tracked[:, 0]
 
     def matched_legs(self, rotations: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The matched poses' (T, J, ...) leg joints as world rotations (T, 8, 4) of this skeleton's legs, and their
@@ -249,14 +251,15 @@ class HybridSolver:
 
     def combine(self, body: Motion, pose, matched_legs, facing: np.ndarray | None, weights: np.ndarray,
                 contacts: np.ndarray, dt, restarts: np.ndarray, wrists: np.ndarray, hands: np.ndarray,
-                controllers: np.ndarray):
+                controllers: np.ndarray, heads: np.ndarray, head_tracked: np.ndarray):
         """The result's local rotations and positions (T, J, ...) from the predictor's `body` and its `lower_pose`
         (rotations, positions), the matched legs (world rotations (T, 8, 4), toe heights (T, 2); None: the
         predictor's legs stay), the body's facing (T,) or None (the predictor's), travel weights (T,), the contacts
         the feet lock on while travelling (T, 2; HybridConfig.legs says whose), time steps and foot-lock restarts
         (T,), the wrists the controllers imply (T, 2, 3), where they are tracked (T, 2) and the controllers'
-        rotations (T, 2, 4). The feet and the hands are posed by one two-bone IK; the hands turn with the controllers
-        (`controller_hands`)."""
+        rotations (T, 2, 4), the head the headset implies (T, 3) and where it is tracked (T,). The body goes down and
+        bends to bring the head to the headset (`crouch`); the feet and the hands are posed by one two-bone IK; the
+        hands turn with the controllers (`controller_hands`)."""
         parents = self.skeleton.parents
         rotations, positions = pose[0].copy(), pose[1].copy()
         parent = parents[self.hips]
@@ -285,6 +288,9 @@ class HybridSolver:
         out_positions[:, self.hips] = hips
         if matched_legs is not None:  # the joints below the matched legs moved with them
             rotations, positions = forward_kinematics(parents, local, out_positions, self.posed)
+        feet = positions[:, self.legs.chains]  # where the pose stands, whatever the hips do above it
+        if self.config.crouch:
+            rotations, positions = self.crouched(local, out_positions, rotations, positions, heads, head_tracked)
         rotations, positions = self.reach_with_torso(local, out_positions, rotations, positions, wrists, hands)
         chains = np.vstack([self.legs.chains[:, :4], self.arms.chains])
         chain_rotations, chain_positions = rotations[:, chains], positions[:, chains]
@@ -295,10 +301,10 @@ class HybridSolver:
             travelling = weights > 0.5
             locked = np.where(travelling[:, None], contacts, True) & self.config.foot_lock
             unlock = np.where(travelling, self.foot_lock.unlock_distance_m, self.config.standing_unlock_distance_m)
-            targets = np.concatenate([self.legs.ankle_targets(positions[:, self.legs.chains], self.foot_lock, locked,
-                                                              dt, restarts, toe_heights, unlock), targets], axis=1)
-        else:  # the legs as they are
-            targets = np.concatenate([chain_positions[:, :2, 3], targets], axis=1)
+            targets = np.concatenate([self.legs.ankle_targets(feet, self.foot_lock, locked, dt, restarts, toe_heights,
+                                                              unlock), targets], axis=1)
+        else:  # the feet as they are
+            targets = np.concatenate([feet[:, :, 3], targets], axis=1)
         upper, lower = two_bone_ik(chain_positions[..., 1, :], chain_positions[..., 2, :], chain_positions[..., 3, :],
                                    targets, chain_rotations[..., 1, :], chain_rotations[..., 2, :])
         if self.config.wrist_swivel:
@@ -308,6 +314,28 @@ class HybridSolver:
         self.legs.set(local, rotations[:, self.legs.chains], upper[:, :2], lower[:, :2])
         self.arms.set(local, chain_rotations[:, 2:], upper[:, 2:], lower[:, 2:], hands)
         return local, out_positions
+
+    def crouched(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray, positions: np.ndarray,
+                 heads: np.ndarray, tracked: np.ndarray):
+        """Where the headset is lower than the pose's head or off its line, lower the hips and bend the torso toward
+        it (ik/crouch.py), writing the hips' place and the spine's and neck's local rotations into `local_positions`
+        and `local`; the global rotations and positions (T, J, ...) of the posed joints after it, the hands keeping
+        their world rotations."""
+        moves, bends = self.crouch.moves(rotations, positions, local_positions, heads, tracked)
+        if not moves.any() and np.all(bends[:, 0] == 1.0):
+            return rotations, positions
+        parent = self.skeleton.parents[self.hips]
+        self.crouch.apply(local, local_positions, rotations, moves, bends, rotations[:, parent] if parent >= 0 else None)
+        return self.posed_again(local, local_positions, rotations)
+
+    def posed_again(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray):
+        """The global rotations and positions (T, J, ...) of the posed joints from local poses changed in the torso,
+        the hands keeping their world rotations in `rotations` (T, J, 4)."""
+        hand_joints = self.arms.chains[:, -1]
+        hand_rotations = rotations[:, hand_joints]
+        rotations, positions = forward_kinematics(self.skeleton.parents, local, local_positions, self.posed)
+        rotations[:, hand_joints] = hand_rotations
+        return rotations, positions
 
     def reach_with_torso(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray,
                          positions: np.ndarray, wrists: np.ndarray, hands: np.ndarray):
@@ -326,8 +354,4 @@ class HybridSolver:
         if np.all(twist[:, 0] == 1.0) and np.all(clavicle[..., 0] == 1.0):
             return rotations, positions
         self.torso.apply(local, rotations, twist, clavicle)
-        hand_joints = self.arms.chains[:, -1]
-        hand_rotations = rotations[:, hand_joints]
-        rotations, positions = forward_kinematics(self.skeleton.parents, local, local_positions, self.posed)
-        rotations[:, hand_joints] = hand_rotations
-        return rotations, positions
+        return self.posed_again(local, local_positions, rotations)

@@ -127,6 +127,7 @@ def score_motion(solved: Motion, truth: Motion, implied_hands: np.ndarray | None
         "mpjpe_cm_upper": mpjpe_cm(ours[:, upper], theirs[:, upper]),
         "mpjpe_cm_lower": mpjpe_cm(ours[:, lower], theirs[:, lower]),
         "root_cm": root_cm(ours[:, mapping["hips"]], theirs[:, mapping["hips"]]),
+        "head_cm": mpjpe_cm(ours[:, mapping["head"]], theirs[:, mapping["head"]]),
         "angle_deg": float(angle_deg(body_yaw(ours, mapping), body_yaw(theirs, mapping)).mean()),
         "foot_skate_cm_s": foot_skate_cm_s(ours[:, toes], truth.fps, floor),
         "foot_skate_cm_s_truth": foot_skate_cm_s(theirs[:, toes], truth.fps, floor),

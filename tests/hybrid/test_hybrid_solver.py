@@ -140,9 +140,10 @@ def test_the_same_skeleton_takes_the_matched_legs_as_they_are(model, database):
 @pytest.mark.parametrize("legs", ["predicted", "matched"])
 def test_the_upper_body_is_the_predictors(model, database, stream, legs):
     """Only the hips and legs change: the spine, head, arms and hands keep the predictor's world pose (the torso's
-    turns toward far hands aside: test_a_two_handed_hold_is_reached_by_turning_the_torso)."""
+    turns toward far hands and the headset aside: test_a_two_handed_hold_is_reached_by_turning_the_torso,
+    tests/hybrid/test_crouch.py)."""
     solver = hybrid(model, database if legs == "matched" else None,
-                    HybridConfig(torso_twist_deg=0.0, clavicle_turn_deg=0.0))
+                    HybridConfig(torso_twist_deg=0.0, clavicle_turn_deg=0.0, crouch=False))
     solution = solve(stream, solver, None)
     motion = solution.motion
     assert np.isfinite(motion.rotations).all() and solution.method == "hybrid"

@@ -32,8 +32,8 @@ LOOK_AROUND_DEG = 30.0
 """Head yaw added to the simulated streams: users look around, actors mostly do not."""
 PAPER = {"root_cm": {"mm": 19.0, "db25": 22.0, "db10": 27.0}, "poses_used": {"mm": 6932, "alpha_0.1": 5715}}
 """MMVR §7.2-7.3: mean positional error per database size; distinct poses used at alpha 0.3 / 0.1 m."""
-METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "hand_turn_deg",
-           "foot_skate_cm_s", "jitter")
+METRICS = ("root_cm", "angle_deg", "mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "head_cm", "hand_cm",
+           "hand_turn_deg", "foot_skate_cm_s", "jitter")
 PHYSICS = ("floor_penetration_cm", "body_penetration_cm", "float_cm", "residual_force_n", "residual_torque_nm",
            "balance_frames", "balance_frames_gt", "reset_frames")
 """The physics pass's own figures (core/physics/metrics.py), frame-weighted where a row has them; float and balance

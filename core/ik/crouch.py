@@ -1,0 +1,116 @@
+"""The head goes where the headset is: a user who crouches or bends to the floor, as nobody in the training data did.
+
+The predictor's poses are its training capture's, in which nobody crouches: where the headset went lower than the
+predicted head, the avatar stood on above it (a user reaching to the floor left its head up to a metre from the
+headset and its hands far from the controllers). Here the torso is one segment from the spine joint to the neck, the
+head keeping its world rotation on the neck, and two moves bring the head to the headset:
+
+- **the hips** go down until the neck's target is no lower than the spine joint (the torso at most level), then
+  move the least that puts the target the torso's length from the spine joint: straight down under a target above
+  (a crouch), back and down from one ahead (a bow's hips go back), nothing where it is that far already; no lower in
+  all than leaves each hip MIN_LEG_SHARE of its leg's length from its ankle (a deep squat), and from there back
+  along the floor as far as still needed (sitting back into the squat);
+- **the torso** turns about the spine joint to point the neck at its target, at most MAX_BEND_DEG.
+
+The legs' IK, run after, bends the knees over the feet where they stand, and the arms reach from the shoulders where
+the torso put them. A headset above the torso's reach raises nothing: the feet stay on the floor.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..math import quat
+from ..math.vector import length
+
+MIN_LEG_SHARE = 0.4
+"""The hips go down until each is this share of its leg's length (thigh and shin) from its ankle: a deep squat."""
+MAX_BEND_DEG = 90.0
+"""The torso turns toward the headset at most this much about the spine joint."""
+
+
+def hips_moves(pivot: np.ndarray, neck: np.ndarray, neck_targets: np.ndarray, hip_joints: np.ndarray,
+               ankles: np.ndarray, legs_m: np.ndarray) -> np.ndarray:
+    """How the hips move (T, 3) so that the torso, from the pivot joint (T, 3) to the neck (T, 3), reaches the neck's
+    target (T, 3) with a turn: first down until the target is no lower than the pivot (the torso at most level), then
+    the least move that puts the target the torso's length away (straight away from it: down under a target above,
+    back and down from one ahead), no lower in all than leaves each hip joint (T, 2, 3) MIN_LEG_SHARE of its leg's
+    length (2,) from its ankle (T, 2, 3), and from there back along the floor as far as still needed (sitting back
+    into the squat). A target above the pivot and the torso's length away or farther moves nothing."""
+    torso_m = length(neck - pivot)
+    apart = hip_joints - ankles
+    shortest = MIN_LEG_SHARE * legs_m
+    room = np.maximum((apart[..., 1] - np.sqrt(np.maximum(shortest ** 2 - apart[..., 0] ** 2 - apart[..., 2] ** 2,
+                                                          0.0))).min(axis=-1), 0.0)
+    move = np.zeros(pivot.shape)
+    move[..., 1] = -np.clip(pivot[..., 1] - neck_targets[..., 1], 0.0, room)
+    away = pivot + move - neck_targets
+    gap = length(away)
+    step = away * np.where(gap > 1e-9, np.maximum(torso_m - gap, 0.0) / np.maximum(gap, 1e-9), 0.0)[..., None]
+    step[..., 1] = -np.clip(-step[..., 1], 0.0, room + move[..., 1])
+    move += step
+    moved = away + step
+    across = np.hypot(moved[..., 0], moved[..., 2])
+    back = np.maximum(np.sqrt(np.maximum(torso_m ** 2 - moved[..., 1] ** 2, 0.0)) - across, 0.0)
+    direction = np.where((across > 0.0)[..., None], moved, pivot - neck)[..., [0, 2]]
+    norm = np.hypot(direction[..., 0], direction[..., 1])
+    direction = np.where((norm > 0.0)[..., None], direction, [0.0, 1.0]) / np.where(norm > 0.0, norm, 1.0)[..., None]
+    move[..., 0] += back * direction[..., 0]
+    move[..., 2] += back * direction[..., 1]
+    return move
+
+
+@dataclass(frozen=True)
+class Crouch:
+    """The joints one skeleton crouches and bends with: the hips, the spine joint the torso turns about, the neck
+    that keeps its world rotation, the head, and each leg's hip joint, ankle and length."""
+
+    hips: int
+    pivot: int
+    """The joint the torso turns about."""
+    neck: int
+    neck_parent: int
+    head: int
+    legs: np.ndarray
+    """(2, 3) each leg's hip joint, knee and ankle."""
+
+    @classmethod
+    def of(cls, skeleton, mapping, leg_chains: np.ndarray) -> "Crouch":
+        """From the humanoid mapping and the legs' chains (hips, thigh, shin, foot, toes; ik/foot_lock.py Legs)."""
+        neck = mapping["neck"]
+        return cls(mapping["hips"], mapping["spine"], neck, int(skeleton.parents[neck]), mapping["head"],
+                   leg_chains[:, 1:4])
+
+    def moves(self, rotations: np.ndarray, positions: np.ndarray, local_positions: np.ndarray,
+              heads: np.ndarray, tracked: np.ndarray):
+        """(the hips' move (T, 3), the torso's bend (T, 4), a world rotation about the spine joint) that bring the head
+        to `heads` (T, 3) where the headset is `tracked` (T,), from the global rotations and positions (T, J, ...) and
+        the local positions (T, J, 3) of the poses."""
+        neck = positions[:, self.neck]
+        neck_targets = heads - quat.rotate(rotations[:, self.neck], local_positions[:, self.head])
+        legs = positions[:, self.legs]
+        legs_m = length(legs[:, :, 1] - legs[:, :, 0]) + length(legs[:, :, 2] - legs[:, :, 1])
+        moves = np.where(tracked[:, None], hips_moves(positions[:, self.pivot], neck, neck_targets, legs[:, :, 0],
+                                                      legs[:, :, 2], legs_m), 0.0)
+        bends = quat.to_rotation_vector(quat.between(neck - positions[:, self.pivot],
+                                                     neck_targets - positions[:, self.pivot] - moves))
+        limit = np.radians(MAX_BEND_DEG)
+        bends *= np.minimum(1.0, limit / np.maximum(length(bends), 1e-300))[:, None]
+        return moves, np.where(tracked[:, None], quat.from_rotation_vector(bends), quat.identity())
+
+    def apply(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray, moves: np.ndarray,
+              bends: np.ndarray, hips_parent_rotations: np.ndarray | None) -> None:
+        """Write the moves into the local poses (T, J, ...): the hips moved by `moves` (T, 3) (their parent's world
+        rotations (T, 4), None for a root), the spine joint turned by `bends` (T, 4) and the neck keeping its world
+        rotation, from the global rotations (T, J, 4) before the moves."""
+        if hips_parent_rotations is not None:
+            moves = quat.inverse_rotate(hips_parent_rotations, moves)
+        local_positions[:, self.hips] += moves
+        pivot = quat.multiply(bends, rotations[:, self.pivot])
+        local[:, self.pivot] = quat.nearest_sign(
+            quat.multiply(local[:, self.pivot], quat.inverse_multiply(rotations[:, self.pivot], pivot)),
+            local[:, self.pivot])
+        neck_parent = quat.multiply(bends, rotations[:, self.neck_parent])
+        local[:, self.neck] = quat.nearest_sign(quat.inverse_multiply(neck_parent, rotations[:, self.neck]),
+                                                local[:, self.neck])
