@@ -32,7 +32,7 @@ from ..devices.jumps import held_up_to_jumps
 from ..devices.plausibility import without_unusable_samples
 from ..files.stream import ThreePointStream
 from ..ik.controller_hands import ControllerHands
-from ..ik.crouch import Crouch
+from ..ik.crouch import Crouch, headset_filter
 from ..ik.foot_lock import FootLock, Legs
 from ..ik.torso_reach import TorsoReach
 from ..ik.two_bone import Arms, two_bone_ik
@@ -124,6 +124,7 @@ class HybridSolver:
         self.foot_lock = FootLock(self.config.foot_unlock_distance_m, self.config.foot_unlock_halflife_s,
                                   self.config.lift_off_m, self.config.step_height)
         self.hands = ControllerHands()
+        self.headset = headset_filter()
         self.speed = TrailingMean(self.config.speed_window_s * self.fps)
         self.live_facing = TrailingMean(self.config.live_facing_window_s * self.fps)
         self.previous_hips: np.ndarray | None = None
@@ -192,6 +193,7 @@ class HybridSolver:
             matched, contacts = None, predicted.contacts
         self.foot_lock.reset()
         self.hands.reset()
+        self.headset.reset()
         rotations, positions = self.combine(
             body, pose, matched, facing, travel_weights(speed, config.standing_m_s, config.travelling_m_s),
             contacts, dts, restarts, *self.device_joints(stepped.positions, stepped.rotations, stepped.tracked))
@@ -290,6 +292,8 @@ class HybridSolver:
             rotations, positions = forward_kinematics(parents, local, out_positions, self.posed)
         feet = positions[:, self.legs.chains]  # where the pose stands, whatever the hips do above it
         if self.config.crouch:
+            predicted = self.crouch.heads(rotations, positions, out_positions)
+            heads = predicted + self.headset.filter(heads - predicted, dt, restarts)
             rotations, positions = self.crouched(local, out_positions, rotations, positions, heads, head_tracked)
         rotations, positions = self.reach_with_torso(local, out_positions, rotations, positions, wrists, hands)
         chains = np.vstack([self.legs.chains[:, :4], self.arms.chains])

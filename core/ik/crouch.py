@@ -21,13 +21,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..anim.one_euro import OneEuroFilter
 from ..math import quat
 from ..math.vector import length
 
+HEADSET_MIN_CUTOFF_HZ, HEADSET_BETA = 1.0, 10.0
+"""The head's way from the predicted head to the headset's goes through a one-euro filter (core/anim/one_euro.py)
+with these settings: a real headset's millimetres of noise would shake the torso that follows it, while a crouch is
+followed within tens of milliseconds (the filter passes the way, not the head, so walking does not lag)."""
 MIN_LEG_SHARE = 0.4
 """The hips go down until each is this share of its leg's length (thigh and shin) from its ankle: a deep squat."""
 MAX_BEND_DEG = 90.0
 """The torso turns toward the headset at most this much about the spine joint."""
+
+
+def headset_filter() -> OneEuroFilter:
+    """The filter the head's way to the headset goes through (HEADSET_MIN_CUTOFF_HZ, HEADSET_BETA)."""
+    return OneEuroFilter(HEADSET_MIN_CUTOFF_HZ, HEADSET_BETA)
 
 
 def hips_moves(pivot: np.ndarray, neck: np.ndarray, neck_targets: np.ndarray, hip_joints: np.ndarray,
@@ -81,6 +91,11 @@ class Crouch:
         neck = mapping["neck"]
         return cls(mapping["hips"], mapping["spine"], neck, int(skeleton.parents[neck]), mapping["head"],
                    leg_chains[:, 1:4])
+
+    def heads(self, rotations: np.ndarray, positions: np.ndarray, local_positions: np.ndarray) -> np.ndarray:
+        """The head joint's places (T, 3) in poses of global rotations and positions (T, J, ...) posed down to the neck
+        and local positions (T, J, 3)."""
+        return positions[:, self.neck] + quat.rotate(rotations[:, self.neck], local_positions[:, self.head])
 
     def moves(self, rotations: np.ndarray, positions: np.ndarray, local_positions: np.ndarray,
               heads: np.ndarray, tracked: np.ndarray):

