@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from ..anim.character import body_yaw
-from ..anim.motion import Motion, forward_kinematics
+from ..anim.motion import Motion, forward_kinematics, joints_with_ancestors
 from ..config import HybridConfig, MatchingConfig
 from ..devices.attachments import joints_from_devices
 from ..devices.held import HeldDevices
@@ -86,7 +86,6 @@ class HybridSolver:
         self.legs = Legs.of(self.skeleton, self.mapping)
         self.arms = Arms.of(self.skeleton, self.mapping)
         self.torso = TorsoReach.of(self.skeleton, self.mapping, self.arms.chains)
-        self.crouch = Crouch.of(self.skeleton, self.mapping, self.legs.chains)
         self.transfer = LegTransfer.between(predictor, self.matching) if self.matching is not None else None
         self.hips = self.mapping["hips"]
         self.lower = [self.hips, *(self.mapping[f"{s}_{j}"] for s in "lr" for j in LEG_JOINTS)]
@@ -94,6 +93,8 @@ class HybridSolver:
         """The joints whose local rotations the lower-body turn (and matched legs) change: the spine turns back."""
         self.posed = [*self.turned, *self.arms.chains[:, -1], self.mapping["neck"]]
         """The joints whose global poses `combine` reads: those, the arms and the neck."""
+        self.crouch = Crouch.of(self.skeleton, self.mapping, self.legs.chains,
+                                joints_with_ancestors(self.skeleton.parents, self.posed), self.arms.chains[:, -1])
         self.hand_directions = unit(self.skeleton.offsets[self.arms.chains[:, -1]])
         """(2, 3) each hand's offset from its forearm, in the forearm's frame (ik/wrist_swivel.py)."""
         self.toes = [self.mapping[f"{s}_toes"] for s in "lr"]
@@ -330,7 +331,7 @@ class HybridSolver:
             return rotations, positions
         parent = self.skeleton.parents[self.hips]
         self.crouch.apply(local, local_positions, rotations, moves, bends, rotations[:, parent] if parent >= 0 else None)
-        return self.posed_again(local, local_positions, rotations)
+        return self.crouch.pose(rotations, positions, moves, bends)
 
     def posed_again(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray):
         """The global rotations and positions (T, J, ...) of the posed joints from local poses changed in the torso,

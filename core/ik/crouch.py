@@ -84,13 +84,26 @@ class Crouch:
     head: int
     legs: np.ndarray
     """(2, 3) each leg's hip joint, knee and ankle."""
+    turned: np.ndarray
+    """The posed joints that turn with the torso: the pivot's and the joints below it, but the neck and the hands,
+    which keep their world rotations."""
+    torso: np.ndarray
+    """The posed joints that the torso's turn carries: the pivot and every posed joint below it."""
+    carried: np.ndarray
+    """The posed joints that only move with the hips: the hips and their other posed descendants (the legs)."""
 
     @classmethod
-    def of(cls, skeleton, mapping, leg_chains: np.ndarray) -> "Crouch":
-        """From the humanoid mapping and the legs' chains (hips, thigh, shin, foot, toes; ik/foot_lock.py Legs)."""
-        neck = mapping["neck"]
-        return cls(mapping["hips"], mapping["spine"], neck, int(skeleton.parents[neck]), mapping["head"],
-                   leg_chains[:, 1:4])
+    def of(cls, skeleton, mapping, leg_chains: np.ndarray, posed, kept) -> "Crouch":
+        """From the humanoid mapping, the legs' chains (hips, thigh, shin, foot, toes; ik/foot_lock.py Legs), the
+        joints whose global poses the solver keeps (`posed`) and those of them that keep their world rotations
+        whatever the torso does (`kept`: the hands)."""
+        neck, pivot, hips = mapping["neck"], mapping["spine"], mapping["hips"]
+        posed = sorted(set(int(j) for j in posed))
+        torso = [j for j in posed if _below(skeleton.parents, j, pivot)]
+        turned = [j for j in torso if j != neck and j not in set(int(k) for k in kept)]
+        carried = [j for j in posed if _below(skeleton.parents, j, hips) and j not in torso]
+        return cls(hips, pivot, neck, int(skeleton.parents[neck]), mapping["head"], leg_chains[:, 1:4],
+                   np.array(turned, int), np.array(torso, int), np.array(carried, int))
 
     def heads(self, rotations: np.ndarray, positions: np.ndarray, local_positions: np.ndarray) -> np.ndarray:
         """The head joint's places (T, 3) in poses of global rotations and positions (T, J, ...) posed down to the neck
@@ -108,11 +121,26 @@ class Crouch:
         legs_m = length(legs[:, :, 1] - legs[:, :, 0]) + length(legs[:, :, 2] - legs[:, :, 1])
         moves = np.where(tracked[:, None], hips_moves(positions[:, self.pivot], neck, neck_targets, legs[:, :, 0],
                                                       legs[:, :, 2], legs_m), 0.0)
-        bends = quat.to_rotation_vector(quat.between(neck - positions[:, self.pivot],
-                                                     neck_targets - positions[:, self.pivot] - moves))
-        limit = np.radians(MAX_BEND_DEG)
-        bends *= np.minimum(1.0, limit / np.maximum(length(bends), 1e-300))[:, None]
-        return moves, np.where(tracked[:, None], quat.from_rotation_vector(bends), quat.identity())
+        bends = quat.between(neck - positions[:, self.pivot], neck_targets - positions[:, self.pivot] - moves)
+        half = 0.5 * np.radians(MAX_BEND_DEG)
+        over = np.abs(bends[:, :1]) < np.cos(half)  # turned more than the limit
+        if over.any():
+            axes = np.where(bends[:, :1] < 0.0, -bends[:, 1:], bends[:, 1:])
+            axes /= np.maximum(length(axes), 1e-300)[:, None]
+            bends = np.where(over, np.concatenate([np.full_like(over, np.cos(half), float), np.sin(half) * axes],
+                                                  axis=1), bends)
+        return moves, np.where(tracked[:, None], bends, quat.identity())
+
+    def pose(self, rotations: np.ndarray, positions: np.ndarray, moves: np.ndarray, bends: np.ndarray):
+        """The global rotations and positions (T, J, ...) of the posed joints after the moves (`moves` (T, 3) of the
+        hips, `bends` (T, 4) about the pivot), from those before: what forward kinematics of `apply`'s local poses
+        gives, without it."""
+        rotations, positions = rotations.copy(), positions.copy()
+        pivot = positions[:, self.pivot, None]
+        positions[:, self.torso] = pivot + moves[:, None] + quat.rotate(bends[:, None], positions[:, self.torso] - pivot)
+        positions[:, self.carried] += moves[:, None]
+        rotations[:, self.turned] = quat.multiply(bends[:, None], rotations[:, self.turned])
+        return rotations, positions
 
     def apply(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray, moves: np.ndarray,
               bends: np.ndarray, hips_parent_rotations: np.ndarray | None) -> None:
@@ -129,3 +157,12 @@ class Crouch:
         neck_parent = quat.multiply(bends, rotations[:, self.neck_parent])
         local[:, self.neck] = quat.nearest_sign(quat.inverse_multiply(neck_parent, rotations[:, self.neck]),
                                                 local[:, self.neck])
+
+
+def _below(parents: np.ndarray, joint: int, ancestor: int) -> bool:
+    """Whether `joint` is `ancestor` or below it."""
+    while joint >= 0:
+        if joint == ancestor:
+            return True
+        joint = int(parents[joint])
+    return False

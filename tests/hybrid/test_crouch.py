@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from core.anim.motion import Motion
+from core.anim.motion import Motion, forward_kinematics
 from core.config import HybridConfig, SimulationConfig
 from core.devices.attachments import joints_from_devices
 from core.devices.simulate import simulate_stream
@@ -53,6 +53,37 @@ def test_the_hips_move_the_least_that_lets_the_torso_reach_and_never_up(directio
         elif -move[1] < room - 1e-9:
             np.testing.assert_allclose(np.linalg.norm(move), torso_m - gap, atol=1e-9)
             np.testing.assert_allclose(np.cross(move, pivot - target), 0.0, atol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def standing(model):
+    """The default solver and the predictor's standing pose: local rotations and positions (1, J, ...) and the
+    global poses of the joints `combine` reads."""
+    solver = hybrid(model)
+    body = solver.standing_motion()[:1]
+    return solver, body, solver.lower_pose(body)
+
+
+def test_the_moved_pose_is_forward_kinematics_of_the_local_pose_written(standing):
+    """`Crouch.pose` gives the global poses that forward kinematics of `Crouch.apply`'s local poses gives (the hands
+    keeping their world rotations), over random hip moves and torso turns up to the limit and past it."""
+    solver, body, (rotations, positions) = standing
+    crouch, parents = solver.crouch, solver.skeleton.parents
+    rng = np.random.default_rng(5)
+    moves = rng.uniform(-0.3, 0.3, (40, 3))
+    bends = quat.from_rotation_vector(rng.normal(size=(40, 3)) * rng.uniform(0.0, 2.0, (40, 1)))
+    frames = len(moves)
+    rotations, positions = np.repeat(rotations, frames, 0), np.repeat(positions, frames, 0)
+    local, local_positions = np.repeat(body.rotations, frames, 0), np.repeat(body.positions, frames, 0)
+    parent = parents[crouch.hips]
+    crouch.apply(local, local_positions, rotations, moves, bends, rotations[:, parent] if parent >= 0 else None)
+    expected_rotations, expected_positions = forward_kinematics(parents, local, local_positions, solver.posed)
+    hands = solver.arms.chains[:, -1]
+    expected_rotations[:, hands] = rotations[:, hands]
+    moved_rotations, moved_positions = crouch.pose(rotations, positions, moves, bends)
+    np.testing.assert_allclose(moved_positions, expected_positions, atol=1e-9)
+    np.testing.assert_allclose(np.abs(np.sum(moved_rotations * expected_rotations, axis=-1)),
+                               np.abs(np.sum(expected_rotations ** 2, axis=-1)), atol=1e-9)
 
 
 def picking_up(depth_m: float, seconds: float = 8.0) -> ThreePointStream:

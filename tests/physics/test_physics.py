@@ -663,8 +663,8 @@ def test_a_pose_held_through_a_long_gap_is_not_simulated(monkeypatch):
 def test_a_foot_the_solver_has_in_the_air_is_not_lowered_with_the_target_onto_the_floor(monkeypatch):
     """100STYLE's bouncy elated walk, its first 20 s solved and tracked by the pass: the grounding lowers the target
     onto its planted sole, and a swinging foot lowered with it came down early and swept the floor; kept at its own
-    height while the other foot is planted, the feet slide 1.46 times as much as the person's, lowered with the rest
-    1.92 times (measured; each motion's toes over its own floor, as `eval characters` counts them)."""
+    height while the other foot is planted, the feet slide 1.41 times as much as the person's, lowered with the rest
+    1.80 times (measured; each motion's toes over its own floor, as `eval characters` counts them)."""
     from core.physics import tracking
     from core.tools.eval.characters import feet
 
@@ -681,4 +681,4 @@ def test_a_foot_the_solver_has_in_the_air_is_not_lowered_with_the_target_onto_th
     kept_up = sliding()
     monkeypatch.setattr(tracking, "swinging_feet_kept_up", lambda ends, planted, lowered_m: ends)
     lowered = sliding()
-    assert kept_up < 1.55 and kept_up < 0.8 * lowered
+    assert kept_up < 1.5 and kept_up < 0.85 * lowered
