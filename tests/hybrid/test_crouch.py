@@ -15,13 +15,20 @@ from core.files.stream import ThreePointStream
 from core.ik.crouch import MIN_LEG_SHARE, hips_moves
 from core.math import quat
 from core.math.vector import length
+from core.n3p.model import N3PModel
 from core.rig.humanoid import find_mapping
 from core.solve import solve
 from conftest import DATASET_1
-from hybrid.test_hybrid_solver import hybrid, model, stepped_live  # noqa: F401 (fixtures)
+from hybrid.test_hybrid_solver import hybrid, stepped_live
 
 STANDING = DATASET_1 / "dataset-1_byebye_normal_001.bvh"
 """A validation clip; its first frame, held, is a person standing."""
+
+
+@pytest.fixture(scope="module")
+def model():
+    return N3PModel.load()
+
 
 vectors = st.lists(st.floats(-1.0, 1.0), min_size=3, max_size=3).map(np.array)
 
