@@ -67,8 +67,8 @@ class SimulatedBody:
     soles: list
     """Geom ids of the contact spheres under the feet (`soles`)."""
     ends: np.ndarray
-    """Skeleton indices of the hands and feet (left hand, right hand, left foot, right foot): the tracking's task
-    points."""
+    """Skeleton indices of the hands, feet and head (left hand, right hand, left foot, right foot, head): the
+    tracking's task points."""
 
 
 HEIGHT_OVER_CHAIN = 1.27
@@ -220,5 +220,5 @@ def simulated_body(skeleton: Skeleton, config: PhysicsConfig = PhysicsConfig(), 
     mapping = find_mapping(skeleton)
     feet = np.array([mapping.joints.get(f"{s}_{j}", mapping[f"{s}_foot"]) for s in "lr" for j in ("foot", "toes")])
     soles = [g for g in range(model.ngeom) if (model.geom(g).name or "").startswith("sole")]
-    ends = np.array([mapping[f"{s}_{j}"] for j in ("hand", "foot") for s in "lr"])
+    ends = np.array([*(mapping[f"{s}_{j}"] for j in ("hand", "foot") for s in "lr"), mapping["head"]])
     return SimulatedBody(model, skeleton, np.array(order), mass, limits, feet, radii, soles, ends)

@@ -70,6 +70,9 @@ repeats a timestamp still moves the body a millisecond)."""
 LONGEST_FRAME_S = 0.25
 """A frame longer than this (tracking lost, the stream paused) resets the body onto its target, as a teleport does,
 rather than simulating the gap in up to sim_hz steps a second."""
+HEAD_TASK_SHARE = 0.3
+"""The head follows its target with this share of the hands' and feet's task weight: enough to keep it near the
+headset the solve put it at, not so much that a target dragged along the floor pulls planted feet after it."""
 ACCELERATION_LIMIT = 1e4
 """A QP answer with a generalised acceleration beyond this (m/s², rad/s²) is a numerical failure, not a motion."""
 REGULARISATION = {"force": 1e-6, "residual": 1e-2, "root_acceleration": 10.0}
@@ -94,7 +97,7 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     where DAQP finds no solution within the bounds (or gives up: a cycle, ITERATION_LIMIT). `contacts`: (height,
     Jacobian (3, nv), held) of each sole point near the floor, held where its foot stands (PhysicsTracker.step);
     (pinned: held in place, `PhysicsTracker.held_in_place`); `tasks`: (Jacobian (3, nv), wanted acceleration
-    (3,)) of each point asked to follow its target.
+    (3,), weight) of each point asked to follow its target.
     Solved by DAQP (Arnström's dual active-set method, with an iteration limit): the program is small and dense."""
     import daqp
 
@@ -109,9 +112,9 @@ def tracking_qp(inertia, bias, wanted, contacts, torque_limits, config: PhysicsC
     gradient[:nv] = -weights * wanted
     hessian[nv:nv + nl, nv:nv + nl] = REGULARISATION["force"] * np.eye(nl)
     hessian[nv + nl:, nv + nl:] = REGULARISATION["residual"] * np.eye(6)
-    for jacobian, acceleration in tasks:
-        hessian[:nv, :nv] += config.task_weight * jacobian.T @ jacobian
-        gradient[:nv] -= config.task_weight * jacobian.T @ acceleration
+    for jacobian, acceleration, weight in tasks:
+        hessian[:nv, :nv] += weight * jacobian.T @ jacobian
+        gradient[:nv] -= weight * jacobian.T @ acceleration
     pushes = np.zeros((nv, nl))
     bands = []  # (Jacobian row, lowest and highest acceleration allowed)
     for k, (height, jacobian, held, pinned) in enumerate(contacts):
@@ -241,15 +244,16 @@ class PhysicsTracker:
         return self.target_data.xpos[self.task_bodies].copy() if self.config.task_weight > 0.0 else np.zeros((0, 3))
 
     def tasks(self, ends: np.ndarray, end_velocities: np.ndarray) -> list:
-        """(Jacobian (3, nv), wanted acceleration (3,)) of each hand and foot joint toward its target place `ends`
-        (K, 3) moving at `end_velocities`, critically damped with the joints' gains."""
+        """(Jacobian (3, nv), wanted acceleration (3,), weight) of each hand, foot and head joint toward its target
+        place `ends` (K, 3) moving at `end_velocities`, critically damped with the joints' gains; the head's weight
+        HEAD_TASK_SHARE of the others' (task_weight)."""
         model, data, config = self.body.model, self.data, self.config
         found = []
-        for body, place, speed in zip(self.task_bodies, ends, end_velocities):
+        for k, (body, place, speed) in enumerate(zip(self.task_bodies, ends, end_velocities)):
             jacobian = np.zeros((3, model.nv))
             self.mujoco.mj_jacBody(model, data, jacobian, None, body)
             wanted = config.stiffness * (place - data.xpos[body]) + config.damping * (speed - jacobian @ data.qvel)
-            found.append((jacobian, wanted))
+            found.append((jacobian, wanted, config.task_weight * (HEAD_TASK_SHARE if k == 4 else 1.0)))
         return found
 
     def grounded(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -336,16 +340,16 @@ class PhysicsTracker:
 
 
 def swinging_feet_kept_up(ends: np.ndarray, planted: np.ndarray | None, lowered_m: float) -> np.ndarray:
-    """The hands' and feet's task places (`ends`, K, 3: left hand, right hand, left foot, right foot) with a foot the
+    """The task places (`ends`, K, 3: left hand, right hand, left foot, right foot, head) with a foot the
     solver swings over its planted one put back up by what the grounding lowered the target (`lowered_m`): the
     target is lowered onto its planted sole, and a swinging foot lowered with it would come down early, its toe
     sweeping along the floor before the solve's lands. With neither foot planted both are lowered, onto the floor
     where the solve's stance is late or early."""
-    if planted is None or len(ends) != 4 or lowered_m <= 0.0:
+    if planted is None or len(ends) < 4 or lowered_m <= 0.0:
         return ends
     planted = np.asarray(planted, dtype=bool)
     places = ends.copy()
-    places[2:, 1] += np.where(~planted & planted[::-1], lowered_m, 0.0)
+    places[2:4, 1] += np.where(~planted & planted[::-1], lowered_m, 0.0)
     return places
 
 

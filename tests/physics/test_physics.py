@@ -525,7 +525,8 @@ def _solve_cycling_qp(queue):
     data = np.load(CYCLING_QP)
     contacts = list(zip(data["contact_heights"], data["contact_jacobians"], data["contact_held"],
                         np.zeros(len(data["contact_held"]), dtype=bool)))  # recorded before planted soles were pinned
-    tasks = list(zip(data["task_jacobians"], data["task_accelerations"]))
+    tasks = [(jacobian, acceleration, PhysicsConfig().task_weight)
+             for jacobian, acceleration in zip(data["task_jacobians"], data["task_accelerations"])]
     answers = []
     for units in (tracking.UNITS, {"force": 1000.0, "residual": 100.0}):  # the same answer in other units
         tracking.UNITS = units
