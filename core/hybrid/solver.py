@@ -294,8 +294,9 @@ class HybridSolver:
         feet = positions[:, self.legs.chains]  # where the pose stands, whatever the hips do above it
         if self.config.crouch:
             predicted = self.crouch.heads(rotations, positions, out_positions)
-            heads = predicted + self.headset.filter(heads - predicted, dt, restarts)
-            rotations, positions = self.crouched(local, out_positions, rotations, positions, heads, head_tracked)
+            way = np.where(head_tracked[:, None], heads - predicted, 0.0)  # an untracked headset asks for nothing
+            heads = predicted + self.headset.filter(way, dt, restarts)
+            rotations, positions = self.crouched(local, out_positions, rotations, positions, heads)
         rotations, positions = self.reach_with_torso(local, out_positions, rotations, positions, wrists, hands)
         chains = np.vstack([self.legs.chains[:, :4], self.arms.chains])
         chain_rotations, chain_positions = rotations[:, chains], positions[:, chains]
@@ -321,12 +322,12 @@ class HybridSolver:
         return local, out_positions
 
     def crouched(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray, positions: np.ndarray,
-                 heads: np.ndarray, tracked: np.ndarray):
+                 heads: np.ndarray):
         """Where the headset is lower than the pose's head or off its line, lower the hips and bend the torso toward
         it (ik/crouch.py), writing the hips' place and the spine's and neck's local rotations into `local_positions`
         and `local`; the global rotations and positions (T, J, ...) of the posed joints after it, the hands keeping
         their world rotations."""
-        moves, bends = self.crouch.moves(rotations, positions, local_positions, heads, tracked)
+        moves, bends = self.crouch.moves(rotations, positions, local_positions, heads)
         if not moves.any() and np.all(bends[:, 0] == 1.0):
             return rotations, positions
         parent = self.skeleton.parents[self.hips]

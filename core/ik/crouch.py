@@ -110,17 +110,15 @@ class Crouch:
         and local positions (T, J, 3)."""
         return positions[:, self.neck] + quat.rotate(rotations[:, self.neck], local_positions[:, self.head])
 
-    def moves(self, rotations: np.ndarray, positions: np.ndarray, local_positions: np.ndarray,
-              heads: np.ndarray, tracked: np.ndarray):
+    def moves(self, rotations: np.ndarray, positions: np.ndarray, local_positions: np.ndarray, heads: np.ndarray):
         """(the hips' move (T, 3), the torso's bend (T, 4), a world rotation about the spine joint) that bring the head
-        to `heads` (T, 3) where the headset is `tracked` (T,), from the global rotations and positions (T, J, ...) and
-        the local positions (T, J, 3) of the poses."""
+        to `heads` (T, 3), from the global rotations and positions (T, J, ...) and the local positions (T, J, 3) of
+        the poses."""
         neck = positions[:, self.neck]
         neck_targets = heads - quat.rotate(rotations[:, self.neck], local_positions[:, self.head])
         legs = positions[:, self.legs]
         legs_m = length(legs[:, :, 1] - legs[:, :, 0]) + length(legs[:, :, 2] - legs[:, :, 1])
-        moves = np.where(tracked[:, None], hips_moves(positions[:, self.pivot], neck, neck_targets, legs[:, :, 0],
-                                                      legs[:, :, 2], legs_m), 0.0)
+        moves = hips_moves(positions[:, self.pivot], neck, neck_targets, legs[:, :, 0], legs[:, :, 2], legs_m)
         bends = quat.between(neck - positions[:, self.pivot], neck_targets - positions[:, self.pivot] - moves)
         half = 0.5 * np.radians(MAX_BEND_DEG)
         over = np.abs(bends[:, :1]) < np.cos(half)  # turned more than the limit
@@ -129,7 +127,7 @@ class Crouch:
             axes /= np.maximum(length(axes), 1e-300)[:, None]
             bends = np.where(over, np.concatenate([np.full_like(over, np.cos(half), float), np.sin(half) * axes],
                                                   axis=1), bends)
-        return moves, np.where(tracked[:, None], bends, quat.identity())
+        return moves, bends
 
     def pose(self, rotations: np.ndarray, positions: np.ndarray, moves: np.ndarray, bends: np.ndarray):
         """The global rotations and positions (T, J, ...) of the posed joints after the moves (`moves` (T, 3) of the
