@@ -45,6 +45,7 @@ def test_the_clavicle_turns_the_least_that_brings_the_shoulder_within_reach(valu
     if before <= reach:
         assert angle < 1e-9
     else:
-        assert after <= before + 1e-9
+        # A turn never takes the point away from the target (an arm of a few nanometres has no direction to keep).
+        assert after <= before + 1e-9 or np.linalg.norm(point - pivot) < 1e-6
         if angle < limit - 1e-6 and after > reach + 1e-6:  # the limit did not stop it: it points at the target
             assert np.linalg.norm(np.cross(moved - pivot, target - pivot)) < 1e-6 * max(1.0, np.linalg.norm(target - pivot))
