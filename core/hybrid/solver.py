@@ -293,10 +293,10 @@ class HybridSolver:
             rotations, positions = forward_kinematics(parents, local, out_positions, self.posed)
         feet = positions[:, self.legs.chains]  # where the pose stands, whatever the hips do above it
         if self.config.crouch:
-            predicted = self.crouch.heads(rotations, positions, out_positions)
-            way = np.where(head_tracked[:, None], heads - predicted, 0.0)  # an untracked headset asks for nothing
-            heads = predicted + self.headset.filter(way, dt, restarts)
-            rotations, positions = self.crouched(local, out_positions, rotations, positions, heads)
+            ways = np.where(head_tracked[:, None], heads - self.crouch.heads(rotations, positions, out_positions),
+                            0.0)  # an untracked headset asks for nothing
+            rotations, positions = self.crouched(local, out_positions, rotations, positions,
+                                                 self.headset.filter(ways, dt, restarts))
         rotations, positions = self.reach_with_torso(local, out_positions, rotations, positions, wrists, hands)
         chains = np.vstack([self.legs.chains[:, :4], self.arms.chains])
         chain_rotations, chain_positions = rotations[:, chains], positions[:, chains]
@@ -322,26 +322,16 @@ class HybridSolver:
         return local, out_positions
 
     def crouched(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray, positions: np.ndarray,
-                 heads: np.ndarray):
-        """Where the headset is lower than the pose's head or off its line, lower the hips and bend the torso toward
-        it (ik/crouch.py), writing the hips' place and the spine's and neck's local rotations into `local_positions`
-        and `local`; the global rotations and positions (T, J, ...) of the posed joints after it, the hands keeping
-        their world rotations."""
-        moves, bends = self.crouch.moves(rotations, positions, local_positions, heads)
+                 ways: np.ndarray):
+        """Take the head `ways` (T, 3) toward the headset: lower the hips and bend the torso (ik/crouch.py), writing
+        the hips' place and the spine's and neck's local rotations into `local_positions` and `local`; the global
+        rotations and positions (T, J, ...) of the posed joints after it, the hands keeping their world rotations."""
+        moves, bends = self.crouch.moves(positions, ways)
         if not moves.any() and np.all(bends[:, 0] == 1.0):
             return rotations, positions
         parent = self.skeleton.parents[self.hips]
         self.crouch.apply(local, local_positions, rotations, moves, bends, rotations[:, parent] if parent >= 0 else None)
         return self.crouch.pose(rotations, positions, moves, bends)
-
-    def posed_again(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray):
-        """The global rotations and positions (T, J, ...) of the posed joints from local poses changed in the torso,
-        the hands keeping their world rotations in `rotations` (T, J, 4)."""
-        hand_joints = self.arms.chains[:, -1]
-        hand_rotations = rotations[:, hand_joints]
-        rotations, positions = forward_kinematics(self.skeleton.parents, local, local_positions, self.posed)
-        rotations[:, hand_joints] = hand_rotations
-        return rotations, positions
 
     def reach_with_torso(self, local: np.ndarray, local_positions: np.ndarray, rotations: np.ndarray,
                          positions: np.ndarray, wrists: np.ndarray, hands: np.ndarray):
@@ -360,4 +350,8 @@ class HybridSolver:
         if np.all(twist[:, 0] == 1.0) and np.all(clavicle[..., 0] == 1.0):
             return rotations, positions
         self.torso.apply(local, rotations, twist, clavicle)
-        return self.posed_again(local, local_positions, rotations)
+        hand_joints = self.arms.chains[:, -1]
+        hand_rotations = rotations[:, hand_joints]
+        rotations, positions = forward_kinematics(self.skeleton.parents, local, local_positions, self.posed)
+        rotations[:, hand_joints] = hand_rotations
+        return rotations, positions

@@ -99,9 +99,9 @@ class Crouch:
         whatever the torso does (`kept`: the hands)."""
         neck, pivot, hips = mapping["neck"], mapping["spine"], mapping["hips"]
         posed = sorted(set(int(j) for j in posed))
-        torso = [j for j in posed if _below(skeleton.parents, j, pivot)]
+        torso = [j for j in posed if skeleton.is_ancestor(pivot, j)]
         turned = [j for j in torso if j != neck and j not in set(int(k) for k in kept)]
-        carried = [j for j in posed if _below(skeleton.parents, j, hips) and j not in torso]
+        carried = [j for j in posed if skeleton.is_ancestor(hips, j) and j not in torso]
         return cls(hips, pivot, neck, int(skeleton.parents[neck]), mapping["head"], leg_chains[:, 1:4],
                    np.array(turned, int), np.array(torso, int), np.array(carried, int))
 
@@ -110,12 +110,12 @@ class Crouch:
         and local positions (T, J, 3)."""
         return positions[:, self.neck] + quat.rotate(rotations[:, self.neck], local_positions[:, self.head])
 
-    def moves(self, rotations: np.ndarray, positions: np.ndarray, local_positions: np.ndarray, heads: np.ndarray):
-        """(the hips' move (T, 3), the torso's bend (T, 4), a world rotation about the spine joint) that bring the head
-        to `heads` (T, 3), from the global rotations and positions (T, J, ...) and the local positions (T, J, 3) of
-        the poses."""
+    def moves(self, positions: np.ndarray, ways: np.ndarray):
+        """(the hips' move (T, 3), the torso's bend (T, 4), a world rotation about the spine joint) that take the head
+        `ways` (T, 3) from where it is, from the posed joints' global positions (T, J, 3); the head keeps its place on
+        the neck, so the neck goes the same way."""
         neck = positions[:, self.neck]
-        neck_targets = heads - quat.rotate(rotations[:, self.neck], local_positions[:, self.head])
+        neck_targets = neck + ways
         legs = positions[:, self.legs]
         legs_m = length(legs[:, :, 1] - legs[:, :, 0]) + length(legs[:, :, 2] - legs[:, :, 1])
         moves = hips_moves(positions[:, self.pivot], neck, neck_targets, legs[:, :, 0], legs[:, :, 2], legs_m)
@@ -156,11 +156,3 @@ class Crouch:
         local[:, self.neck] = quat.nearest_sign(quat.inverse_multiply(neck_parent, rotations[:, self.neck]),
                                                 local[:, self.neck])
 
-
-def _below(parents: np.ndarray, joint: int, ancestor: int) -> bool:
-    """Whether `joint` is `ancestor` or below it."""
-    while joint >= 0:
-        if joint == ancestor:
-            return True
-        joint = int(parents[joint])
-    return False

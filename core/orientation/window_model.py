@@ -242,14 +242,7 @@ class WindowOrientationPredictor:
         hmd_yaw = math.atan2(x2 * y1 - x1 * y2, x1 * y0 - x0 * y1)
         cos, sin = math.cos(hmd_yaw), math.sin(hmd_yaw)
         hmd_frame = np.array((((cos, 0.0, sin), (0.0, 1.0, 0.0), (-sin, 0.0, cos)),))
-        inputs = window_inputs(self.ring[slots][None], hmd_frame)[0]
-        model = self.model
-        if model.mirror:  # as `forward`: one matrix-vector product gives both passes' first layers
-            first = (inputs @ model._both_first).reshape(2, -1) + model._pass[0][1]
-            (c, s), (mirrored_c, mirrored_s) = model._hidden_to_output(first).tolist()
-            c, s = c + mirrored_c, s - mirrored_s
-        else:
-            c, s = model.network(inputs).tolist()
+        c, s = self.model.forward(window_inputs(self.ring[slots][None], hmd_frame))[0].tolist()
         yaw = hmd_yaw + math.atan2(s, c)
         return np.array([math.cos(yaw), 0.0, -math.sin(yaw), 0.0, 1.0, 0.0])
 

@@ -171,7 +171,9 @@ class PhysicsTracker:
         self.previous: np.ndarray | None = None
         simulated = list(body.joints)
         self.task_bodies = [simulated.index(j) + 1 for j in body.ends]
-        """MuJoCo bodies of the hands and feet (task points at their joints)."""
+        """MuJoCo bodies of the hands, feet and head (task points at their joints)."""
+        self.task_weights = config.task_weight * np.array([1.0, 1.0, 1.0, 1.0, HEAD_TASK_SHARE])[:len(body.ends)]
+        """Each task point's weight, in `body.ends`' order: the head's HEAD_TASK_SHARE of the others'."""
         self.previous_ends: np.ndarray | None = None
         self.previous_soles: np.ndarray | None = None
         self.let_go = np.zeros(len(body.soles), dtype=bool)
@@ -249,11 +251,11 @@ class PhysicsTracker:
         HEAD_TASK_SHARE of the others' (task_weight)."""
         model, data, config = self.body.model, self.data, self.config
         found = []
-        for k, (body, place, speed) in enumerate(zip(self.task_bodies, ends, end_velocities)):
+        for body, place, speed, weight in zip(self.task_bodies, ends, end_velocities, self.task_weights):
             jacobian = np.zeros((3, model.nv))
             self.mujoco.mj_jacBody(model, data, jacobian, None, body)
             wanted = config.stiffness * (place - data.xpos[body]) + config.damping * (speed - jacobian @ data.qvel)
-            found.append((jacobian, wanted, config.task_weight * (HEAD_TASK_SHARE if k == 4 else 1.0)))
+            found.append((jacobian, wanted, weight))
         return found
 
     def grounded(self, target: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
