@@ -169,6 +169,8 @@ class PhysicsTracker:
         self.mujoco, self.body, self.config = mujoco, body, config
         self.data, self.target_data = mujoco.MjData(body.model), mujoco.MjData(body.model)
         self.previous: np.ndarray | None = None
+        self.speed_unknown = True
+        """Whether the body was put on a target without a speed, to take the target's on the next step."""
         simulated = list(body.joints)
         self.task_bodies = [simulated.index(j) + 1 for j in body.ends]
         """MuJoCo bodies of the hands, feet and head (task points at their joints)."""
@@ -183,9 +185,11 @@ class PhysicsTracker:
         """(S,) each sole point's foot: 0 left, 1 right."""
 
     def reset(self, qpos: np.ndarray, qvel: np.ndarray | None = None) -> None:
-        """The body put at `qpos` moving at `qvel` (still without)."""
+        """The body put at `qpos` moving at `qvel`; without it, at the target's speed from the next step on (the
+        first frame, a teleport, a long gap: the speed is not known until the target moves again)."""
         self.data.qpos[:] = qpos
         self.data.qvel[:] = 0.0 if qvel is None else qvel
+        self.speed_unknown = qvel is None
         self.let_go[:] = False
         self.mujoco.mj_forward(self.body.model, self.data)
         self.previous = np.array(qpos, dtype=float)
@@ -201,6 +205,7 @@ class PhysicsTracker:
             self.previous_ends = self.ends_at(self.previous)
         self.previous_soles = None if earlier.previous_soles is None else earlier.previous_soles.copy()
         self.let_go = earlier.let_go.copy()
+        self.speed_unknown = earlier.speed_unknown
 
     def velocity(self, start: np.ndarray, end: np.ndarray, dt: float) -> np.ndarray:
         """The generalised velocity that moves `start` to `end` in `dt` seconds."""
@@ -306,6 +311,9 @@ class PhysicsTracker:
         pinned = self.held_in_place(planted_soles, soles)
         model, data, config = self.body.model, self.data, self.config
         target_velocity = self.velocity(self.previous, target, max(dt, 1e-6))
+        if self.speed_unknown:
+            data.qvel[:] = target_velocity
+            self.speed_unknown = False
         end_velocities = (ends - self.previous_ends) / max(dt, 1e-6)
         self.previous, self.previous_ends = np.array(target, dtype=float), ends
         places = swinging_feet_kept_up(ends, planted, lowered)

@@ -109,10 +109,10 @@ def score_motion(solved: Motion, truth: Motion, implied_hands: np.ndarray | None
                  hands_tracked: np.ndarray | None = None) -> dict[str, float]:
     """Every §5 metric of a solved motion against the ground-truth clip, over canonical joints.
 
-    The two motions may use different skeletons (each is mapped onto the canonical humanoid; foot skating then counts
-    each one's toes over its own floor, since a skeleton's toe joint sits at its own height over the sole: the
-    solver's toes stand 3.5-4.8 cm over another studio's floor and never counted as near it); `solved` is resampled
-    to the truth's rate and both are cut to the shorter length.
+    The two motions may use different skeletons (each is mapped onto the canonical humanoid; where their feet are
+    not alike, foot skating counts each one's toes over its own floor, since a skeleton's toe joint sits at its own
+    height over the sole: the solver's toes stand 3.5-4.8 cm over another studio's floor and never counted as near
+    it); `solved` is resampled to the truth's rate and both are cut to the shorter length.
     `implied_hands` (T, 2, 3), left then right, adds `hand_cm` and `hand_turn_deg`.
     """
     solved = solved.resampled(truth.fps)
@@ -124,7 +124,7 @@ def score_motion(solved: Motion, truth: Motion, implied_hands: np.ndarray | None
     toes = [canonical.index("l_toes"), canonical.index("r_toes")]
     mapping = {name: i for i, name in enumerate(canonical)}
     floor = floor_height(theirs[:, toes, 1])
-    own_floor = floor if solved.skeleton.names == truth.skeleton.names else floor_height(ours[:, toes, 1])
+    own_floor = floor if feet_alike(solved.skeleton, truth.skeleton) else floor_height(ours[:, toes, 1])
     result = {
         "mpjpe_cm": mpjpe_cm(ours, theirs),
         "mpjpe_cm_upper": mpjpe_cm(ours[:, upper], theirs[:, upper]),
@@ -150,6 +150,22 @@ def _hand_rotations(motion: Motion) -> np.ndarray:
     """World rotations (T, 2, 4) of the left and right hand."""
     mapping = find_mapping(motion.skeleton)
     return motion.global_transforms()[0][:, [mapping["l_hand"], mapping["r_hand"]]]
+
+
+def foot_shape(skeleton) -> np.ndarray:
+    """(3,) the left toe joint's rest place from the foot joint, over the shin's length (rest pose, +Y up)."""
+    mapping = find_mapping(skeleton)
+    rest = np.zeros((len(skeleton), 3))
+    for joint, parent in enumerate(skeleton.parents):
+        rest[joint] = skeleton.offsets[joint] + (rest[parent] if parent >= 0 else 0.0)
+    foot = rest[mapping["l_foot"]]
+    return (rest[mapping["l_toes"]] - foot) / max(float(np.linalg.norm(foot - rest[mapping["l_shin"]])), 1e-9)
+
+
+def feet_alike(a, b, tolerance: float = 0.05) -> bool:
+    """Whether two skeletons' feet are shaped alike (the same studio's, however sized): their `foot_shape`s within
+    `tolerance` of a shin's length."""
+    return a is b or float(np.linalg.norm(foot_shape(a) - foot_shape(b))) < tolerance
 
 
 def _canonical_positions(motion: Motion) -> np.ndarray:
