@@ -12,7 +12,7 @@ from ..anim.contacts import floor_height
 from ..math import quat
 from ..math.angle import wrap_angle
 from ..anim.motion import Motion
-from ..rig.humanoid import CANONICAL_JOINTS, LOWER_BODY, UPPER_BODY, find_mapping
+from ..rig.humanoid import CANONICAL_JOINTS, LOWER_BODY, UPPER_BODY, find_mapping, rest_positions
 
 FOOT_SKATE_HEIGHT_M = 0.025
 """Toes under this height above the floor count as touching it (SPEC §5)."""
@@ -154,10 +154,7 @@ def _hand_rotations(motion: Motion) -> np.ndarray:
 
 def foot_shape(skeleton) -> np.ndarray:
     """(3,) the left toe joint's rest place from the foot joint, over the shin's length (rest pose, +Y up)."""
-    mapping = find_mapping(skeleton)
-    rest = np.zeros((len(skeleton), 3))
-    for joint, parent in enumerate(skeleton.parents):
-        rest[joint] = skeleton.offsets[joint] + (rest[parent] if parent >= 0 else 0.0)
+    mapping, rest = find_mapping(skeleton), rest_positions(skeleton)
     foot = rest[mapping["l_foot"]]
     return (rest[mapping["l_toes"]] - foot) / max(float(np.linalg.norm(foot - rest[mapping["l_shin"]])), 1e-9)
 
