@@ -93,21 +93,26 @@ def test_the_moved_pose_is_forward_kinematics_of_the_local_pose_written(standing
                                np.abs(np.sum(expected_rotations ** 2, axis=-1)), atol=1e-9)
 
 
-def picking_up(depth_m: float, seconds: float = 8.0) -> ThreePointStream:
-    """A person standing (a validation clip's first frame, held) who goes down over a second, 2 s in, to pick
-    something off the floor 30 cm in front, stays there 2 s and comes back up: the headset `depth_m` lower and
-    0.4 of that forward, the controllers at the floor between the feet's sides."""
+def standing_still(seconds: float) -> tuple[ThreePointStream, np.ndarray, np.ndarray]:
+    """(the stream of a person standing: a validation clip's first frame, held; its seconds from the start; where the
+    headset looks along the floor (T, 3))."""
     clip = read_bvh(STANDING)
     frames = int(seconds * clip.fps)
     still = Motion(clip.skeleton, np.repeat(clip.rotations[:1], frames, 0), np.repeat(clip.positions[:1], frames, 0),
                    clip.fps)
     stream = simulate_stream(still, SimulationConfig(look_around_deg=0.0)).stream
-    t = stream.times - stream.times[0]
-    down = np.clip(np.minimum(t - 2.0, 6.0 - t), 0.0, 1.0)
-    down = 0.5 - 0.5 * np.cos(np.pi * down)
     forward = -quat.rotate(stream.rotations[:, 0], np.array([0.0, 0.0, 1.0]))
     forward[:, 1] = 0.0
-    forward /= np.linalg.norm(forward, axis=1, keepdims=True)
+    return stream, stream.times - stream.times[0], forward / np.linalg.norm(forward, axis=1, keepdims=True)
+
+
+def picking_up(depth_m: float, seconds: float = 8.0) -> ThreePointStream:
+    """A person standing who goes down over a second, 2 s in, to pick something off the floor 30 cm in front, stays
+    there 2 s and comes back up: the headset `depth_m` lower and 0.4 of that forward, the controllers at the floor
+    between the feet's sides."""
+    stream, t, forward = standing_still(seconds)
+    down = np.clip(np.minimum(t - 2.0, 6.0 - t), 0.0, 1.0)
+    down = 0.5 - 0.5 * np.cos(np.pi * down)
     side = np.cross(forward, [0.0, 1.0, 0.0])
     positions = stream.positions.copy()
     hmd = positions[:, 0].copy()
@@ -167,3 +172,26 @@ def test_a_headset_lost_for_a_moment_moves_nothing_when_it_comes_back(model):
     motion = solve(ThreePointStream(stream.times, positions, rotations, tracked), solver, None).motion
     head = motion.global_positions()[:, find_mapping(motion.skeleton)["head"]]
     assert length(np.diff(head[int(0.3 * 60):int(1.5 * 60)], axis=0)).max() < 0.005
+
+
+def test_sitting_down_after_standing_the_avatar_sits_into_a_squat(model):
+    """A user who stands for the first seconds, sized by them, then sits (the headset 0.45 m lower over a second, the
+    controllers on the lap): the avatar sits back into a squat, it has no chair, with the head and hands on their
+    devices (at most 0.14 cm measured), the knees bent to about a right angle (87-90° measured) and the feet where
+    they stood."""
+    stream, t, forward = standing_still(10.0)
+    down = 0.5 - 0.5 * np.cos(np.pi * np.clip(t - 3.0, 0.0, 1.0))
+    positions = stream.positions.copy()
+    positions[:, :, 1] -= 0.45 * down[:, None]
+    positions[:, 1:] += (0.15 * down[:, None] * forward)[:, None]
+    solver = hybrid(model)
+    solution = solve(ThreePointStream(stream.times, positions, stream.rotations, stream.tracked), solver, None)
+    head, hands, toes = misses(solver, solution.motion, solution.stream)
+    seated = slice(int(5.0 * 60), None)
+    assert head[seated].max() < 0.01 and hands[seated].max() < 0.01
+    assert np.abs(toes - toes[:1]).max() < 0.01
+    mapping, joints = find_mapping(solution.motion.skeleton), solution.motion.global_positions()[seated]
+    thigh = joints[:, mapping["l_thigh"]] - joints[:, mapping["l_shin"]]
+    shin = joints[:, mapping["l_foot"]] - joints[:, mapping["l_shin"]]
+    knee = np.degrees(np.arccos(np.sum(thigh * shin, axis=-1) / (length(thigh) * length(shin))))
+    assert 75.0 < knee.min() and knee.max() < 105.0
