@@ -159,4 +159,3 @@ class Crouch:
         neck_parent = quat.multiply(bends, rotations[:, self.neck_parent])
         local[:, self.neck] = quat.nearest_sign(quat.inverse_multiply(neck_parent, rotations[:, self.neck]),
                                                 local[:, self.neck])
-

@@ -174,7 +174,7 @@ class PhysicsTracker:
         simulated = list(body.joints)
         self.task_bodies = [simulated.index(j) + 1 for j in body.ends]
         """MuJoCo bodies of the hands, feet and head (task points at their joints)."""
-        self.task_weights = config.task_weight * np.array([1.0, 1.0, 1.0, 1.0, HEAD_TASK_SHARE])[:len(body.ends)]
+        self.task_weights = config.task_weight * np.array([1.0, 1.0, 1.0, 1.0, HEAD_TASK_SHARE])
         """Each task point's weight, in `body.ends`' order: the head's HEAD_TASK_SHARE of the others'."""
         self.previous_ends: np.ndarray | None = None
         self.previous_soles: np.ndarray | None = None

@@ -117,14 +117,15 @@ def score_motion(solved: Motion, truth: Motion, implied_hands: np.ndarray | None
     """
     solved = solved.resampled(truth.fps)
     frames = min(len(solved), len(truth))
-    ours, theirs = (_canonical_positions(m)[:frames] for m in (solved, truth))
+    mappings = [find_mapping(m.skeleton) for m in (solved, truth)]
+    ours, theirs = (_canonical_positions(m, mp)[:frames] for m, mp in zip((solved, truth), mappings))
     canonical = list(CANONICAL_JOINTS)
     upper = [canonical.index(j) for j in UPPER_BODY]
     lower = [canonical.index(j) for j in LOWER_BODY]
     toes = [canonical.index("l_toes"), canonical.index("r_toes")]
     mapping = {name: i for i, name in enumerate(canonical)}
     floor = floor_height(theirs[:, toes, 1])
-    own_floor = floor if feet_alike(solved.skeleton, truth.skeleton) else floor_height(ours[:, toes, 1])
+    own_floor = floor if feet_alike(solved.skeleton, truth.skeleton, mappings) else floor_height(ours[:, toes, 1])
     result = {
         "mpjpe_cm": mpjpe_cm(ours, theirs),
         "mpjpe_cm_upper": mpjpe_cm(ours[:, upper], theirs[:, upper]),
@@ -152,22 +153,23 @@ def _hand_rotations(motion: Motion) -> np.ndarray:
     return motion.global_transforms()[0][:, [mapping["l_hand"], mapping["r_hand"]]]
 
 
-def foot_shape(skeleton) -> np.ndarray:
-    """(3,) the left toe joint's rest place from the foot joint, over the shin's length (rest pose, +Y up)."""
-    mapping, rest = find_mapping(skeleton), rest_positions(skeleton)
+def foot_shape(skeleton, mapping=None) -> np.ndarray:
+    """(3,) the left toe joint's rest place from the foot joint, over the shin's length (rest pose, +Y up); `mapping`:
+    the skeleton's, where it is at hand."""
+    mapping, rest = mapping or find_mapping(skeleton), rest_positions(skeleton)
     foot = rest[mapping["l_foot"]]
     return (rest[mapping["l_toes"]] - foot) / max(float(np.linalg.norm(foot - rest[mapping["l_shin"]])), 1e-9)
 
 
-def feet_alike(a, b, tolerance: float = 0.05) -> bool:
+def feet_alike(a, b, mappings=(None, None), tolerance: float = 0.05) -> bool:
     """Whether two skeletons' feet are shaped alike (the same studio's, however sized): their `foot_shape`s within
-    `tolerance` of a shin's length."""
-    return a is b or float(np.linalg.norm(foot_shape(a) - foot_shape(b))) < tolerance
+    `tolerance` of a shin's length (`mappings`: theirs, where they are at hand)."""
+    return a is b or float(np.linalg.norm(foot_shape(a, mappings[0]) - foot_shape(b, mappings[1]))) < tolerance
 
 
-def _canonical_positions(motion: Motion) -> np.ndarray:
-    """Global positions (T, 21, 3) of the canonical joints in CANONICAL_JOINTS order."""
-    return motion.global_positions()[:, find_mapping(motion.skeleton).indices()]
+def _canonical_positions(motion: Motion, mapping) -> np.ndarray:
+    """Global positions (T, 21, 3) of the canonical joints in CANONICAL_JOINTS order (`mapping`: the skeleton's)."""
+    return motion.global_positions()[:, mapping.indices()]
 
 
 FOOT_SLIDE_HEIGHT_M = 0.02
