@@ -1,7 +1,8 @@
 """What the solvers accept from devices and streams: finite, sane samples and time steps, metres and +Y up.
 
 A device sample that is not finite, lies farther than MAX_POSITION_M from the origin or has a
-quaternion far from unit length counts as untracked (`usable_samples`), one near it is made unit
+quaternion far from unit length counts as untracked (`usable_samples`), as does a controller farther than
+MAX_CONTROLLER_FROM_HMD_M from the HMD; one near unit length is made unit
 (`unit_rotations`); a time step that is not
 finite, not positive or longer than PAUSE_STEP_S is a pause: the solvers advance by one nominal
 frame. `check_stream` looks at a whole stream file: times in milliseconds and positions in
@@ -16,6 +17,9 @@ from ..math import quat
 
 MAX_POSITION_M = 1e4
 """A device farther than this from the origin (10 km) is a broken sample, not a position."""
+MAX_CONTROLLER_FROM_HMD_M = 1.5
+"""A controller farther than this from the HMD is in no hand: set down, dropped, or reported where its tracking was
+lost (a tool that writes the last pose on). The tallest user's grip is within 1.2 m of their eyes."""
 QUATERNION_NORM_RANGE = (1.0 - QUATERNION_NORM_TOLERANCE, 1.0 + QUATERNION_NORM_TOLERANCE)
 """Rotations whose quaternion length is outside this are broken samples (zero, garbage); inside it they are normalised
 where read (the stream reader refuses them)."""
@@ -30,7 +34,8 @@ CALIBRATION_S = 0.5
 
 
 def usable_samples(positions, rotations, tracked) -> np.ndarray:
-    """(..., 3) bool: tracked devices whose pose is finite, within MAX_POSITION_M and has a near-unit quaternion.
+    """(..., D) bool: tracked devices whose pose is finite, within MAX_POSITION_M and has a near-unit quaternion; where
+    the D devices are the three (HMD, left, right), controllers also within MAX_CONTROLLER_FROM_HMD_M of a usable HMD.
 
     NaN and infinity fail the comparisons, so no separate finiteness test is needed.
     """
@@ -38,8 +43,13 @@ def usable_samples(positions, rotations, tracked) -> np.ndarray:
     low, high = QUATERNION_NORM_RANGE
     with np.errstate(over="ignore", invalid="ignore"):
         squared = np.einsum("...i,...i->...", rotations, rotations)
-        return (np.asarray(tracked, dtype=bool) & (np.abs(positions) <= MAX_POSITION_M).all(axis=-1)
-                & (squared >= low * low) & (squared <= high * high))
+        usable = (np.asarray(tracked, dtype=bool) & (np.abs(positions) <= MAX_POSITION_M).all(axis=-1)
+                  & (squared >= low * low) & (squared <= high * high))
+        if positions.ndim >= 2 and positions.shape[-2] == 3:
+            apart = positions[..., 1:, :] - positions[..., :1, :]
+            far = np.einsum("...i,...i->...", apart, apart) > MAX_CONTROLLER_FROM_HMD_M ** 2
+            usable[..., 1:] &= ~(far & usable[..., :1])
+        return usable
 
 
 def unit_rotations(rotations, usable) -> np.ndarray:
@@ -106,8 +116,9 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
     if broken.any():
         first = int(np.flatnonzero(broken.any(axis=1))[0])
         warnings.append(f"{path}: {int(broken.sum())} device sample(s) with absurd values (farther than "
-                        f"{MAX_POSITION_M:g} m or a broken quaternion; the first at t = {stream.times[first]:.3f} s) "
-                        "count as untracked")
+                        f"{MAX_POSITION_M:g} m, a broken quaternion or a controller more than "
+                        f"{MAX_CONTROLLER_FROM_HMD_M:g} m from the headset; the first at t = "
+                        f"{stream.times[first]:.3f} s) count as untracked")
     head = usable[:, 0]
     if head.any():
         window = head & (stream.times - stream.times[0] <= CALIBRATION_S)

@@ -19,6 +19,7 @@ from core.math import quat
 from core.n3p.model import N3PModel
 from core.n3p.solver import N3PSolver
 from core.orientation.window_model import load_orientation_model
+from core.rig.humanoid import find_mapping
 from core.solve import DatabaseNeeded, load_solver, solve
 from conftest import FIXTURE_WALK_1, FIXTURE_WALK_2
 
@@ -262,3 +263,27 @@ def test_a_gap_of_more_than_ten_minutes_is_refused_in_one_line(solvers, person):
     with pytest.raises(ValueError, match=r"^the stream has no sample for 3600 s after t = [\d.]+ s \(more than 10 "
                                          r"minutes\): cut it there"):
         solve(_with_gap(person, 3600.0), solvers["hybrid"], None)
+
+
+def test_a_controller_left_where_its_tracking_was_lost_is_let_go_once_out_of_reach(solvers, person):
+    """A tool that writes a lost controller's last pose on, flagged tracked, leaves it behind as the person walks
+    away: once it is farther from the headset than a hand can be, every method solves it as untracked, and the
+    avatar's hand comes back to its body instead of stretching after it."""
+    from core.devices.plausibility import MAX_CONTROLLER_FROM_HMD_M
+
+    left_behind = person.positions.copy()
+    left_behind[90:, 2] = left_behind[90, 2]
+    far = np.linalg.norm(left_behind[:, 2] - left_behind[:, 0], axis=-1) > MAX_CONTROLLER_FROM_HMD_M
+    assert far[-60:].all()
+    written = ThreePointStream(person.times, left_behind, person.rotations, person.tracked)
+    lost = far[:, None] & (np.arange(3) == 2)
+    untracked = ThreePointStream(person.times, np.where(lost[..., None], np.nan, left_behind), person.rotations,
+                                 person.tracked & ~lost)
+    for method, solver in solvers.items():
+        motions = [solve(stream, solver, None).motion for stream in (written, untracked)]
+        np.testing.assert_allclose(motions[0].positions, motions[1].positions, atol=1e-9, err_msg=method)
+        np.testing.assert_allclose(motions[0].rotations, motions[1].rotations, atol=1e-9, err_msg=method)
+        joints = motions[0].global_positions()
+        mapping = find_mapping(motions[0].skeleton)
+        hand, head = mapping["r_hand"], mapping["head"]
+        assert np.linalg.norm(joints[-60:, hand] - joints[-60:, head], axis=-1).max() < 1.0, method
