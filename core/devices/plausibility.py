@@ -29,6 +29,9 @@ STEP_RANGE_S = (0.001, 0.1)
 """Median time step of a plausible stream: 1000 Hz to 10 Hz."""
 HEAD_HEIGHT_RANGE_M = (0.8, 2.5)
 """Standing HMD height of a plausible user above a floor at y = 0."""
+MIN_HEAD_HEIGHT_M = 0.3
+"""A standing HMD lower than this is no person's standing, kneeling or sitting on the floor: the floor is elsewhere,
+and an avatar sized to it would be a doll."""
 CALIBRATION_S = 0.5
 """The solvers' standing calibration window, from which the head height is judged."""
 
@@ -123,7 +126,8 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
     if head.any():
         window = head & (stream.times - stream.times[0] <= CALIBRATION_S)
         heights = stream.positions[window if window.any() else head, 0]
-        problem = head_height_problem(float(np.median(heights[:, 1])), float(np.median(heights[:, 2])))
+        problem = head_height_problem(float(np.median(heights[:, 1])), float(np.median(heights[:, 2])),
+                                      z_looks_up(stream.positions[head, 0], stream.rotations[head, 0]))
         if problem is not None:
             message, fatal = problem
             if fatal:
@@ -132,15 +136,30 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
     return warnings
 
 
-def head_height_problem(height: float, z: float) -> tuple[str, bool] | None:
-    """What is wrong with a standing HMD at `height` (its y) and `z`, and whether a solve must refuse it."""
+def z_looks_up(positions: np.ndarray, rotations: np.ndarray) -> bool:
+    """Whether an HMD's usable samples (N, 3), (N, 4) say the stream's up is its z axis: the HMD's own up turned
+    nearer ±Z than +Y (a Z-up exporter turns rotations too), or the head travelling farther along y than along z (one
+    that turned positions only)."""
+    up = np.median(quat.rotate(rotations, np.array([0.0, 1.0, 0.0])), axis=0)
+    if abs(up[2]) > max(up[1], 0.0):
+        return True
+    spread = np.percentile(positions, 95, axis=0) - np.percentile(positions, 5, axis=0)
+    return bool(spread[1] > spread[2])
+
+
+def head_height_problem(height: float, z: float, z_up: bool = True) -> tuple[str, bool] | None:
+    """What is wrong with a standing HMD at `height` (its y) and `z` (`z_up`: the HMD's samples look Z-up,
+    `z_looks_up`), and whether a solve must refuse it."""
     low, high = HEAD_HEIGHT_RANGE_M
     if low <= height <= high:
         return None
     where = f"the standing head height (y) is {height:.3g} m, outside {low:g}-{high:g} m"
-    if low <= z <= high or low <= -z <= high:
+    if z_up and (low <= z <= high or low <= -z <= high):
         return f"{where} while z is {z:.3g} m: the stream looks +Z up; CSV v1 is +Y up (y = 0 the floor)", True
     for factor, unit in ((100.0, "centimetres"), (1000.0, "millimetres")):
         if low <= height / factor <= high:
             return f"{where}: the positions look like {unit}; CSV v1 positions are metres", True
-    return f"{where}: is y = 0 the floor? (a LOCAL reference space puts y = 0 at the first head position)", False
+    local = "is y = 0 the floor? (a LOCAL reference space puts y = 0 at the first head position)"
+    if height < MIN_HEAD_HEIGHT_M:
+        return f"{where}: {local}; CSV v1 is a STAGE space, y = 0 the floor", True
+    return f"{where}: {local}", False

@@ -21,6 +21,10 @@ DEVICES = ("head", "left", "right")
 POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
 COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
 VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
+VALID_FLAGS = {"1": True, "0": False, "": False, "nan": False, "1.0": True, "0.0": False, "true": True,
+               "false": False}
+"""What a `*_valid` field may hold (lower case): 1 or 0 (SPEC §3), as other tools write them (a float column's 1.0, a
+boolean's True); empty or nan: not tracked."""
 HELD_GAP_S = 5.0
 """Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
 MAX_GAP_S = 600.0
@@ -175,12 +179,10 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
         for d, f, column, i in columns:
             pose[n, d, f] = _number(path, number, column, fields[i])
         for d, valid, i in valid_columns:
-            value = fields[i].strip()
-            if value.lower() == "nan":  # an empty or nan field means not tracked (SPEC §3)
-                value = ""
-            if value not in ("0", "1", ""):
-                raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {value!r}")
-            flags[n, d] = value == "1"
+            value = VALID_FLAGS.get(fields[i].strip().lower())
+            if value is None:
+                raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {fields[i].strip()!r}")
+            flags[n, d] = value
         n += 1
     if header is None:
         raise StreamFormatError(path, None, "no header line (expected CSV v1: " + ",".join(COLUMNS[:4]) + ",...)")

@@ -267,8 +267,27 @@ def _z_up(s):
     s.positions = s.positions[..., [0, 2, 1]] * [1.0, -1.0, 1.0]
 
 
+def _z_up_turned(s):
+    """Z-up as an exporter that turns the rotations too writes it."""
+    turn = quat.from_axis_rotation("x", np.radians(90.0))
+    s.positions = quat.rotate(turn, s.positions)
+    s.rotations = quat.multiply(turn, s.rotations)
+
+
+def _head_at(s, height: float, z: float = 1.5):
+    """The stream moved so that its first head sample is at `height` and `z` (the floor elsewhere than y = 0)."""
+    s.positions = s.positions + (np.array([0.0, height, z]) - s.positions[0, 0]) * [0.0, 1.0, 1.0]
+
+
+def _local_space(s):
+    """As a LOCAL reference space writes it: y = 0 at the first head position."""
+    _head_at(s, 0.0)
+
+
 @pytest.mark.parametrize("change, words", [(_milliseconds, ["milliseconds"]), (_centimetres, ["centimetres"]),
-                                           (_z_up, ["+Z up"])], ids=["ms", "cm", "z-up"])
+                                           (_z_up, ["+Z up"]), (_z_up_turned, ["+Z up"]),
+                                           (_local_space, ["LOCAL", "y = 0 the floor"])],
+                         ids=["ms", "cm", "z-up", "z-up turned", "local space"])
 def test_streams_off_by_a_unit_or_an_axis_are_refused(good, tmp_path, capsys, change, words):
     db, = _copy(good, tmp_path, "db.npz")
     csv = _stream_variant(good, tmp_path, change)
@@ -284,6 +303,37 @@ def _solve_with_warning(good, folder, csv, capsys, words, method="hybrid"):
     warnings = [line for line in err.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1 and str(csv) in warnings[0] and all(w in warnings[0] for w in words), err
     return read_bvh(out)  # the project's reader refuses non-finite values
+
+
+def test_a_user_seated_on_the_floor_is_solved_with_a_warning_not_taken_for_a_z_up_stream(good, tmp_path, capsys):
+    """A head at 0.7 m while z happens to lie where a head would stand: the HMD is upright and the head travels
+    along z, so the stream is +Y up; the solve warns that the floor may be elsewhere and goes on."""
+    csv = _stream_variant(good, tmp_path, lambda s: _head_at(s, 0.7))
+    _solve_with_warning(good, tmp_path, csv, capsys, ["0.7 m", "is y = 0 the floor?"])
+
+
+@pytest.mark.parametrize("written, flags", [("1.0", True), ("0.0", False), ("True", True), ("false", False),
+                                            ("nan", False), ("", False)])
+def test_tracking_flags_read_as_other_tools_write_them(good, tmp_path, written, flags):
+    """A float column's 1.0 and a boolean's True are 1 (SPEC §3's flags); anything else is refused by line."""
+    lines = (good / "walk.csv").read_text().splitlines()
+    header = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    columns = lines[header].split(",")
+    if "head_valid" not in columns:
+        lines = [*lines[:header], lines[header] + ",head_valid,left_valid,right_valid",
+                 *(line + ",1,1,1" for line in lines[header + 1:])]
+        columns = lines[header].split(",")
+    row = lines[header + 1].split(",")
+    row[columns.index("left_valid")] = written
+    lines[header + 1] = ",".join(row)
+    path = tmp_path / "flags.csv"
+    path.write_text("\n".join(lines) + "\n")
+    assert read_stream(path).tracked[0, 1] == flags
+    row[columns.index("left_valid")] = "yes"
+    lines[header + 1] = ",".join(row)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"flags.csv:{header + 2}: left_valid must be 1 or 0, found 'yes'"):
+        read_stream(path)
 
 
 def test_a_long_gap_is_held_with_a_warning(good, tmp_path, capsys):
