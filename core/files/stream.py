@@ -149,7 +149,14 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
         if not stripped or stripped.startswith("#"):
             continue
         if header is None:
-            header = [h.strip() for h in stripped.split(",")]
+            header = [_unquoted(h).lower() for h in stripped.split(",")]
+            if len(header) == 1:
+                separator = next((name for mark, name in (("\t", "tabs"), (";", "semicolons")) if mark in stripped),
+                                 None)
+                if separator:
+                    raise StreamFormatError(path, number, f"the header's fields are separated by {separator}: CSV v1 "
+                                                          "separates fields with commas and writes decimals with a "
+                                                          "point")
             required = [c for c in COLUMNS if not hmd_only or c == "t" or c.startswith("head_")]
             missing = [c for c in required if c not in header]
             if missing:
@@ -179,7 +186,7 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
         for d, f, column, i in columns:
             pose[n, d, f] = _number(path, number, column, fields[i])
         for d, valid, i in valid_columns:
-            value = VALID_FLAGS.get(fields[i].strip().lower())
+            value = VALID_FLAGS.get(_unquoted(fields[i]).lower())
             if value is None:
                 raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {fields[i].strip()!r}")
             flags[n, d] = value
@@ -202,7 +209,7 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
 
 def _number(path, line: int, column: str, text: str, allow_missing: bool = True) -> float:
     """A field's number: ASCII decimal or scientific notation (`nan` or empty for a missing one, where allowed)."""
-    text = text.strip()
+    text = _unquoted(text)
     if text == "" or text.lower() == "nan":
         if allow_missing:
             return math.nan
@@ -216,6 +223,12 @@ def _number(path, line: int, column: str, text: str, allow_missing: bool = True)
     if not math.isfinite(value):
         raise StreamFormatError(path, line, f"{column} is {text}, not a finite number")
     return value
+
+
+def _unquoted(field: str) -> str:
+    """A field without surrounding spaces and the double quotes a writer that quotes every field puts round it."""
+    field = field.strip()
+    return field[1:-1].strip() if len(field) >= 2 and field[0] == field[-1] == '"' else field
 
 
 def read_comments(path: str | Path) -> list[tuple[int, str]]:

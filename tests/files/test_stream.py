@@ -198,6 +198,33 @@ def test_bad_valid_value(tmp_path, value):
     assert f"left_valid must be 1 or 0, found {value!r}" in str(error)
 
 
+@pytest.mark.parametrize("value, tracked", [("1.0", True), ("0.0", False), ("True", True), ("false", False),
+                                            ("nan", False), ("", False)])
+def test_valid_values_as_other_tools_write_them(tmp_path, value, tracked):
+    """A float column's 1.0 and a boolean column's True are SPEC §3's 1."""
+    header = list(COLUMNS) + ["head_valid", "left_valid", "right_valid"]
+    rows = [_cells(0.0, header=header), _cells(0.1, {"left_valid": value}, header=header)]
+    assert read_stream(_write(tmp_path, header, rows)).tracked[:, 1].tolist() == [True, tracked]
+
+
+def test_every_field_quoted_and_the_header_in_capitals(tmp_path):
+    """As a writer that quotes every field, or names the columns in capitals, writes them."""
+    header = [f'"{c.upper()}"' for c in COLUMNS]
+    rows = [[f'"{cell}"' for cell in _cells(t)] for t in (0.0, 0.1)]
+    stream = read_stream(_write(tmp_path, header, rows))
+    assert stream.tracked.all()
+    np.testing.assert_allclose(stream.times, [0.0, 0.1])
+    np.testing.assert_allclose(stream.positions[:, 0], [POSES["head"][:3]] * 2)
+
+
+@pytest.mark.parametrize("separator, name", [("\t", "tabs"), (";", "semicolons")])
+def test_fields_separated_otherwise_than_by_commas_are_named(tmp_path, separator, name):
+    path = tmp_path / "s.csv"
+    path.write_text("\n".join(separator.join(cells) for cells in (COLUMNS, _cells(0.0))) + "\n")
+    error = _rejected(path)
+    assert error.line == 1 and f"separated by {name}" in str(error)
+
+
 def test_non_unit_quaternion(tmp_path):
     rows = [_cells(0.0), _cells(0.1), _cells(0.2, {"right_qw": "1", "right_qx": "1", "right_qy": "0", "right_qz": "0"})]
     error = _rejected(_write(tmp_path, COLUMNS, rows))

@@ -312,30 +312,6 @@ def test_a_user_seated_on_the_floor_is_solved_with_a_warning_not_taken_for_a_z_u
     _solve_with_warning(good, tmp_path, csv, capsys, ["0.7 m", "is y = 0 the floor?"])
 
 
-@pytest.mark.parametrize("written, flags", [("1.0", True), ("0.0", False), ("True", True), ("false", False),
-                                            ("nan", False), ("", False)])
-def test_tracking_flags_read_as_other_tools_write_them(good, tmp_path, written, flags):
-    """A float column's 1.0 and a boolean's True are 1 (SPEC §3's flags); anything else is refused by line."""
-    lines = (good / "walk.csv").read_text().splitlines()
-    header = next(i for i, line in enumerate(lines) if not line.startswith("#"))
-    columns = lines[header].split(",")
-    if "head_valid" not in columns:
-        lines = [*lines[:header], lines[header] + ",head_valid,left_valid,right_valid",
-                 *(line + ",1,1,1" for line in lines[header + 1:])]
-        columns = lines[header].split(",")
-    row = lines[header + 1].split(",")
-    row[columns.index("left_valid")] = written
-    lines[header + 1] = ",".join(row)
-    path = tmp_path / "flags.csv"
-    path.write_text("\n".join(lines) + "\n")
-    assert read_stream(path).tracked[0, 1] == flags
-    row[columns.index("left_valid")] = "yes"
-    lines[header + 1] = ",".join(row)
-    path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(ValueError, match=rf"flags.csv:{header + 2}: left_valid must be 1 or 0, found 'yes'"):
-        read_stream(path)
-
-
 def test_a_long_gap_is_held_with_a_warning(good, tmp_path, capsys):
     def gap(s):
         s.times = s.times + np.where(np.arange(len(s.times)) >= 100, 8.0, 0.0)
