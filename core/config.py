@@ -468,6 +468,9 @@ class PhysicsConfig:
     grounding_m: float = 0.03
     """The target's lowest sole, under the floor or within this above it, is put on it (fading out to twice this),
     so the body stands where the solve plants a foot. 0: the target as solved."""
+    head_on_solve: bool = True
+    """After each step the torso turns and the neck and head take the solve's rotations so that the head is the
+    solve's, on the headset (the first-person view). False: as simulated."""
     hands_on_solve: bool = True
     """After each step the arms are bent so that the hands are the solve's, on the controllers. False: as simulated."""
     teleport_m: float = 1.0

@@ -1,15 +1,18 @@
-"""The hands put back where the solve had them after the simulated body has moved (PhysicsConfig.hands_on_solve):
-the controllers are tracked, so the avatar's hands stay on them while the body answers to the floor.
+"""The head and hands put back where the solve had them after the simulated body has moved (PhysicsConfig.head_on_solve,
+hands_on_solve): the headset and the controllers are tracked, so the avatar's head and hands stay on them while the
+body answers to the floor.
 
-Each arm of the simulated pose is bent by two-bone IK (ik/two_bone.py) from its own shoulder so that the wrist
-reaches the solve's wrist, its elbow turned where the wrist would break (ik/wrist_swivel.py), and the hand takes
-the solve's global rotation; the rest of the pose is the simulation's. The same function serves the offline pass and the live one, a frame at a time.
+The torso of the simulated pose turns about its spine joint to point the neck at the solve's neck, and the neck and
+head take the solve's world rotations (the simulated body lags a walk by a few centimetres); then each arm is bent by
+two-bone IK (ik/two_bone.py) from its own shoulder so that the wrist reaches the solve's wrist, its elbow turned
+where the wrist would break (ik/wrist_swivel.py), and the hand takes the solve's global rotation; the rest of the
+pose is the simulation's. The same functions serve the offline pass and the live one, a frame at a time.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
@@ -29,6 +32,48 @@ def arm_chains(motion: Motion) -> Arms | None:
         return Arms.of(motion.skeleton, find_mapping(motion.skeleton))
     except (KeyError, ValueError):
         return None
+
+
+@dataclass(frozen=True)
+class Neck:
+    """The joints that put the head on the solve's: the spine joint the torso turns about, the neck, the head."""
+
+    pivot: int
+    neck: int
+    head: int
+
+    @classmethod
+    def of(cls, motion: Motion) -> "Neck | None":
+        """The skeleton's, or None where it has no spine, neck and head to turn."""
+        from ..rig.humanoid import find_mapping
+
+        try:
+            mapping = find_mapping(motion.skeleton)
+            return cls(mapping["spine"], mapping["neck"], mapping["head"])
+        except (KeyError, ValueError):
+            return None
+
+
+def head_on_solve(simulated: Motion, solved: Motion, neck: Neck | None) -> Motion:
+    """`simulated` with the torso turned about the spine joint toward the solve's neck and the neck and head at the
+    solve's world rotations (module docstring); frames (T,) of both motions on one skeleton."""
+    if neck is None:
+        return simulated
+    parents = simulated.skeleton.parents
+    rotations, positions = simulated.global_transforms()
+    wanted_rotations, wanted_positions = solved.global_transforms()
+    pivot = positions[:, neck.pivot]
+    turn = quat.between(positions[:, neck.neck] - pivot, wanted_positions[:, neck.neck] - pivot)
+    local = simulated.rotations.copy()
+    parent = parents[neck.pivot]
+    turned = quat.multiply(turn, rotations[:, neck.pivot])
+    local[:, neck.pivot] = turned if parent < 0 else quat.inverse_multiply(rotations[:, parent], turned)
+    above = quat.multiply(turn, rotations[:, parents[neck.neck]])  # the neck's parent after the turn
+    local[:, neck.neck] = quat.inverse_multiply(above, wanted_rotations[:, neck.neck])
+    if parents[neck.head] == neck.neck:
+        local[:, neck.head] = solved.rotations[:, neck.head]
+    local = quat.nearest_sign(quat.normalize(local), simulated.rotations)
+    return Motion(simulated.skeleton, local, simulated.positions, simulated.fps, simulated.name)
 
 
 def hands_on_solve(simulated: Motion, solved: Motion, arms: Arms | None) -> Motion:
@@ -58,6 +103,15 @@ def track_to_the_hands(motion: Motion, config: PhysicsConfig = PhysicsConfig(), 
     has them, `progress` told the share simulated), its hands then put back on the motion's where
     `config.hands_on_solve`."""
     result = track(motion, config, planted, progress)
-    if not config.hands_on_solve:
-        return result
-    return replace(result, motion=hands_on_solve(result.motion, motion, arm_chains(motion)))
+    return replace(result, motion=on_the_devices(result.motion, motion, config, Neck.of(motion), arm_chains(motion)))
+
+
+def on_the_devices(simulated: Motion, solved: Motion, config: PhysicsConfig, neck: Neck | None,
+                   arms: Arms | None) -> Motion:
+    """`simulated` with its head (`config.head_on_solve`) and then its hands (`config.hands_on_solve`) put back on
+    the solve's."""
+    if config.head_on_solve:
+        simulated = head_on_solve(simulated, solved, neck)
+    if config.hands_on_solve:
+        simulated = hands_on_solve(simulated, solved, arms)
+    return simulated

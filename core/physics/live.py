@@ -8,7 +8,7 @@ from ..anim.contacts import planted
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from .body import simulated_body
-from .hands import arm_chains, hands_on_solve
+from .hands import Neck, arm_chains, on_the_devices
 from .tracking import PhysicsTracker, motion_of, target_poses
 
 
@@ -27,7 +27,7 @@ class PhysicalSolver:
 
     def __init__(self, solver, config: PhysicsConfig = PhysicsConfig()):
         self.solver, self.config = solver, config
-        self.body, self.tracker, self.arms = None, None, None
+        self.body, self.tracker, self.arms, self.neck = None, None, None, None
         self.residual_force_n = 0.0
         """The root's residual force over the last step (N)."""
         self.since_built_s = 0.0
@@ -42,7 +42,7 @@ class PhysicalSolver:
         self.body = simulated_body(motion.skeleton, self.config,
                                    standing if standing.skeleton == motion.skeleton else motion)
         self.tracker = PhysicsTracker(self.body, self.config)
-        self.arms = arm_chains(motion) if self.config.hands_on_solve else None
+        self.arms, self.neck = arm_chains(motion), Neck.of(motion)
         self.since_built_s = 0.0
         if earlier is not None:
             self.tracker.go_on_from(earlier)
@@ -64,4 +64,4 @@ class PhysicalSolver:
         step = self.tracker.step(target_poses(motion, self.body)[0], dt,
                                  None if contacts is None else planted(contacts))
         self.residual_force_n = step.residual_force_n
-        return hands_on_solve(motion_of(step.qpos[None], motion, self.body), motion, self.arms)
+        return on_the_devices(motion_of(step.qpos[None], motion, self.body), motion, self.config, self.neck, self.arms)

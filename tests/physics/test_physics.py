@@ -452,7 +452,7 @@ def test_a_live_solver_steps_through_the_simulated_body(solved, monkeypatch):
     joints = [np.concatenate([s[k].global_positions() for s in steps]) for k in (0, 1)]
     soles = np.concatenate([soles_and_centre(s[1], s[2])[0] for s in steps])  # on the body that stepped it
     assert soles[:, :, 1].min() > -0.002  # measured -0.0002 m
-    assert 1.0 < 100.0 * float(np.linalg.norm(joints[1] - joints[0], axis=-1).mean()) < 3.5  # measured 2.4 cm
+    assert 0.6 < 100.0 * float(np.linalg.norm(joints[1] - joints[0], axis=-1).mean()) < 1.4  # measured 0.96 cm
     physical.reset()
     assert physical.waiting_for_hmd and physical.body is None
 
@@ -487,12 +487,32 @@ def test_no_residual_allowed_is_no_residual_and_no_more_resets_than_a_tiny_one(s
     assert none.resets.sum() <= tiny.resets.sum() + 1 and none.resets.sum() < 0.05 * len(motion)
 
 
-def _hands_cm(motion: Motion, reference: Motion) -> np.ndarray:
-    from core.rig.humanoid import find_mapping
-
+def _hands_cm(motion: Motion, reference: Motion, joints=("l_hand", "r_hand")) -> np.ndarray:
     mapping = find_mapping(motion.skeleton)
-    hands = [mapping["l_hand"], mapping["r_hand"]]
-    return 100.0 * np.linalg.norm(motion.global_positions()[:, hands] - reference.global_positions()[:, hands], axis=-1)
+    chosen = [mapping[joint] for joint in joints]
+    return 100.0 * np.linalg.norm(motion.global_positions()[:, chosen] - reference.global_positions()[:, chosen],
+                                  axis=-1)
+
+
+def test_the_head_stays_where_the_solve_put_it_offline_and_live(solved):
+    """head_on_solve: the simulated torso turned toward the solve's neck, the neck and head turned as the solve's,
+    so that the first-person view is the headset's. Measured on this walk: offline 0.61 cm (1.80 cm as
+    simulated), live 0.62 cm (1.44 cm); what is left is the simulated body's height, which a turn does
+    not change."""
+    from core.physics.live import PhysicalSolver
+
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)[:90]).stream
+    measured = {}
+    for head_on_solve in (True, False):
+        config = PhysicsConfig(head_on_solve=head_on_solve)
+        kinematic, physical = load_solver(), PhysicalSolver(load_solver(), config)
+        live = [_hands_cm(physical.step(*frame, 1 / 60), kinematic.step(*frame, 1 / 60), ["head"]).mean()
+                for frame in zip(stream.positions, stream.rotations, stream.tracked)]
+        offline = with_physics(solved, config).motion
+        measured[head_on_solve] = (_hands_cm(offline, solved.motion, ["head"]).mean(), np.mean(live))
+        if head_on_solve:  # the hands stay on the controllers from the turned shoulders
+            assert _hands_cm(offline, solved.motion).mean() < 0.05
+    assert max(measured[True]) < 0.8 and min(measured[False]) > 1.2
 
 
 def test_the_hands_stay_where_the_solve_put_them_offline_and_live(solved):
