@@ -124,14 +124,7 @@ class Crouch:
         legs_m = length(legs[:, :, 1] - legs[:, :, 0]) + length(legs[:, :, 2] - legs[:, :, 1])
         moves = along + hips_moves(pivot, neck, neck_targets, legs[:, :, 0] + along[:, None], legs[:, :, 2], legs_m)
         bends = quat.between(neck - pivot, neck_targets - positions[:, self.pivot] - moves)
-        half = 0.5 * np.radians(MAX_BEND_DEG)
-        over = np.abs(bends[:, :1]) < np.cos(half)  # turned more than the limit
-        if over.any():
-            axes = np.where(bends[:, :1] < 0.0, -bends[:, 1:], bends[:, 1:])
-            axes /= np.maximum(length(axes), 1e-300)[:, None]
-            bends = np.where(over, np.concatenate([np.full_like(over, np.cos(half), float), np.sin(half) * axes],
-                                                  axis=1), bends)
-        return moves, bends
+        return moves, quat.at_most(bends, np.radians(MAX_BEND_DEG))
 
     def pose(self, rotations: np.ndarray, positions: np.ndarray, moves: np.ndarray, bends: np.ndarray):
         """The global rotations and positions (T, J, ...) of the posed joints after the moves (`moves` (T, 3) of the

@@ -332,6 +332,18 @@ def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     return q
 
 
+def at_most(q: np.ndarray, angle: float) -> np.ndarray:
+    """Unit rotations (..., 4) turned at most `angle` radians: those that turn farther, by `angle` about their axis."""
+    half = 0.5 * angle
+    over = np.abs(q[..., :1]) < np.cos(half)
+    if not over.any():
+        return q
+    axes = np.where(q[..., :1] < 0.0, -q[..., 1:], q[..., 1:])
+    axes = axes / np.maximum(_norm(axes), 1e-300)
+    limited = np.concatenate([np.full_like(q[..., :1], np.cos(half)), np.sin(half) * axes], axis=-1)
+    return np.where(over, limited, q)
+
+
 def from_yaw(yaw: np.ndarray) -> np.ndarray:
     """Rotation about +Y (up) by `yaw` radians."""
     return from_axis_rotation("y", yaw)

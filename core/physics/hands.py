@@ -33,6 +33,10 @@ def arm_chains(motion: Motion) -> Arms | None:
     except (KeyError, ValueError):
         return None
 
+MAX_TORSO_TURN_DEG = 45.0
+"""The simulated torso turns toward the solve's neck at most this much: where the body has lost its target farther
+(a dance's fast turn: up to 95 degrees on Perfume's A), a torso bent over sideways would be worse than a head off."""
+
 
 @dataclass(frozen=True)
 class Neck:
@@ -63,7 +67,8 @@ def head_on_solve(simulated: Motion, solved: Motion, neck: Neck | None) -> Motio
     rotations, positions = simulated.global_transforms()
     wanted_rotations, wanted_positions = solved.global_transforms()
     pivot = positions[:, neck.pivot]
-    turn = quat.between(positions[:, neck.neck] - pivot, wanted_positions[:, neck.neck] - pivot)
+    turn = quat.at_most(quat.between(positions[:, neck.neck] - pivot, wanted_positions[:, neck.neck] - pivot),
+                        np.radians(MAX_TORSO_TURN_DEG))
     local = simulated.rotations.copy()
     parent = parents[neck.pivot]
     turned = quat.multiply(turn, rotations[:, neck.pivot])

@@ -163,3 +163,16 @@ def test_rotation_vector_of_a_zero_or_tiny_angle_is_exact():
     assert np.array_equal(quat.from_rotation_vector(np.zeros((2, 3))), quat.identity(2))
     tiny = np.array([1e-9, -2e-9, 3e-9])
     assert np.allclose(quat.from_rotation_vector(tiny), [1.0, *(tiny / 2.0)], rtol=1e-15, atol=0.0)
+
+
+@given(q=raw_quats, limit=st.floats(0.05, 3.0))
+def test_at_most_limits_the_angle_and_keeps_the_axis(q, limit):
+    q = quat.normalize(q)
+    limited = quat.at_most(q[None], limit)[0]
+    angle = quat.angle_between(quat.identity(), q)
+    assert np.isclose(quat.angle_between(quat.identity(), limited), min(angle, limit), atol=1e-6)
+    if angle > limit:  # the same axis, turned the same way
+        axis, kept = quat.to_rotation_vector(quat.positive_hemisphere(q)), quat.to_rotation_vector(limited)
+        assert np.allclose(kept, axis * (limit / angle), atol=1e-6)
+    else:
+        assert np.array_equal(limited, q)
