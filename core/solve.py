@@ -96,11 +96,11 @@ def physics_pass(solution: Solution, config: PhysicsConfig = PhysicsConfig(),
     """(`with_physics`'s solution, the PhysicsResult it was made from: the simulated body, for figures an
     evaluation counts on the truth's contacts)."""
     require_physics()
-    from .physics.hands import track_to_the_hands
+    from .physics.tracked_points import track_to_the_devices
     from .physics.metrics import physics_figures, toe_contacts
 
     planted = solver_contacts(solution)
-    result = track_to_the_hands(solution.motion, config, planted, progress)
+    result = track_to_the_devices(solution.motion, config, planted, progress)
     if planted is None:
         planted = toe_contacts(solution.motion)
     return replace(solution, motion=result.motion, physics=physics_figures(result, planted)), result

@@ -8,7 +8,7 @@ from ..anim.contacts import planted
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from .body import simulated_body
-from .hands import Neck, arm_chains, on_the_devices
+from .tracked_points import Neck, arm_chains, on_the_devices
 from .tracking import PhysicsTracker, motion_of, target_poses
 
 

@@ -16,7 +16,7 @@ from ...files.atomic import check_outputs, save_figure
 from ...files.bvh import read_bvh
 from ...physics.body import simulated_body
 from ...physics.metrics import soles_and_centre
-from ...physics.hands import track_to_the_hands
+from ...physics.tracked_points import track_to_the_devices
 from ...rig.humanoid import find_mapping
 from ...solve import load_solver, solve, solver_contacts
 from ..arguments import add_json_argument
@@ -39,7 +39,7 @@ def sheet_series(clip: Motion, start_s: float, seconds: float, physics: PhysicsC
         raise ValueError(f"{clip.name}: no frames from {start_s:g} s for {seconds:g} s")
     simulated = simulate_stream(window, SimulationConfig())
     solution = solve(simulated.stream, load_solver(SolveConfig()))
-    result = track_to_the_hands(solution.motion, physics, solver_contacts(solution))
+    result = track_to_the_devices(solution.motion, physics, solver_contacts(solution))
     truth = simulated.truth.resampled(solution.motion.fps) if simulated.truth.fps != solution.motion.fps \
         else simulated.truth
     frames = min(len(truth), len(solution.motion))

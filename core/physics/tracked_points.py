@@ -102,11 +102,11 @@ def hands_on_solve(simulated: Motion, solved: Motion, arms: Arms | None) -> Moti
     return Motion(simulated.skeleton, quat.normalize(local), simulated.positions, simulated.fps, simulated.name)
 
 
-def track_to_the_hands(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None,
-                       progress: Progress | None = None) -> PhysicsResult:
+def track_to_the_devices(motion: Motion, config: PhysicsConfig = PhysicsConfig(), planted: np.ndarray | None = None,
+                         progress: Progress | None = None) -> PhysicsResult:
     """The offline physics pass over a solved motion (tracking.track, `planted` (F, 2) the solver's contacts if it
-    has them, `progress` told the share simulated), its hands then put back on the motion's where
-    `config.hands_on_solve`."""
+    has them, `progress` told the share simulated), its head and hands then put back on the motion's
+    (`on_the_devices`)."""
     result = track(motion, config, planted, progress)
     return replace(result, motion=on_the_devices(result.motion, motion, config, Neck.of(motion), arm_chains(motion)))
 
