@@ -229,7 +229,8 @@ class VRAvatarSolveSettings(bpy.types.PropertyGroup):
                                 default=False, update=_mark_stale)
     physics: BoolProperty(name="Physics", description="After the method, a simulated body tracks the solve and the "
                           "live preview (core physics pass: MuJoCo and one quadratic program a step): its feet "
-                          "cannot float, sink or slide beyond a bounded root residual. The extension carries mujoco "
+                          "cannot float, sink or slide beyond a bounded root residual, and its head and hands are put "
+                          "back on the headset and controllers. The extension carries mujoco "
                           "and daqp for Windows, Linux and Apple Silicon Macs",
                           default=False, update=_mark_stale)
     avatar_size: EnumProperty(
