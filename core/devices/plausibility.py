@@ -126,7 +126,9 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
     if head.any():
         window = head & (stream.times - stream.times[0] <= CALIBRATION_S)
         heights = stream.positions[window if window.any() else head, 0]
-        problem = head_height_problem(float(np.median(heights[:, 1])), float(np.median(heights[:, 2])),
+        height = float(np.median(heights[:, 1]))
+        low, high = HEAD_HEIGHT_RANGE_M
+        problem = head_height_problem(height, float(np.median(heights[:, 2])), not low <= height <= high and
                                       z_looks_up(stream.positions[head, 0], stream.rotations[head, 0]))
         if problem is not None:
             message, fatal = problem

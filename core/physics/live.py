@@ -8,7 +8,7 @@ from ..anim.contacts import planted
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
 from .body import simulated_body
-from .tracked_points import Neck, arm_chains, on_the_devices
+from .tracked_points import on_the_devices, tracked_chains
 from .tracking import PhysicsTracker, motion_of, target_poses
 
 
@@ -27,7 +27,7 @@ class PhysicalSolver:
 
     def __init__(self, solver, config: PhysicsConfig = PhysicsConfig()):
         self.solver, self.config = solver, config
-        self.body, self.tracker, self.arms, self.neck = None, None, None, None
+        self.body, self.tracker, self.neck, self.arms = None, None, None, None
         self.residual_force_n = 0.0
         """The root's residual force over the last step (N)."""
         self.since_built_s = 0.0
@@ -42,7 +42,7 @@ class PhysicalSolver:
         self.body = simulated_body(motion.skeleton, self.config,
                                    standing if standing.skeleton == motion.skeleton else motion)
         self.tracker = PhysicsTracker(self.body, self.config)
-        self.arms, self.neck = arm_chains(motion), Neck.of(motion)
+        self.neck, self.arms = tracked_chains(motion)
         self.since_built_s = 0.0
         if earlier is not None:
             self.tracker.go_on_from(earlier)

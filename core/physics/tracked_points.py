@@ -24,15 +24,6 @@ from ..solution import Progress
 from .tracking import PhysicsResult, track
 
 
-def arm_chains(motion: Motion) -> Arms | None:
-    """The skeleton's arms as IK chains, or None where it has no arm chain to bend."""
-    from ..rig.humanoid import find_mapping
-
-    try:
-        return Arms.of(motion.skeleton, find_mapping(motion.skeleton))
-    except (KeyError, ValueError):
-        return None
-
 MAX_TORSO_TURN_DEG = 45.0
 """The simulated torso turns toward the solve's neck at most this much: where the body has lost its target farther
 (a dance's fast turn: up to 95 degrees on Perfume's A), a torso bent over sideways would be worse than a head off."""
@@ -46,26 +37,33 @@ class Neck:
     neck: int
     head: int
 
-    @classmethod
-    def of(cls, motion: Motion) -> "Neck | None":
-        """The skeleton's, or None where it has no spine, neck and head to turn."""
-        from ..rig.humanoid import find_mapping
 
-        try:
-            mapping = find_mapping(motion.skeleton)
-            return cls(mapping["spine"], mapping["neck"], mapping["head"])
-        except (KeyError, ValueError):
-            return None
+def tracked_chains(motion: Motion) -> tuple[Neck | None, Arms | None]:
+    """The skeleton's neck and arms (one mapping of it; a humanoid has spine, neck and head), each None where the
+    skeleton has none to turn or bend."""
+    from ..rig.humanoid import find_mapping
+
+    try:
+        mapping = find_mapping(motion.skeleton)
+    except (KeyError, ValueError):
+        return None, None
+    neck = Neck(mapping["spine"], mapping["neck"], mapping["head"])
+    try:
+        arms = Arms.of(motion.skeleton, mapping)
+    except (KeyError, ValueError):
+        arms = None
+    return neck, arms
 
 
-def head_on_solve(simulated: Motion, solved: Motion, neck: Neck | None) -> Motion:
+def head_on_solve(simulated: Motion, solved: Motion, wanted, neck: Neck | None) -> Motion:
     """`simulated` with the torso turned about the spine joint toward the solve's neck and the neck and head at the
-    solve's world rotations (module docstring); frames (T,) of both motions on one skeleton."""
+    solve's world rotations (module docstring); frames (T,) of both motions on one skeleton, `wanted` the solve's
+    global rotations and positions."""
     if neck is None:
         return simulated
     parents = simulated.skeleton.parents
     rotations, positions = simulated.global_transforms()
-    wanted_rotations, wanted_positions = solved.global_transforms()
+    wanted_rotations, wanted_positions = wanted
     pivot = positions[:, neck.pivot]
     turn = quat.at_most(quat.between(positions[:, neck.neck] - pivot, wanted_positions[:, neck.neck] - pivot),
                         np.radians(MAX_TORSO_TURN_DEG))
@@ -81,13 +79,13 @@ def head_on_solve(simulated: Motion, solved: Motion, neck: Neck | None) -> Motio
     return Motion(simulated.skeleton, local, simulated.positions, simulated.fps, simulated.name)
 
 
-def hands_on_solve(simulated: Motion, solved: Motion, arms: Arms | None) -> Motion:
-    """`simulated` with each arm bent so that its wrist and hand are the solve's (module docstring); frames (T,)
-    of both motions on one skeleton."""
+def hands_on_solve(simulated: Motion, wanted, arms: Arms | None) -> Motion:
+    """`simulated` with each arm bent so that its wrist and hand are the solve's (module docstring), `wanted` the
+    solve's global rotations and positions, frame by frame on the same skeleton."""
     if arms is None:
         return simulated
     rotations, positions = simulated.global_transforms()
-    wanted_rotations, wanted_positions = solved.global_transforms()
+    wanted_rotations, wanted_positions = wanted
     chains = arms.chains
     upper, fore = two_bone_ik(positions[:, chains[:, 1]], positions[:, chains[:, 2]], positions[:, chains[:, 3]],
                               wanted_positions[:, chains[:, 3]], rotations[:, chains[:, 1]],
@@ -108,15 +106,18 @@ def track_to_the_devices(motion: Motion, config: PhysicsConfig = PhysicsConfig()
     has them, `progress` told the share simulated), its head and hands then put back on the motion's
     (`on_the_devices`)."""
     result = track(motion, config, planted, progress)
-    return replace(result, motion=on_the_devices(result.motion, motion, config, Neck.of(motion), arm_chains(motion)))
+    return replace(result, motion=on_the_devices(result.motion, motion, config, *tracked_chains(motion)))
 
 
 def on_the_devices(simulated: Motion, solved: Motion, config: PhysicsConfig, neck: Neck | None,
                    arms: Arms | None) -> Motion:
     """`simulated` with its head (`config.head_on_solve`) and then its hands (`config.hands_on_solve`) put back on
-    the solve's."""
+    the solve's (`tracked_chains`: `neck`, `arms`)."""
+    if not (config.head_on_solve or config.hands_on_solve):
+        return simulated
+    wanted = solved.global_transforms()
     if config.head_on_solve:
-        simulated = head_on_solve(simulated, solved, neck)
+        simulated = head_on_solve(simulated, solved, wanted, neck)
     if config.hands_on_solve:
-        simulated = hands_on_solve(simulated, solved, arms)
+        simulated = hands_on_solve(simulated, wanted, arms)
     return simulated
