@@ -5,7 +5,9 @@ root's channels are its translation). Rotation channels compose in the order lis
 `Zrotation Xrotation Yrotation` is R = Rz Rx Ry. A file either loads whole or raises BVHError
 naming the file and line; nothing half-loads. The motion is parsed from the file as it is read, so
 memory stays a few times the numbers it holds, and a file far longer than its declared frames need
-is refused before it is parsed. UTF-8 byte-order marks and CR-only line ends are accepted.
+is refused before it is parsed. UTF-8 byte-order marks and CR-only line ends are accepted; keywords and
+channel names are read in any case (`hierarchy`, `End site`, `XROTATION`), as Blender's own importer reads them, and
+a decimal comma in `Frame Time` (a locale's `0,0333333`).
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from ..math import quat
 from .atomic import ROWS_PER_WRITE, written
 
 CHANNEL_NAMES = ("Xposition", "Yposition", "Zposition", "Xrotation", "Yrotation", "Zrotation")
+_CHANNEL_BY_FOLDED = {name.casefold(): name for name in CHANNEL_NAMES}
 
 # Length units a BVH file may use, in metres per unit, with the name `bvh info` prints.
 UNITS = (
@@ -191,7 +194,7 @@ def _header_bytes(file) -> bytes:
             break
         lines.append(line)
         size += len(line)
-        if after is None and re.fullmatch(rb"[ \t]*MOTION[ \t]*\r?\n?", line):
+        if after is None and re.fullmatch(rb"[ \t]*MOTION[ \t]*\r?\n?", line, re.IGNORECASE):
             after = 2
         elif after is not None:
             after -= 1
@@ -200,7 +203,7 @@ def _header_bytes(file) -> bytes:
 
 def _parse_header(path: Path, text: bytes):
     """Skeleton, per-joint channel names, MOTION line number, frame count, frame time, body offset."""
-    motion_at = re.search(rb"^[ \t]*MOTION[ \t]*\r?$", text, re.MULTILINE)
+    motion_at = re.search(rb"^[ \t]*MOTION[ \t]*\r?$", text, re.MULTILINE | re.IGNORECASE)
     if motion_at is None:
         raise BVHError(path, None, "no MOTION section")
     header = _header_text(text[:motion_at.start()]).splitlines()
@@ -234,23 +237,23 @@ class _HierarchyReader:
     def read(self, header: list[str], motion_line: int) -> None:
         """Read the header's lines (the file's first lines up to MOTION, at line `motion_line`)."""
         path = self.path
-        handlers = {"ROOT": self._joint, "JOINT": self._joint, "End": self._end_site, "{": self._open,
+        handlers = {"ROOT": self._joint, "JOINT": self._joint, "END": self._end_site, "{": self._open,
                     "}": self._close, "OFFSET": self._offset, "CHANNELS": self._channels}
         seen_hierarchy = False
         for number, raw in enumerate(header, start=1):
             words = raw.split()
             if not words:
                 continue
-            keyword = words[0]
+            keyword = words[0].upper()
             if not seen_hierarchy:
                 if keyword != "HIERARCHY":
-                    raise BVHError(path, number, f"expected HIERARCHY, found {keyword!r}")
+                    raise BVHError(path, number, f"expected HIERARCHY, found {words[0]!r}")
                 seen_hierarchy = True
                 continue
             if keyword in handlers:
                 handlers[keyword](words, number)
-            elif keyword != "Site":
-                raise BVHError(path, number, f"unexpected {keyword!r} in HIERARCHY")
+            elif keyword != "SITE":
+                raise BVHError(path, number, f"unexpected {words[0]!r} in HIERARCHY")
         if self.stack:
             raise BVHError(path, motion_line, f"unbalanced braces: {len(self.stack)} block(s) still open at MOTION")
         if self.pending is not None:
@@ -259,7 +262,7 @@ class _HierarchyReader:
             raise BVHError(path, motion_line, "no ROOT joint before MOTION")
 
     def _joint(self, words: list[str], number: int) -> None:
-        path, keyword, names, stack = self.path, words[0], self.names, self.stack
+        path, keyword, names, stack = self.path, words[0].upper(), self.names, self.stack
         if (keyword == "ROOT") != (not names and not stack):
             raise BVHError(path, number, f"{keyword} here is out of place" if names else "the hierarchy must start with ROOT")
         if stack and stack[-1] is None:
@@ -276,7 +279,7 @@ class _HierarchyReader:
         if not self.stack or self.stack[-1] is None:
             raise BVHError(self.path, number, "End Site outside a joint")
         self.pending = ("end", self.stack[-1], number)
-        if len(words) < 2 or words[1] != "Site":
+        if len(words) < 2 or words[1].upper() != "SITE":
             raise BVHError(self.path, number, "expected 'End Site'")
 
     def _open(self, words: list[str], number: int) -> None:
@@ -329,12 +332,12 @@ class _HierarchyReader:
             count = int(words[1])
         except (IndexError, ValueError):
             raise BVHError(path, number, "CHANNELS needs a count") from None
-        names_here = words[2:]
-        if len(names_here) != count:
-            raise BVHError(path, number, f"CHANNELS says {count} but lists {len(names_here)}")
-        unknown = [c for c in names_here if c not in CHANNEL_NAMES]
+        if len(words) - 2 != count:
+            raise BVHError(path, number, f"CHANNELS says {count} but lists {len(words) - 2}")
+        unknown = [c for c in words[2:] if c.casefold() not in _CHANNEL_BY_FOLDED]
         if unknown:
             raise BVHError(path, number, f"unknown channel {unknown[0]!r}")
+        names_here = [_CHANNEL_BY_FOLDED[c.casefold()] for c in words[2:]]
         repeated = [c for k, c in enumerate(names_here) if c in names_here[:k]]
         if repeated:
             raise BVHError(path, number, f"channel {repeated[0]!r} is listed twice")
@@ -362,8 +365,10 @@ def _header_number(path: Path, parts: list[bytes], index: int, number: int, key:
     line = parts[index].decode("utf-8", errors="replace").strip() if index < len(parts) else ""
     found_key, _, value = line.partition(":")
     try:
-        if " ".join(found_key.split()) != key:  # "Frame\tTime" or "Frame  Time" as some exporters write it
+        if " ".join(found_key.split()).casefold() != key.casefold():  # "Frame\tTime", "FRAME TIME"
             raise ValueError
+        if kind is float and value.count(",") == 1 and "." not in value:  # a locale's decimal comma
+            value = value.replace(",", ".")
         return kind(value)
     except ValueError:
         raise BVHError(path, number, f"expected '{key}: <number>', found {line!r}" if line else f"missing '{key}:' line") from None

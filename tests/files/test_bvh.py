@@ -288,3 +288,28 @@ def test_tabs_for_spaces_everywhere_read_the_same(tmp_path):
     expected, motion = read_bvh(FIXTURE_WALK_1), read_bvh(path)
     assert motion.skeleton == expected.skeleton and motion.fps == expected.fps
     np.testing.assert_array_equal(motion.rotations, expected.rotations)
+
+
+KEYWORDS = ("HIERARCHY", "ROOT", "JOINT", "End Site", "OFFSET", "CHANNELS", "Xposition", "Yposition", "Zposition",
+            "Xrotation", "Yrotation", "Zrotation", "MOTION", "Frames", "Frame Time")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from([str.upper, str.lower, str.title, str.swapcase]), min_size=len(KEYWORDS),
+                max_size=len(KEYWORDS)), st.booleans())
+def test_keywords_in_any_case_and_a_decimal_comma_read_the_same(tmp_path_factory, cases, comma):
+    """Blender's importer reads `hierarchy`, `End site`, `XROTATION`; a locale writes `Frame Time: 0,0333333`.
+    Each keyword is written in a case drawn for it; joint names are kept as they are."""
+    import re
+
+    text = FIXTURE_WALK_1.read_text()
+    for keyword, case in zip(KEYWORDS, cases):
+        text = re.sub(rf"(?<![A-Za-z_]){keyword}(?![A-Za-z_])", case(keyword), text)
+    if comma:
+        text = re.sub(r"(?i)(frame time:\s*\d+)\.", r"\1,", text)
+    path = tmp_path_factory.mktemp("case") / "case.bvh"
+    path.write_text(text)
+    expected, motion = read_bvh(FIXTURE_WALK_1), read_bvh(path)
+    assert motion.skeleton == expected.skeleton and motion.fps == expected.fps
+    np.testing.assert_array_equal(motion.rotations, expected.rotations)
+    np.testing.assert_array_equal(motion.positions, expected.positions)
