@@ -13,8 +13,11 @@ from hypothesis import given, settings, strategies as st
 from core.math import quat
 from core.files.bvh import read_bvh
 from core.devices.simulate import simulate_stream
+from core.config import SimulationConfig
+from core.devices.plausibility import check_stream
 from core.files.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, copy_with_comment, read_comments, \
     read_stream, write_stream
+from conftest import NO_SHARED, SHARED, WALK_1, WALK_2
 
 BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
 WALK = BANDAI / "Bandai-Namco-Research-Motiondataset-1" / "dataset-1_walk_normal_001.bvh"
@@ -474,3 +477,29 @@ def test_gaps_finds_an_inserted_gap():
     assert gaps[0][1] == pytest.approx(0.2)
     assert stream.rate == pytest.approx(60.0)
     assert _stream(before, np.zeros((30, 3, 3)), quat.identity(30, 3)).gaps() == []
+
+
+OTHER_STUDIOS = sorted((SHARED / "data" / "other").rglob("*.bvh")) if not NO_SHARED else []
+
+
+def _swapped(stream: ThreePointStream) -> ThreePointStream:
+    """The stream with its left_ and right_ columns exchanged, as a tool that names the hands the other way writes it."""
+    order = [0, 2, 1]
+    return ThreePointStream(stream.times, stream.positions[:, order], stream.rotations[:, order], stream.tracked[:, order])
+
+
+@pytest.mark.skipif(not WALK_1.exists() or not OTHER_STUDIOS, reason="needs ../shared/data")
+@settings(max_examples=12, deadline=None)
+@given(st.sampled_from([WALK_1, WALK_2] + OTHER_STUDIOS), st.sampled_from([30.0, 72.0, 90.0, 144.0]),
+       st.floats(0.0, 60.0), st.integers(0, 2 ** 16))
+def test_controllers_named_the_other_way_are_reported_and_the_persons_own_are_not(clip, fps, look_around, seed):
+    """Walks from two studios and dances, at any rate and look-around: the person's own stream gives no warning; a
+    walk's with its left_ and right_ columns exchanged, one that says the left controller is to the right of the
+    right (a dance's arms cross too often for its median to tell)."""
+    motion = read_bvh(clip)
+    motion = motion[:int(20 * motion.fps)]
+    stream = simulate_stream(motion, SimulationConfig(fps=fps, look_around_deg=look_around, seed=seed)).stream
+    assert check_stream(stream, clip) == []
+    if "perfume" not in clip.parts:
+        warnings = check_stream(_swapped(stream), clip)
+        assert len(warnings) == 1 and "left controller is held" in warnings[0] and "swapped" in warnings[0], warnings
