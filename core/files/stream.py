@@ -160,7 +160,8 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
             required = [c for c in COLUMNS if not hmd_only or c == "t" or c.startswith("head_")]
             missing = [c for c in required if c not in header]
             if missing:
-                raise StreamFormatError(path, number, f"header lacks column(s) {', '.join(missing)}")
+                raise StreamFormatError(path, number, f"header lacks column(s) {', '.join(missing)}"
+                                                      f"{_missing_hint(missing, header)}")
             duplicated = sorted({h for h in header if header.count(h) > 1})
             if duplicated:
                 raise StreamFormatError(path, number, f"header repeats column(s) {', '.join(duplicated)}")
@@ -205,6 +206,20 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
     pose[~tracked] = np.nan
     pose[..., 3:] = quat.normalize(pose[..., 3:])
     return ThreePointStream(times, pose[..., :3], pose[..., 3:], tracked)
+
+
+TIME_NAMES = ("time", "timestamp", "time_s", "seconds", "t_s", "sec")
+"""What other tools call the time column; named in the message when `t` is missing."""
+
+
+def _missing_hint(missing: list[str], header: list[str]) -> str:
+    """What the missing columns suggest: a headset-only stream, or a time column under another name."""
+    if all(c.startswith(("left_", "right_")) for c in missing):
+        return ": a headset-only stream solves with --method n3p --hmd-only (the add-on: Neural3Points, Headset Only)"
+    other = next((h for h in header if h in TIME_NAMES), None)
+    if "t" in missing and other is not None:
+        return f"; {other!r} is there: CSV v1 names the time column t (seconds)"
+    return ""
 
 
 def _number(path, line: int, column: str, text: str, allow_missing: bool = True) -> float:

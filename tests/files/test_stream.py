@@ -130,6 +130,17 @@ def test_missing_column_in_header(tmp_path):
     assert str(error).startswith(f"{tmp_path / 's.csv'}:{HEADER_LINE}:")
 
 
+@pytest.mark.parametrize("header, words", [
+    ([c for c in COLUMNS if not c.startswith(("left_", "right_"))], "--method n3p --hmd-only"),
+    (["time"] + [c for c in COLUMNS if c != "t"], "'time' is there: CSV v1 names the time column t"),
+    (["timestamp"] + [c for c in COLUMNS if c != "t"], "'timestamp' is there"),
+], ids=["headset only", "time", "timestamp"])
+def test_a_missing_column_says_what_the_header_suggests(tmp_path, header, words):
+    """A headset-only recording is pointed at the mode that reads it; a time column under another name is named."""
+    error = _rejected(_write(tmp_path, header, [_cells(0.0, header=header)]))
+    assert error.line == HEADER_LINE and "header lacks column(s)" in str(error) and words in str(error), str(error)
+
+
 def test_duplicated_column_in_header(tmp_path):
     header = list(COLUMNS) + ["head_px"]
     error = _rejected(_write(tmp_path, header, [_cells(0.0, header=header)]))
