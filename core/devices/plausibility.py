@@ -91,9 +91,12 @@ def step_seconds(dt, nominal: float) -> tuple[float, bool]:
 
 def without_unusable_samples(stream: ThreePointStream) -> tuple[ThreePointStream, int]:
     """The stream with unusable samples marked untracked (NaN), and how many tracked ones there were; untracked
-    samples made NaN too, whatever a device wrote there (garbage would overflow the arithmetic that skips it)."""
+    samples made NaN too, whatever a device wrote there (garbage would overflow the arithmetic that skips it).
+    Controllers before the HMD's first usable sample are untracked as well (not counted): the avatar waits where
+    the headset is first seen, as a live step waits for it, and no hand reaches from there for them."""
     usable = usable_samples(stream.positions, stream.rotations, stream.tracked)
     rejected = int(np.count_nonzero(stream.tracked & ~usable))
+    usable[:, 1:] &= np.logical_or.accumulate(usable[:, :1], axis=0)
     if not rejected and np.isnan(stream.positions[~usable]).all() and np.isnan(stream.rotations[~usable]).all():
         return stream, 0
     positions, rotations = stream.positions.copy(), stream.rotations.copy()

@@ -287,3 +287,21 @@ def test_a_controller_left_where_its_tracking_was_lost_is_let_go_once_out_of_rea
         mapping = find_mapping(motions[0].skeleton)
         hand, head = mapping["r_hand"], mapping["head"]
         assert np.linalg.norm(joints[-60:, hand] - joints[-60:, head], axis=-1).max() < 1.0, method
+
+
+def test_before_the_headset_is_first_seen_the_hands_wait_with_the_avatar(solvers, person):
+    """The controllers tracked for two seconds before the headset: the avatar waits where the headset is first seen
+    (a live step waits for it), and its hands wait with it instead of stretching after controllers a metre away."""
+    late = person.tracked.copy()
+    late[:120, 0] = False
+    written = ThreePointStream(person.times, np.where(late[..., None], person.positions, np.nan),
+                               np.where(late[..., None], person.rotations, np.nan), late)
+    assert np.linalg.norm(person.positions[0, 1:] - person.positions[120, 0], axis=-1).min() > 1.0
+    for method, solver in solvers.items():
+        joints = solve(written, solver, None).motion.global_positions()
+        mapping = find_mapping(solver.skeleton)
+        waiting = joints[:115] - joints[:115, mapping["head"]][:, None]
+        for side in "lr":
+            hand = mapping[f"{side}_hand"]
+            assert np.linalg.norm(waiting[:, hand] - waiting[0, hand], axis=-1).max() < 0.02, (method, side)
+            assert np.linalg.norm(waiting[:, hand], axis=-1).max() < 0.9, (method, side)
