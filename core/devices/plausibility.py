@@ -6,7 +6,8 @@ MAX_CONTROLLER_FROM_HMD_M from the HMD; one near unit length is made unit
 (`unit_rotations`); a time step that is not
 finite, not positive or longer than PAUSE_STEP_S is a pause: the solvers advance by one nominal
 frame. `check_stream` looks at a whole stream file: times in milliseconds and positions in
-centimetres or millimetres or on a +Z up axis are errors; gaps, absurd samples and a left controller held to
+centimetres or millimetres or on a +Z up axis, and a headset upside down (`upside_down_problem`: quaternions
+written x, y, z, w) are errors; gaps, absurd samples and a left controller held to
 the right of the right one (`crossed_controllers_m`: columns swapped, or a mirrored world) are warnings.
 """
 from __future__ import annotations
@@ -148,6 +149,10 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
             if fatal:
                 raise StreamFormatError(path, None, message)
             warnings.append(f"{path}: {message}")
+    if head.any():
+        problem = upside_down_problem(stream.rotations[head, 0])
+        if problem is not None:
+            raise StreamFormatError(path, None, problem)
     crossed = crossed_controllers_m(stream, usable)
     if crossed is not None and crossed > CROSSED_CONTROLLERS_M:
         warnings.append(f"{path}: the left controller is held {crossed:.2f} m to the right of the right one (the median "
@@ -168,6 +173,24 @@ def crossed_controllers_m(stream: ThreePointStream, usable: np.ndarray) -> float
     right = np.stack([-forward[level, 2], np.zeros(np.count_nonzero(level)), forward[level, 0]], axis=1)
     apart = stream.positions[together][level, 1] - stream.positions[together][level, 2]
     return float(np.median(np.einsum("ni,ni->n", apart, right) / np.linalg.norm(right, axis=1)))
+
+
+def upside_down_problem(rotations: np.ndarray) -> str | None:
+    """What is wrong with an HMD whose usable rotations (N, 4) turn its +Y below the horizon at the median (no one
+    wears a headset upside down; a bow's is 57° from upright): quaternions written x, y, z, w (the order of OpenXR's,
+    Unity's and scipy's structures), where read so they stand upright (a device frame turned half a turn about its
+    view axis reads so too while the head is level), else a device frame other than +Y up. None for an upright one."""
+    up = np.array([0.0, 1.0, 0.0])
+    if np.median(quat.rotate(rotations, up)[:, 1]) >= 0.0:
+        return None
+    reordered = quat.normalize(rotations[:, [3, 0, 1, 2]])
+    tilt = np.degrees(np.arccos(np.clip(np.median(quat.rotate(rotations, up)[:, 1]), -1.0, 1.0)))
+    if np.median(quat.rotate(reordered, up)[:, 1]) > 0.5:
+        return (f"the headset is upside down ({tilt:.0f}° from upright at the median): the quaternions look written "
+                "x, y, z, w (the order of OpenXR's and Unity's structures); CSV v1 writes them w, x, y, z "
+                "(head_qw, head_qx, head_qy, head_qz), its device frames +Y up and looking along -Z")
+    return (f"the headset is upside down ({tilt:.0f}° from upright at the median): CSV v1 device frames are +Y up, "
+            "looking along -Z")
 
 
 def z_looks_up(positions: np.ndarray, rotations: np.ndarray) -> bool:

@@ -274,6 +274,16 @@ def _z_up_turned(s):
     s.rotations = quat.multiply(turn, s.rotations)
 
 
+def _quaternions_x_y_z_w(s):
+    """Quaternions written in OpenXR's and Unity's structure order under the w, x, y, z columns."""
+    s.rotations = s.rotations[..., [1, 2, 3, 0]]
+
+
+def _camera_frames(s):
+    """Device frames turned half a turn about their view axis (a camera convention, +Y down)."""
+    s.rotations = quat.multiply(s.rotations, quat.from_axis_rotation("z", np.radians(180.0)))
+
+
 def _head_at(s, height: float, z: float = 1.5):
     """The stream moved so that its first head sample is at `height` and `z` (the floor elsewhere than y = 0)."""
     s.positions = s.positions + (np.array([0.0, height, z]) - s.positions[0, 0]) * [0.0, 1.0, 1.0]
@@ -286,8 +296,10 @@ def _local_space(s):
 
 @pytest.mark.parametrize("change, words", [(_milliseconds, ["milliseconds"]), (_centimetres, ["centimetres"]),
                                            (_z_up, ["+Z up"]), (_z_up_turned, ["+Z up"]),
-                                           (_local_space, ["LOCAL", "y = 0 the floor"])],
-                         ids=["ms", "cm", "z-up", "z-up turned", "local space"])
+                                           (_local_space, ["LOCAL", "y = 0 the floor"]),
+                                           (_quaternions_x_y_z_w, ["upside down", "written x, y, z, w"]),
+                                           (_camera_frames, ["upside down", "+Y up and looking along -Z"])],
+                         ids=["ms", "cm", "z-up", "z-up turned", "local space", "xyzw", "y down"])
 def test_streams_off_by_a_unit_or_an_axis_are_refused(good, tmp_path, capsys, change, words):
     db, = _copy(good, tmp_path, "db.npz")
     csv = _stream_variant(good, tmp_path, change)
