@@ -112,8 +112,7 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
         step = float(np.median(np.diff(stream.times)))
         low, high = STEP_RANGE_S
         if not low <= step <= high:
-            hint = ("the times look like milliseconds: CSV v1 times are seconds (divide t by 1000)"
-                    if low <= step / 1000.0 <= high else "CSV v1 times are seconds")
+            hint = _time_unit_hint(stream.times, step)
             raise StreamFormatError(path, None, f"the median time step is {step:g} s, outside "
                                                 f"{low * 1000:g}-{high * 1000:g} ms: {hint}")
         steps = np.diff(stream.times)
@@ -191,6 +190,22 @@ def upside_down_problem(rotations: np.ndarray) -> str | None:
                 "(head_qw, head_qx, head_qy, head_qz), its device frames +Y up and looking along -Z")
     return (f"the headset is upside down ({tilt:.0f}° from upright at the median): CSV v1 device frames are +Y up, "
             "looking along -Z")
+
+
+TIME_UNITS = ((1e3, "milliseconds", "1000"), (1e6, "microseconds", "1e6"), (1e9, "nanoseconds (OpenXR's XrTime)", "1e9"))
+"""Clock units a stream's times may be written in by mistake, in units per second."""
+
+
+def _time_unit_hint(times: np.ndarray, step: float) -> str:
+    """What a median time step outside STEP_RANGE_S suggests: frame numbers (whole numbers one apart), or a clock in
+    milliseconds, microseconds or nanoseconds."""
+    if step == 1.0 and np.array_equal(times, np.round(times)):
+        return "the times look like frame numbers: CSV v1 times are seconds (divide t by the frame rate)"
+    low, high = STEP_RANGE_S
+    for per_second, unit, divisor in TIME_UNITS:
+        if low <= step / per_second <= high:
+            return f"the times look like {unit}: CSV v1 times are seconds (divide t by {divisor})"
+    return "CSV v1 times are seconds"
 
 
 def z_looks_up(positions: np.ndarray, rotations: np.ndarray) -> bool:

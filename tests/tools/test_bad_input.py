@@ -259,6 +259,15 @@ def _milliseconds(s):
     s.times = s.times * 1000.0
 
 
+def _xr_time(s):
+    """OpenXR's XrTime written as it is: nanoseconds, from a runtime's epoch."""
+    s.times = 1.7e18 + np.round(s.times * 1e9)
+
+
+def _frame_numbers(s):
+    s.times = np.arange(len(s.times), dtype=float)
+
+
 def _centimetres(s):
     s.positions = s.positions * 100.0
 
@@ -295,11 +304,13 @@ def _local_space(s):
 
 
 @pytest.mark.parametrize("change, words", [(_milliseconds, ["milliseconds"]), (_centimetres, ["centimetres"]),
+                                           (_xr_time, ["nanoseconds", "XrTime", "divide t by 1e9"]),
+                                           (_frame_numbers, ["frame numbers"]),
                                            (_z_up, ["+Z up"]), (_z_up_turned, ["+Z up"]),
                                            (_local_space, ["LOCAL", "y = 0 the floor"]),
                                            (_quaternions_x_y_z_w, ["upside down", "written x, y, z, w"]),
                                            (_camera_frames, ["upside down", "+Y up and looking along -Z"])],
-                         ids=["ms", "cm", "z-up", "z-up turned", "local space", "xyzw", "y down"])
+                         ids=["ms", "cm", "ns", "frames", "z-up", "z-up turned", "local space", "xyzw", "y down"])
 def test_streams_off_by_a_unit_or_an_axis_are_refused(good, tmp_path, capsys, change, words):
     db, = _copy(good, tmp_path, "db.npz")
     csv = _stream_variant(good, tmp_path, change)
