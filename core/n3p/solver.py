@@ -18,7 +18,8 @@ Per frame (`N3PSolver.step`, the live driver):
    the wrists are put on the controllers (arm IK), the hands turning as the controllers do (ik/controller_hands.py)
    and an elbow turning where its wrist would break (ik/wrist_swivel.py).
 `solve` (the offline driver) steps the stream resampled to 30 Hz through the same code (steps 1-3), then poses
-the predictions interpolated onto the output's timeline (`N3PConfig.fps`) with the IK at every output frame.
+the predictions interpolated onto the output's timeline (`N3PConfig.fps`; along Catmull-Rom splines, anim/spline.py)
+with the IK at every output frame.
 The physics-based normal mode (control policy, simulation, tracker correction) is not here; it would
 take the predictor's states (`N3PPredictor`) as its reference.
 """
@@ -30,6 +31,7 @@ import numpy as np
 
 from ..anim.inertialize import Inertializer
 from ..anim.motion import Motion, forward_kinematics
+from ..anim.spline import spline_resampled
 from ..anim.skeleton import Skeleton
 from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
@@ -421,8 +423,8 @@ class N3PSolver:
         frames = [frames[0]] * first + frames  # before the HMD is first seen the avatar waits in its first pose
         advanced = Advanced(*(np.array(values) for values in zip(*frames)))
         predicted, contacts = self.predicted_motion(*advanced[3:], FPS)
-        motion, self.output_jumps = held_across(predicted.resampled(self.fps, len(output)), predicted, jumps,
-                                                np.nan_to_num(output.positions[:, 0]),
+        motion, self.output_jumps = held_across(spline_resampled(predicted, self.fps, len(output), jumps), predicted,
+                                                jumps, np.nan_to_num(output.positions[:, 0]),
                                                 np.nan_to_num(ticks.positions[:, 0]))
         arms = self.arm_poses(motion)
         tick = np.minimum((np.arange(len(output)) * FPS / self.fps + 1e-6).astype(int), len(ticks) - 1)
