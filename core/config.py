@@ -395,6 +395,12 @@ class HybridConfig:
     crouch: bool = True
     """The head goes where the headset is: the hips down (the knees bend over the feet) and the torso over, as a
     user crouches or bends to the floor (ik/crouch.py); off: the predictor's torso and hips stay."""
+    leg_soft_ik_m: float = 0.01
+    """The leg IK eases into full extension over its last this many metres (Nicholls' soft IK, ik/two_bone.py
+    soft_reach): where a foot's target came back within reach of a straight leg the knee bent 2-8 cm in a frame. On
+    100STYLE's walks the knees' jerk falls by 30 % at 1 cm, 45 % at 4 cm, but planted feet then fall short of their
+    locks on long strides, and the physics pass's feet slide 0.57x the person's at 1 cm against 0.95x at 4 cm
+    (0.52x without; docs/default_method.md). 0: MMVR's plain two-bone IK."""
     foot_unlock_distance_m: float = 0.3
     """While travelling, release a locked foot when the pose's toe is this far from it (motion matching's)."""
     foot_unlock_halflife_s: float = 0.1

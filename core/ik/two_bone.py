@@ -17,9 +17,29 @@ from ..math import quat
 from ..math.vector import length, reject, unit_or
 
 
-def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m: np.ndarray, shin_m: np.ndarray):
-    """Where the knee goes (..., 3) for the ankle to reach `target` (or as near as the leg allows)."""
-    reach = np.clip(length(target - hip), np.abs(thigh_m - shin_m) + 1e-6, thigh_m + shin_m - 1e-6)
+SOFT_SLACK_LIMIT = 50.0
+"""Past this many soft lengths beyond full - soft the eased distance is full (e^-50 of a soft length: nothing)."""
+
+
+def soft_reach(distance: np.ndarray, full: np.ndarray, soft_m) -> np.ndarray:
+    """The hip-to-ankle distance a chain of length `full` takes toward a target `distance` away, easing into full
+    extension over its last `soft_m` (Nicholls' soft IK): past full - soft_m, full - soft_m e^(-(d - full + soft_m) /
+    soft_m). The knee's offset from the hip-target line grows as the square root of the slack near a straight
+    leg, so a target that comes within reach bends it at once; eased, it bends as the target comes nearer."""
+    soft = np.broadcast_to(np.asarray(soft_m, dtype=float), np.shape(distance))
+    if not soft.any():
+        return distance
+    start = full - soft
+    slack = np.minimum(np.maximum(distance - start, 0.0) / np.where(soft > 0.0, soft, 1.0), SOFT_SLACK_LIMIT)
+    return np.where((soft > 0.0) & (distance > start), start + soft * (1.0 - np.exp(-slack)), distance)
+
+
+def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m: np.ndarray, shin_m: np.ndarray,
+                  soft_m=0.0):
+    """Where the knee goes (..., 3) for the ankle to reach `target` (or as near as the leg allows; `soft_m`:
+    `soft_reach`)."""
+    reach = np.clip(soft_reach(length(target - hip), thigh_m + shin_m, soft_m), np.abs(thigh_m - shin_m) + 1e-6,
+                    thigh_m + shin_m - 1e-6)
     along = unit_or(target - hip, knee - hip)
     bend = unit_or(reject(knee - hip, along), np.array([0.0, 0.0, 1.0]))
     # Cosine rule: the thigh's angle at the hip between the hip-target line and the thigh.
@@ -28,11 +48,12 @@ def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m
     return hip + thigh_m[..., None] * (cos_hip[..., None] * along + sin_hip[..., None] * bend)
 
 
-def two_bone_ik(hip, knee, ankle, target, thigh_rotation, shin_rotation):
-    """New global rotations of thigh and shin (..., 4) that put the ankle at `target` where reachable."""
+def two_bone_ik(hip, knee, ankle, target, thigh_rotation, shin_rotation, soft_m=0.0):
+    """New global rotations of thigh and shin (..., 4) that put the ankle at `target` where reachable (`soft_m`,
+    per chain: within that of full extension, short of it by up to soft_m / e, `soft_reach`)."""
     thigh, shin = knee - hip, ankle - knee
     thigh_m, shin_m = length(thigh), length(shin)
-    new_knee = knee_position(hip, knee, target, thigh_m, shin_m)
+    new_knee = knee_position(hip, knee, target, thigh_m, shin_m, soft_m)
     thigh_turn = quat.between(thigh, new_knee - hip)
     # The shin turns onto the line from the new knee to the target: a target out of reach lies on it too.
     shin_turn = quat.between(quat.rotate(thigh_turn, shin), target - new_knee)

