@@ -907,7 +907,7 @@ def test_smoothing_lowers_jitter_without_moving_planted_feet(bpy, installed, ses
         before, after = _smoothed_noisy_walk(bpy, installed, session, tmp_path)
         fps = scene.render.fps
         jitter = [installed.core.quality.metrics.jitter(c.positions, fps) for c in (before, after)]
-        assert jitter[1] < 0.6 * jitter[0]  # measured 0.33x (fixture) and 0.53x (Bandai)
+        assert jitter[1] < 0.6 * jitter[0]  # measured 0.39x (fixture) and 0.51x (Bandai)
         mapping = {item.joint: item.bone for item in scene.vr_avatar.bone_map}
         for side in "lr":
             toe = before.bones.index(mapping[f"{side}_toes"])
@@ -915,7 +915,7 @@ def test_smoothing_lowers_jitter_without_moving_planted_feet(bpy, installed, ses
             assert planted.sum() > 10
             moved = np.linalg.norm(after.positions[planted, toe] - before.positions[planted, toe], axis=-1)
             slides = [_planted_sliding(c.positions[:, toe], planted, fps) for c in (before, after)]
-            # measured 0.000 (fixture) and 0.15-0.25 cm/s (Bandai), from 0.4-1.8 cm/s
+            # measured 0.000 (fixture) and 0.09-0.24 cm/s (Bandai), from 0.4-1.8 cm/s
             assert slides[1] < min(0.003, 0.7 * slides[0]), (side, slides)
             assert moved.max() < FootStabilisation().lock_radius_m  # held where it landed, near the solve's toe
         obj = bpy.data.objects[session["mixamo"]]
