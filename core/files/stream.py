@@ -138,7 +138,7 @@ def read_stream(path: str | Path, hmd_only: bool = False) -> ThreePointStream:
 
 
 def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
-    header, columns, valid_columns, n = None, [], [], 0
+    header, columns, valid_columns, previous, n = None, [], [], [], 0
     lines_of = np.empty(1024, dtype=np.int64)
     times = np.empty(1024)
     pose = np.full((1024, 3, 7), np.nan)
@@ -183,7 +183,9 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
         lines_of[n] = number
         times[n] = _number(path, number, "t", fields[time_column], allow_missing=False)
         if n and not times[n] > times[n - 1]:
-            raise StreamFormatError(path, number, f"time {times[n]:g} does not increase (previous {times[n - 1]:g})")
+            raise StreamFormatError(path, number, f"time {times[n]:g} does not increase (previous {times[n - 1]:g})"
+                                                  f"{_repeat_hint(fields, previous, times[n] == times[n - 1])}")
+        previous = fields
         for d, f, column, i in columns:
             pose[n, d, f] = _number(path, number, column, fields[i])
         for d, valid, i in valid_columns:
@@ -206,6 +208,16 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
     pose[~tracked] = np.nan
     pose[..., 3:] = quat.normalize(pose[..., 3:])
     return ThreePointStream(times, pose[..., :3], pose[..., 3:], tracked)
+
+
+def _repeat_hint(fields: list[str], previous: list[str], same_time: bool) -> str:
+    """What a time that does not increase suggests: a sample written twice (the whole line repeated), or a clock
+    rounded too coarsely for the rate (another sample at the same time)."""
+    if not same_time:
+        return ""
+    if [f.strip() for f in fields] == [f.strip() for f in previous]:
+        return ": the line repeats the one before it (a sample written twice); remove the repeated lines"
+    return ": two samples at one time (a clock rounded more coarsely than the samples come?)"
 
 
 TIME_NAMES = ("time", "timestamp", "time_s", "seconds", "t_s", "sec")

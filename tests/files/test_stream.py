@@ -156,6 +156,14 @@ def test_time_must_increase_strictly(tmp_path, third):
     assert f"time {third:g} does not increase (previous 0.1)" in str(error)
 
 
+@pytest.mark.parametrize("same, words", [(True, "the line repeats the one before it"), (False, "two samples at one time")],
+                         ids=["written twice", "coarse clock"])
+def test_a_time_that_repeats_says_whether_the_line_repeats(tmp_path, same, words):
+    second = _cells(0.1) if same else _cells(0.1, {"head_px": "0.3"})
+    error = _rejected(_write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1), second, _cells(0.2)]))
+    assert error.line == FIRST_ROW_LINE + 2 and words in str(error), str(error)
+
+
 def test_non_numeric_field(tmp_path):
     rows = [_cells(0.0), _cells(0.1, {"head_py": "1.6m"})]
     error = _rejected(_write(tmp_path, COLUMNS, rows))
