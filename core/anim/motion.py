@@ -177,6 +177,10 @@ class Motion:
         """Seconds from the first to the last frame."""
         return (len(self) - 1) / self.fps
 
+    def frames_at(self, fps: float) -> int:
+        """How many frames at `fps` its duration holds, from its first frame (as ThreePointStream.frames_at)."""
+        return int(np.floor(self.duration * fps + 1e-6)) + 1
+
     @property
     def root_positions(self) -> np.ndarray:
         return self.positions[:, 0]
@@ -204,7 +208,7 @@ class Motion:
     def resampled(self, fps: float, frames: int | None = None) -> "Motion":
         """The motion at another frame rate: slerp for rotations, linear for translations; `frames` (default: as
         many as its duration holds) from its first frame, the last frame held past its end."""
-        count = int(np.floor(self.duration * fps + 1e-6)) + 1 if frames is None else frames
+        count = self.frames_at(fps) if frames is None else frames
         if abs(fps - self.fps) < 1e-9 and count == len(self):
             return self
         source = np.arange(count) * (self.fps / fps)

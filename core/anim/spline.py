@@ -2,9 +2,10 @@
 
 Between frames i and i+1 at fraction t, a value is the uniform Catmull-Rom blend of frames i-1, i, i+1 and i+2
 (`catmull_rom_weights`); rotations blend as quaternions unrolled to one hemisphere, then normalised, each signed as
-the nearer source frame's. The spline passes through every frame (a frame on a source frame is that frame). Up-sampling the predictor's 30 Hz poses to 60 Hz linearly left a kink at every tick:
-a smooth walk's joint jerk (`quality.metrics.jitter`) went from 135 to 493 m/s³ at the hips, 124 to 456 at the head
-(100STYLE's angry walk taken to 30 Hz and back); along these splines 127 and 117.
+the nearer source frame's. The spline passes through every frame (a frame on a source frame is that frame).
+Up-sampling the predictor's 30 Hz poses to 60 Hz linearly left a kink at every tick: a smooth walk's joint jerk
+(`quality.metrics.jitter`) went from 135 to 493 m/s³ at the hips, 124 to 456 at the head (100STYLE's angry walk
+taken to 30 Hz and back); along these splines 127 and 117.
 
 Where the motion breaks (`breaks`, a user's teleport: the frames on either side are not one movement) and at its
 ends, a missing neighbour is extrapolated from the two frames on the near side, so nothing is blended across.
@@ -41,15 +42,13 @@ def spline_resampled(motion: Motion, fps: float, frames: int | None = None,
     """`motion` at `fps` along Catmull-Rom splines: `frames` (default: as many as its duration holds) from its first
     frame, the last held past its end, as `Motion.resampled`; `breaks` (len(motion),) True where a frame is not one
     movement with the frame before it."""
-    count = int(np.floor(motion.duration * fps + 1e-6)) + 1 if frames is None else frames
+    count = motion.frames_at(fps) if frames is None else frames
     n = len(motion)
     if n < 2:
         return motion.resampled(fps, count)
     source = np.arange(count) * (motion.fps / fps)
-    first = np.minimum(np.floor(source + 1e-9).astype(int), n - 1)
-    t = np.where(first >= n - 1, 0.0, np.clip(source - first, 0.0, 1.0))
-    first = np.minimum(first, n - 2)
-    t = np.where(source >= n - 1, 1.0, t)
+    first = np.minimum(np.floor(source + 1e-9).astype(int), n - 2)  # from the last frame on: t = 1 past n - 2
+    t = np.clip(source - first, 0.0, 1.0)
     cut = np.zeros(n + 1, bool) if breaks is None else np.append(np.asarray(breaks, bool), False)
     before = (first == 0) | cut[first]
     after = (first + 2 > n - 1) | cut[np.minimum(first + 2, n)]

@@ -148,7 +148,6 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
             if fatal:
                 raise StreamFormatError(path, None, message)
             warnings.append(f"{path}: {message}")
-    if head.any():
         problem = upside_down_problem(stream.rotations[head, 0])
         if problem is not None:
             raise StreamFormatError(path, None, problem)
@@ -180,10 +179,11 @@ def upside_down_problem(rotations: np.ndarray) -> str | None:
     Unity's and scipy's structures), where read so they stand upright (a device frame turned half a turn about its
     view axis reads so too while the head is level), else a device frame other than +Y up. None for an upright one."""
     up = np.array([0.0, 1.0, 0.0])
-    if np.median(quat.rotate(rotations, up)[:, 1]) >= 0.0:
+    height = float(np.median(quat.rotate(rotations, up)[:, 1]))
+    if height >= 0.0:
         return None
+    tilt = np.degrees(np.arccos(max(height, -1.0)))
     reordered = quat.normalize(rotations[:, [3, 0, 1, 2]])
-    tilt = np.degrees(np.arccos(np.clip(np.median(quat.rotate(rotations, up)[:, 1]), -1.0, 1.0)))
     if np.median(quat.rotate(reordered, up)[:, 1]) > 0.5:
         return (f"the headset is upside down ({tilt:.0f}° from upright at the median): the quaternions look written "
                 "x, y, z, w (the order of OpenXR's and Unity's structures); CSV v1 writes them w, x, y, z "
