@@ -1,8 +1,9 @@
 """Two-bone IK for a leg or an arm: turn the thigh and shin (upper arm and forearm) so the ankle (wrist) reaches a
 target, keeping the knee's (elbow's) plane.
 
-The knee stays in the plane through the hip, the target and the current knee (so the leg bends the
-way the pose bends it); the cosine rule places it, and each bone takes the shortest rotation onto
+The knee bends the way the pose bends it: its plane is the pose's (through hip, knee and ankle) swung
+with the leg from the pose's ankle onto the target, so a target that passes by the pose's knee does not
+flip it; the cosine rule places it, and each bone takes the shortest rotation onto
 its new direction. A target out of reach straightens the leg toward it. The end joint (foot, hand)
 keeps its global rotation (`chain_locals`). Several chains solve in one call: the legs and arms of a
 frame, or of every frame of a solve.
@@ -35,12 +36,15 @@ def soft_reach(distance: np.ndarray, full: np.ndarray, soft_m) -> np.ndarray:
 
 
 def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m: np.ndarray, shin_m: np.ndarray,
-                  soft_m=0.0):
+                  soft_m=0.0, ankle: np.ndarray | None = None):
     """Where the knee goes (..., 3) for the ankle to reach `target` (or as near as the leg allows; `soft_m`:
-    `soft_reach`)."""
+    `soft_reach`), bending the way the pose does: its knee swung with the hip-to-`ankle` line onto the hip-to-target
+    line (None: the knee as it is)."""
     reach = np.clip(soft_reach(length(target - hip), thigh_m + shin_m, soft_m), np.abs(thigh_m - shin_m) + 1e-6,
                     thigh_m + shin_m - 1e-6)
     along = unit_or(target - hip, knee - hip)
+    if ankle is not None:
+        knee = hip + quat.rotate(quat.between(ankle - hip, target - hip), knee - hip)
     bend = unit_or(reject(knee - hip, along), np.array([0.0, 0.0, 1.0]))
     # Cosine rule: the thigh's angle at the hip between the hip-target line and the thigh.
     cos_hip = np.clip((thigh_m ** 2 + reach ** 2 - shin_m ** 2) / np.maximum(2.0 * thigh_m * reach, 1e-12), -1.0, 1.0)
@@ -53,7 +57,7 @@ def two_bone_ik(hip, knee, ankle, target, thigh_rotation, shin_rotation, soft_m=
     per chain: within that of full extension, short of it by up to soft_m / e, `soft_reach`)."""
     thigh, shin = knee - hip, ankle - knee
     thigh_m, shin_m = length(thigh), length(shin)
-    new_knee = knee_position(hip, knee, target, thigh_m, shin_m, soft_m)
+    new_knee = knee_position(hip, knee, target, thigh_m, shin_m, soft_m, ankle)
     thigh_turn = quat.between(thigh, new_knee - hip)
     # The shin turns onto the line from the new knee to the target: a target out of reach lies on it too.
     shin_turn = quat.between(quat.rotate(thigh_turn, shin), target - new_knee)
