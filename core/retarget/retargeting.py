@@ -135,7 +135,7 @@ class Retargeting:
             alignment[j] = quat.multiply(in_source_bone, quat.inverse_multiply(frame, target_r[j]))  # A_s · B_t
         stand_p = positions[standing_frames(positions, sm)]
         floor = target.floor_height()
-        target_ankle = float(min(target_p[tm[f"{s}_foot"], 1] for s in "lr") - floor)
+        target_ankle = float(min(target.foot_pose(s)[1][tm[f"{s}_foot"], 1] for s in "lr") - floor)
         source_leg = np.mean([leg_length(stand_p.mean(0), sm, side, source_ankle) for side in "lr"])
         target_leg = np.mean([leg_length(target_p, tm, s, target_ankle) for s in "lr"])
         placement = placement_parents(target)
@@ -228,11 +228,10 @@ class Retargeting:
         torso then leaning toward the head target. Offline, each stance holds the foot at its mean place and
         yaw; live (`stances`), where the stance began."""
         rotations = rotations.copy()
-        axes = self.target.standing_pose()[0]
         plans = []
         for side, leg in enumerate(self.legs):
             # Flat: the standing foot turned about the vertical by the foot's own turn.
-            yaw = yaw_turn(rotations[:, leg.foot], axes[leg.foot], leg.forward)
+            yaw = yaw_turn(rotations[:, leg.foot], leg.foot_axes, leg.forward)
             ankle = positions[:, leg.foot].copy()
             toe = source_positions[:, leg.source_toe]
             if stances is None:
@@ -241,13 +240,13 @@ class Retargeting:
                                                    yaw)
             else:
                 planted, ankle, yaw = stances.hold(side, toe, ankle, yaw, fps)
-            foot_rotation = quat.slerp(rotations[:, leg.foot], quat.multiply(yaw, axes[leg.foot]), planted)
+            foot_rotation = quat.slerp(rotations[:, leg.foot], quat.multiply(yaw, leg.foot_axes), planted)
             if stances is None:  # the toe point held: a foot flattening as it lands turns about it
                 ankle[:, [0, 2]] = (toe_point - quat.rotate(foot_rotation, leg.toe_offset))[:, [0, 2]]
             ankle[:, 1] = (1.0 - planted) * ankle[:, 1] + planted * leg.ankle_height
             toe_rotation = None
             if leg.toes is not None:
-                toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(yaw, axes[leg.toes]), planted)
+                toe_rotation = quat.slerp(rotations[:, leg.toes], quat.multiply(yaw, leg.toe_axes), planted)
             ankle, foot_rotation, toe_rotation = self._roll(leg, positions[:, leg.thigh], ankle, foot_rotation,
                                                             toe_rotation, planted > 0.0)
             source_floor = stances.source_floor if stances is not None else float(np.percentile(toe[:, 1], 5))

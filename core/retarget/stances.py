@@ -14,7 +14,7 @@ from ..math import quat
 from ..anim.character import UP, hips_forward
 from ..math.vector import length, unit_across
 from ..rig.humanoid import HumanoidMapping, find_mapping
-from .target import TargetSkeleton, leaf_end
+from .target import TargetSkeleton, leaf_end, toe_point
 
 
 HEEL_RISE_LIMIT_DEG = 50.0
@@ -59,16 +59,21 @@ class TargetLeg:
     source_toe: int
     forward: np.ndarray
     """(3,) where the foot points at standing, on the floor (world, unit): heel to toe point, else the body's forward."""
+    foot_axes: np.ndarray
+    """(4,) the foot bone's axes standing flat (world)."""
+    toe_axes: np.ndarray | None
+    """(4,) the toe bone's, when the rig has one."""
 
 
 def leg_on_target(target: TargetSkeleton, source_mapping: HumanoidMapping, side: str, scale: float) -> TargetLeg:
     """One side's leg on the target at `scale`: joints, standing heights above its floor, the feet's skin."""
     tm = target.mapping
-    axes, heads = target.standing_pose()
+    pose = target.foot_pose(side)
+    axes, heads = pose
     floor = target.floor_height()
     foot, toes = tm[f"{side}_foot"], tm.joints.get(f"{side}_toes")
-    toe_point = heads[toes] if toes is not None else leaf_end(target, side, "foot")
-    tip = leaf_end(target, side, "toes") if toes is not None and target.tails is not None else None
+    toe = toe_point(target, side)
+    tip = leaf_end(target, side, "toes", pose) if toes is not None and target.tails is not None else None
 
     def skin(bone: int | None) -> np.ndarray:
         """The skin points bound to `bone`, from its head in its axes, scaled."""
@@ -79,13 +84,14 @@ def leg_on_target(target: TargetSkeleton, source_mapping: HumanoidMapping, side:
 
     ankle_height = scale * float(heads[foot, 1] - floor)
     body_forward = hips_forward(heads[tm["l_thigh"]], heads[tm["r_thigh"]])
-    forward = unit_across(toe_point - heads[foot], UP, body_forward)
+    forward = unit_across(toe - heads[foot], UP, body_forward)
     return TargetLeg(tm[f"{side}_thigh"], tm[f"{side}_shin"], foot, toes, ankle_height,
                 quat.inverse_rotate(axes[foot], np.array([0.0, -ankle_height, 0.0])),
-                scale * quat.inverse_rotate(axes[foot], toe_point - heads[foot]), scale * float(toe_point[1] - floor),
+                scale * quat.inverse_rotate(axes[foot], toe - heads[foot]), scale * float(toe[1] - floor),
                 None if tip is None else scale * quat.inverse_rotate(axes[toes], tip - heads[toes]),
                 None if tip is None else scale * float(tip[1] - floor), skin(foot), skin(toes),
-                scale * leg_length(heads, tm, side, 0.0), source_mapping[f"{side}_toes"], forward)
+                scale * leg_length(heads, tm, side, 0.0), source_mapping[f"{side}_toes"], forward, axes[foot],
+                None if toes is None else axes[toes])
 
 
 def yaw_turn(rotations: np.ndarray, rest: np.ndarray, forward: np.ndarray) -> np.ndarray:

@@ -28,6 +28,9 @@ from ..rig.humanoid_structure import tails_along_bones
 
 # Each joint's bone points at the first of these that the skeleton has; joints without one take
 # the alignment of the joint named in ALIGNED_LIKE (a rig's own bone tail serves where given).
+MIN_BONE_M = 1e-4
+"""A bone shorter than this has no direction (a BVH joint placed on its parent's head)."""
+
 CANONICAL_CHILDREN = {
     "hips": ("spine", "chest", "neck"), "spine": ("chest", "neck"), "chest": ("neck",), "neck": ("head",),
     **{f"{s}_{j}": tuple(f"{s}_{c}" for c in children) for s in "lr" for j, children in (
@@ -107,6 +110,9 @@ class TargetSkeleton:
     skin: tuple[np.ndarray, np.ndarray] | None = None
     """(bone (P,), rest positions (P, 3)) of points of the skinned mesh bound to the feet and toes: what must
     stay above the floor."""
+    planted: tuple | None = None
+    """Per side, left then right, (bone axes (J, 4), heads (J, 3)) of a pose with that foot flat on the floor: its
+    standing heights and flat turn; None: the standing pose (a BVH's most upright frame may have a foot in the air)."""
 
     @classmethod
     def build(cls, names, parents, rest_positions, rest_rotations, override: dict[str, str] | None = None,
@@ -120,15 +126,31 @@ class TargetSkeleton:
         return cls(tuple(names), parents, rest_positions, rest_rotations, mapping, tails, floor, standing, skin)
 
     def floor_height(self) -> float:
-        """Height of the floor it stands on: the given one, else its lowest foot or toe joint standing."""
+        """Height of the floor it stands on: the given one, else its lowest foot joint or toe point (the toe joint, else
+        the foot's end) where it is planted."""
         if self.floor is not None:
             return float(self.floor)
-        feet = [self.mapping.joints[f"{s}_{j}"] for s in "lr" for j in ("foot", "toes") if f"{s}_{j}" in self.mapping.joints]
-        return float(self.standing_pose()[1][feet, 1].min())
+        return min(min(float(self.foot_pose(side)[1][self.mapping[f"{side}_foot"], 1]), float(toe_point(self, side)[1]))
+                   for side in "lr")
 
     def standing_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """(bone axes (J, 4), heads (J, 3)) of the upright standing pose: the rest unless given."""
         return self.standing if self.standing is not None else (self.rest_rotations, self.rest_positions)
+
+    def foot_pose(self, side: str) -> tuple[np.ndarray, np.ndarray]:
+        """(bone axes (J, 4), heads (J, 3)) of a pose with `side`'s foot ("l" or "r") planted: `planted`'s, else the
+        standing pose."""
+        return self.planted["lr".index(side)] if self.planted is not None else self.standing_pose()
+
+    def tail(self, joint: int, pose: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """(3,) where `joint`'s bone ends in `pose` (None: standing): its tail carried with the bone from the standing
+        pose; its head where there are no tails."""
+        axes, heads = pose if pose is not None else self.standing_pose()
+        if self.tails is None:
+            return heads[joint]
+        standing_axes, standing_heads = self.standing_pose()
+        turn = quat.multiply_inverse(axes[joint], standing_axes[joint])
+        return heads[joint] + quat.rotate(turn, self.tails[joint] - standing_heads[joint])
 
     def head_height(self) -> float:
         """The head joint's standing height above the floor."""
@@ -142,14 +164,15 @@ def first_present(mapping: HumanoidMapping, joints) -> str | None:
 
 
 def bone_directions(positions: np.ndarray, mapping: HumanoidMapping, tails: np.ndarray | None = None) -> dict:
-    """Each canonical joint's bone direction (..., 3): toward its canonical child, else its tail, else like
-    the joint ALIGNED_LIKE names."""
+    """Each canonical joint's bone direction (..., 3): toward its nearest canonical child that is not at its head (a
+    zero-length bone points nowhere), else its tail, else like the joint ALIGNED_LIKE names."""
     directions = {}
     for joint, children in CANONICAL_CHILDREN.items():
         if joint not in mapping.joints:
             continue
-        child = first_present(mapping, children)
         j = mapping[joint]
+        child = next((c for c in children if c in mapping.joints and np.all(
+            length(positions[..., mapping[c], :] - positions[..., j, :]) > MIN_BONE_M)), None)
         if child is not None:
             directions[joint] = unit(positions[..., mapping[child], :] - positions[..., j, :])
         elif tails is not None:
@@ -220,16 +243,24 @@ def leaf_reach(bone_length: float, reference_length: float, share: float) -> flo
 
 
 
-def leaf_end(target: TargetSkeleton, side: str, joint: str) -> np.ndarray:
-    """(3,) where `side`'s `joint` bone ends at standing: along its tail, as far as LEAF_REACH allows."""
+def leaf_end(target: TargetSkeleton, side: str, joint: str, pose: tuple | None = None) -> np.ndarray:
+    """(3,) where `side`'s `joint` bone ends in `pose` (None: standing): along its tail, as far as LEAF_REACH
+    allows."""
     tm = target.mapping
-    heads = target.standing_pose()[1]
+    heads = (pose if pose is not None else target.standing_pose())[1]
     j = tm[f"{side}_{joint}"]
     (start, stop), share = LEAF_REACH[joint]
     reference = length(heads[tm[f"{side}_{stop}"]] - heads[tm[f"{side}_{start}"]])
-    along = (target.tails[j] if target.tails is not None else heads[j]) - heads[j]
+    along = target.tail(j, pose) - heads[j]
     return heads[j] + leaf_reach(length(along), reference, share) * along
 
+
+
+def toe_point(target: TargetSkeleton, side: str) -> np.ndarray:
+    """(3,) `side`'s toe point where its foot is planted: the toe joint, else the foot bone's end."""
+    pose = target.foot_pose(side)
+    toes = target.mapping.joints.get(f"{side}_toes")
+    return pose[1][toes] if toes is not None else leaf_end(target, side, "foot", pose)
 
 
 def avatar_scale(target: TargetSkeleton, head_height_m: float, mode: str) -> float:
@@ -293,8 +324,39 @@ def bvh_target(motion: Motion, override: dict[str, str] | str | None = None) -> 
         raise HumanoidMappingError(f"the target's standing pose is not upright: its torso and legs lean {tilt:.0f} "
                                    f"degrees from vertical in all (at most {UPRIGHT_LIMIT_DEG:.0f}); a rig's rest pose "
                                    "must stand (a Z-up file?)")
-    return TargetSkeleton(skeleton.names, skeleton.parents, rest_positions, rest_rotations, mapping,
-                          standing=(rotations[frame], positions[frame]))
+    tails = bvh_tails(skeleton, rotations[frame], positions[frame])
+    planted = tuple((rotations[k], positions[k]) for k in planted_frames(skeleton, rotations, positions, mapping))
+    return TargetSkeleton(skeleton.names, skeleton.parents, rest_positions, rest_rotations, mapping, tails,
+                          standing=(rotations[frame], positions[frame]), planted=planted)
+
+
+def bvh_tails(skeleton, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """(J, 3) each joint's bone tail in a pose (global rotations (J, 4), positions (J, 3)): its End Site, else its
+    farthest child's head, else its head."""
+    tails = positions.copy()
+    reach = np.zeros(len(positions))
+    for j, parent in enumerate(skeleton.parents):
+        if parent >= 0 and length(positions[j] - positions[parent]) > reach[parent]:
+            reach[parent] = length(positions[j] - positions[parent])
+            tails[parent] = positions[j]
+    for j, offset in skeleton.end_sites:
+        tails[j] = positions[j] + quat.rotate(rotations[j], np.asarray(offset, float))
+    return tails
+
+
+def planted_frames(skeleton, rotations: np.ndarray, positions: np.ndarray, mapping: HumanoidMapping) -> list[int]:
+    """Per side, left then right, the frame of a motion (global rotations (F, J, 4), positions (F, J, 3)) whose
+    foot is lowest and flattest: its ankle and its toe point (the toe joint, else the foot's tail) nearest the
+    floor together."""
+    frames = []
+    for side in "lr":
+        foot, toes = mapping[f"{side}_foot"], mapping.joints.get(f"{side}_toes")
+        if toes is not None:
+            toe = positions[:, toes, 1]
+        else:
+            toe = np.array([bvh_tails(skeleton, r, p)[foot, 1] for r, p in zip(rotations, positions)])
+        frames.append(int(np.argmin(positions[:, foot, 1] + toe)))
+    return frames
 
 
 def twist_bone(target: TargetSkeleton, forearm: int) -> int:

@@ -21,7 +21,7 @@ from core.devices.simulate import simulate_stream
 from core.files.bvh import read_bvh, write_bvh
 from core.math import quat
 from core.retarget.retargeting import on_bvh_skeleton, retarget_solution
-from core.retarget.target import bvh_target
+from core.retarget.target import bvh_target, uprightness
 from core.rig.humanoid import find_mapping
 from core.solve import load_solver, solve
 from conftest import FIXTURE_WALK_1, SHARED, shared_exists
@@ -58,14 +58,14 @@ def turned_about_vertical(motion: Motion, degrees: float) -> Motion:
 
 
 def with_joint(motion: Motion, parent: str, name: str, offset=None, children=()) -> Motion:
-    """A joint `name` added under `parent`, never rotating: a leaf at `offset`, or halfway to the named children,
-    which then hang from it; nothing else moves."""
+    """A joint `name` added under `parent`, never rotating, at `offset` (None: halfway to the named children); the
+    children then hang from it; nothing else moves."""
     skeleton = motion.skeleton
     at = skeleton.names.index(parent)
     new = at + 1
     index = np.array([j if j <= at else j + 1 for j in range(len(skeleton))])
     moved = [skeleton.names.index(c) for c in children]
-    offset = 0.5 * np.mean(skeleton.offsets[moved], axis=0) if moved else np.asarray(offset, float)
+    offset = 0.5 * np.mean(skeleton.offsets[moved], axis=0) if offset is None else np.asarray(offset, float)
     parents = np.insert(np.where(skeleton.parents >= 0, index[np.maximum(skeleton.parents, 0)], -1), new, at)
     offsets = np.insert(skeleton.offsets, new, offset, axis=0)
     positions = np.insert(motion.positions, new, offset, axis=1)
@@ -110,10 +110,24 @@ def prefixed(motion: Motion, prefix: str) -> Motion:
                   motion.positions, motion.fps)
 
 
-def written_on(character: Motion, solution) -> Motion:
+def without_toes(motion: Motion) -> Motion:
+    """The character with its toe joints taken out, each foot ending (its End Site) where its toe joint was."""
+    skeleton = motion.skeleton
+    mapping = find_mapping(skeleton)
+    toes = [mapping[f"{s}_toes"] for s in "lr"]
+    keep = [j for j in range(len(skeleton)) if j not in toes and skeleton.parents[j] not in toes]
+    index = {j: i for i, j in enumerate(keep)}
+    parents = np.array([index[skeleton.parents[j]] if skeleton.parents[j] >= 0 else -1 for j in keep])
+    ends = tuple((index[j], e) for j, e in skeleton.end_sites if j in index) + tuple(
+        (index[skeleton.parents[t]], tuple(skeleton.offsets[t])) for t in toes)
+    return Motion(Skeleton(tuple(skeleton.names[j] for j in keep), parents, skeleton.offsets[keep], ends),
+                  motion.rotations[:, keep], motion.positions[:, keep], motion.fps)
+
+
+def written_on(character: Motion, solution, override: dict | None = None) -> Motion:
     """The solve on the character's skeleton, as `solve --avatar` writes it."""
-    return on_bvh_skeleton(retarget_solution(solution, bvh_target(character), solution.motion.fps), character.skeleton,
-                           solution.motion.fps)
+    return on_bvh_skeleton(retarget_solution(solution, bvh_target(character, override), solution.motion.fps),
+                           character.skeleton, solution.motion.fps)
 
 
 CHARACTERS = {"fixture walk": FIXTURE_WALK_1, "100STYLE angry walk": OTHER / "100style" / "angry_reference.bvh",
@@ -186,3 +200,56 @@ def test_a_character_written_any_way_gets_the_same_motion(tmp_path_factory, solv
     bent = np.isin(np.arange(len(skeleton)), [mapping[f"{s}_{j}"] for s in "lr" for j in ("forearm", "shin")])
     assert miss[~bent].max() < TOLERANCE_M
     assert miss[bent].max() < BENT_JOINT_TOLERANCE_M
+
+
+@pytest.fixture(scope="module")
+def walk_solved():
+    """The fixture walk (5 s) and the default method's solve of its stream."""
+    walk = read_bvh(FIXTURE_WALK_1)
+    walk = walk[:int(SECONDS * walk.fps)]
+    return walk, solve(simulate_stream(walk, SimulationConfig(look_around_deg=30.0)).stream, load_solver(), None)
+
+
+def test_a_character_whose_most_upright_frame_lifts_a_foot_plants_both_feet(walk_solved):
+    """The character's clip kept to its frames no more upright than one with a foot 10 cm up: that frame is its
+    standing pose, and the lifted foot's heights came from it (the foot floated 10 cm all along)."""
+    walk, solution = walk_solved
+    mapping = find_mapping(walk.skeleton)
+    positions = walk.global_positions()
+    toes = positions[:, [mapping["l_toes"], mapping["r_toes"]], 1]
+    upright = uprightness(positions, mapping)
+    lifted = np.flatnonzero(np.abs(toes[:, 0] - toes[:, 1]) > 0.08)
+    frames = np.flatnonzero(upright >= upright[lifted[np.argmin(upright[lifted])]])
+    character = Motion(walk.skeleton, walk.rotations[frames], walk.positions[frames], walk.fps)
+    assert np.ptp(character.global_positions()[np.argmin(upright[frames]), [mapping["l_toes"], mapping["r_toes"]], 1]) > 0.08
+    written = written_on(character, solution).global_positions()
+    assert np.abs(written[:, [mapping["l_toes"], mapping["r_toes"]], 1].min(axis=0)).max() < 1e-3
+
+
+def test_a_character_without_toes_stands_on_the_ends_of_its_feet(walk_solved):
+    """Each foot's End Site is its toe: it meets the floor and does not sink under it (the ankles stood on the
+    floor, the feet's ends 9 cm under it)."""
+    walk, solution = walk_solved
+    character = without_toes(walk)
+    mapping = find_mapping(character.skeleton)
+    rotations, positions = written_on(character, solution).global_transforms()
+    ends = dict(character.skeleton.end_sites)
+    for side in "lr":
+        foot = mapping[f"{side}_foot"]
+        end = positions[:, foot] + quat.rotate(rotations[:, foot], np.asarray(ends[foot]))
+        assert -2e-3 < end[:, 1].min() < 2e-3
+        assert positions[:, foot, 1].min() > 0.04
+
+
+def test_a_zero_length_bone_above_the_hips_leaves_the_legs_as_they_are(walk_solved):
+    """A spine joint on the hips' head, mapped as the spine (CMU's LowerBack): the hips point along the spine to the
+    next joint up (they pointed nowhere, and a knee moved 22 cm)."""
+    walk, solution = walk_solved
+    skeleton = walk.skeleton
+    mapping = find_mapping(skeleton)
+    character = with_joint(walk, skeleton.names[mapping["hips"]], "LowerBack", np.zeros(3),
+                           [skeleton.names[mapping["spine"]]])
+    written = written_on(character, solution, {"spine": "LowerBack"}).global_positions()
+    joints = [character.skeleton.names.index(name) for name in skeleton.names]
+    miss = np.linalg.norm(written[:, joints] - written_on(walk, solution).global_positions(), axis=-1)
+    assert miss.max() < 0.02
