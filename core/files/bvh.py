@@ -5,9 +5,11 @@ root's channels are its translation). Rotation channels compose in the order lis
 `Zrotation Xrotation Yrotation` is R = Rz Rx Ry. A file either loads whole or raises BVHError
 naming the file and line; nothing half-loads. The motion is parsed from the file as it is read, so
 memory stays a few times the numbers it holds, and a file far longer than its declared frames need
-is refused before it is parsed. UTF-8 byte-order marks and CR-only line ends are accepted; keywords and
-channel names are read in any case (`hierarchy`, `End site`, `XROTATION`), as Blender's own importer reads them, and
-a decimal comma in `Frame Time` (a locale's `0,0333333`).
+is refused before it is parsed. A few complete motion lines past the declared frames (an exporter's Frames line
+one short) are read as frames, as Blender's importer reads every line; more are a wrong file, refused. UTF-8
+byte-order marks and CR-only line ends are accepted; keywords and channel names are read in any case (`hierarchy`,
+`End site`, `XROTATION`), as Blender's own importer reads them, and a decimal comma in `Frame Time` (a locale's
+`0,0333333`).
 """
 from __future__ import annotations
 
@@ -43,6 +45,9 @@ MAX_BYTES_PER_VALUE = 64
 MIN_BYTES_PER_VALUE = 2
 """A value takes at least a digit and a separator: a motion section shorter than its Frames need is scanned line by
 line for where it ends (the message says which frame), not handed to numpy's parser first."""
+EXTRA_FRAMES_SHARE = 0.1
+"""Complete motion lines past the declared Frames read as frames: up to this share of them (a Frames line one short
+of a 10-frame clip or longer); more are refused, as is a second line under `Frames: 1`."""
 MAX_BLANK_LINES = 1000
 """Frames are not separated by blank lines; this many in a row is not motion."""
 # The most bytes read looking for the MOTION line (skeleton headers are a few kilobytes).
@@ -375,8 +380,9 @@ def _header_number(path: Path, parts: list[bytes], index: int, number: int, key:
 
 
 def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: int) -> np.ndarray:
-    """(frames, width) floats from the rest of the file; numpy's C parser first, a line-by-line scan only
-    to word an error. A motion section far longer than the declared frames need is refused unparsed."""
+    """(frames, width) floats from the rest of the file, or a few frames more (extra_frames_read); numpy's C parser
+    first, a line-by-line scan only to word an error. A motion section far longer than the declared frames need is
+    refused unparsed."""
     start = file.tell()
     size = file.seek(0, os.SEEK_END) - start
     file.seek(start)
@@ -392,7 +398,9 @@ def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: i
             values = np.loadtxt(file, dtype=np.float64, ndmin=2, comments=None)
         except ValueError:
             values = None
-    if values is not None and values.shape == (frames, width) and np.isfinite(values).all():
+    extra = extra_frames_read(frames)
+    if (values is not None and values.shape[1] == width and frames <= len(values) <= frames + extra
+            and np.isfinite(values).all()):
         return values
     # Something is wrong: find the first offending line and say what it is.
     del values
@@ -409,8 +417,9 @@ def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: i
             continue
         blank = 0
         number = first_line + index
-        if rows == frames:
-            raise BVHError(path, number, f"more motion lines than the {frames} frames declared")
+        if rows == frames + extra:
+            raise BVHError(path, number, f"more motion lines than the {frames} frames declared"
+                                         + (f" and the {extra} past them that are read" if extra else ""))
         if len(words) != width:
             raise BVHError(path, number, f"frame {rows + 1} has {len(words)} values, the channels need {width}")
         for column, word in enumerate(words):
@@ -424,6 +433,11 @@ def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: i
                 raise BVHError(path, number, f"value {column + 1} is {word.decode(errors='replace')}: not a finite number")
         rows += 1
     raise BVHError(path, first_line + newlines, f"truncated motion: {rows} frames of the {frames} declared")
+
+
+def extra_frames_read(frames: int) -> int:
+    """How many complete motion lines past `frames` declared frames are read as frames (EXTRA_FRAMES_SHARE)."""
+    return int(frames * EXTRA_FRAMES_SHARE)
 
 
 def _motion_from_channels(skeleton: Skeleton, channels, values: np.ndarray, fps: float, name: str) -> Motion:

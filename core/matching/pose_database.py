@@ -34,6 +34,11 @@ FPS_RANGE = (1.0, 1000.0)
 """Rates a database may be stored at."""
 POSITION_LIMIT_M = 1e4
 """Positions and offsets beyond this many metres are a damaged file, not a capture."""
+BONE_TOLERANCE_M = 0.01
+"""How far a clip's bone may be from the first clip's in one database: one studio's captures of one skeleton are
+within it (Bandai's 1190 files, both datasets: their bones within 0.0001 mm of the first's); another studio's
+skeleton with the same joint names (6.5 cm apart at the thigh), or the figure at another size, is not: its bones
+would change length whenever matching switched clips."""
 SPEED_LIMIT = 1e5
 """Linear (m/s) and angular (rad/s) velocities beyond this are a damaged file (a half-turn a frame at 1000 fps
 is 3,142 rad/s)."""
@@ -146,15 +151,17 @@ def _layout_problem(skeleton: Skeleton, poses: int, starts, stops, clip_names, f
     return None
 
 
-def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] | None = None):
+def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] | None = None,
+               where: str | None = None):
     """(skeleton, rotations, positions, velocities, angular velocities, contacts) of one clip at the database rate;
     a clip that does not map (HumanoidMappingError), is not +Y up (the same) or has no toes (DatabaseError) is
-    named."""
+    named: `where` (its file), else "clip NAME"."""
+    where = where or f"clip {motion.name or '?'}"
     resampled = motion.resampled(config.fps)
-    rooted = rooted_motion(resampled, clip_mapping(resampled, override, f"clip {motion.name or '?'}"))
+    rooted = rooted_motion(resampled, clip_mapping(resampled, override, where))
     mapping = find_mapping(rooted.skeleton, override)
     if not {"l_toes", "r_toes"} <= set(mapping.joints):
-        raise DatabaseError(f"clip {motion.name or '?'}: its skeleton has no toe joints; a database's foot contacts "
+        raise DatabaseError(f"{where}: its skeleton has no toe joints; a database's foot contacts "
                             "and the solver's foot lock are the toes'")
     toes = rooted.global_positions()[:, [mapping["l_toes"], mapping["r_toes"]]]
     velocities, angular_velocities = local_velocities(rooted.rotations, rooted.positions, config.fps)
@@ -193,25 +200,60 @@ def in_joint_order(motion: Motion, names: tuple[str, ...]) -> Motion:
     return Motion(reordered, motion.rotations[:, order], motion.positions[:, order], motion.fps, motion.name)
 
 
+def bone_lengths(motion: Motion) -> np.ndarray:
+    """(J,) each joint's distance from its parent, m; NaN for the root and for a joint whose translation moves over
+    the clip (Bandai's hips under its static root): what is left are the skeleton's bones."""
+    positions = motion.positions
+    lengths = np.linalg.norm(np.median(positions, axis=0), axis=-1)
+    lengths[np.ptp(positions, axis=0).max(axis=-1) > BONE_TOLERANCE_M] = np.nan
+    lengths[0] = np.nan
+    return lengths
+
+
+def skeleton_problem(skeleton: Skeleton, first_skeleton: Skeleton, motion: Motion | None, first: Motion,
+                     first_name: str) -> str | None:
+    """How a clip's rooted skeleton is not that of the first clip (`first_name` names it): other joints, or (for
+    `motion`, None for a mirrored copy) a bone more than BONE_TOLERANCE_M from the first's; else None."""
+    if skeleton.names != first_skeleton.names or not np.array_equal(skeleton.parents, first_skeleton.parents):
+        return f"its skeleton ({len(skeleton)} joints) differs from {first_name} ({len(first_skeleton)} joints)"
+    if motion is None:
+        return None
+    ours, theirs = bone_lengths(motion), bone_lengths(first)
+    gaps = np.nan_to_num(np.abs(ours - theirs), nan=0.0)
+    joint = int(np.argmax(gaps))
+    if gaps[joint] <= BONE_TOLERANCE_M:
+        return None
+    names = motion.skeleton.names
+    return (f"its bone from {names[motion.skeleton.parents[joint]]} to {names[joint]} is {100 * ours[joint]:.1f} cm "
+            f"long against {100 * theirs[joint]:.1f} cm in {first_name}")
+
+
 def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfig(),
-                   mapping: dict[str, str] | None = None) -> PoseDatabase:
+                   mapping: dict[str, str] | None = None, sources: list | None = None) -> PoseDatabase:
     """The pose database of the given clips (mirrored copies appended when config.mirror); `mapping` overrides
-    the humanoid mapping {canonical joint: joint name} and is kept in the database for the solver."""
+    the humanoid mapping {canonical joint: joint name} and is kept in the database for the solver; `sources`, the
+    file each motion was read from, names a clip that cannot be used (else "clip NAME").
+
+    The first clip long enough gives the database its skeleton; a clip whose joints or bones (BONE_TOLERANCE_M)
+    are not that skeleton's is refused."""
     if not motions:
         raise DatabaseError("no clips to build a database from")
     clips = list(motions) + ([m.mirrored() for m in motions] if config.mirror else [])
-    parts, names, skeleton, skipped = [], [], None, []
+    parts, names, skeleton, first, skipped = [], [], None, None, []
     joint_names = next((m.skeleton.names for m in clips if m.duration >= config.min_clip_s), ())
-    for motion in clips:
+    for index, motion in enumerate(clips):
         if motion.duration < config.min_clip_s:
             skipped.append(motion.name or "?")
             continue
-        part = clip_poses(in_joint_order(motion, joint_names), config, mapping)
+        where = clip_source(clips, index, sources)
+        ordered = in_joint_order(motion, joint_names)
+        part = clip_poses(ordered, config, mapping, where)
         if skeleton is None:
-            skeleton = part[0]
-        elif part[0].names != skeleton.names or not np.array_equal(part[0].parents, skeleton.parents):
-            raise DatabaseError(f"clip {motion.name or '?'}: its skeleton ({len(part[0])} joints) differs from "
-                                f"the first clip's ({len(skeleton)} joints); one database holds one skeleton")
+            skeleton, first = part[0], (ordered, first_named(where))
+        problem = skeleton_problem(part[0], skeleton, ordered if index < len(motions) else None, *first)
+        if problem:
+            raise DatabaseError(f"{where}: {problem}, whose skeleton the database takes; one database holds one "
+                                "skeleton")
         parts.append(part[1:])
         names.append(motion.name)
     if not parts:
@@ -223,6 +265,20 @@ def build_database(motions: list[Motion], config: DatabaseConfig = DatabaseConfi
     return PoseDatabase(skeleton, *arrays, stops - lengths, stops, tuple(names), config.fps,
                         tuple(config.height_range), {"config": describe(config), "skipped_short_clips": skipped,
                                                      **({"mapping": dict(mapping)} if mapping else {})})
+
+
+def clip_source(clips: list[Motion], index: int, sources: list | None) -> str:
+    """Where clip `index` of `clips` (the motions, then their mirrored copies) came from, for a message: its file
+    (a mirrored copy's "FILE, mirrored"), else "clip NAME"."""
+    if not sources:
+        return f"clip {clips[index].name or '?'}"
+    source = str(sources[index % len(sources)])
+    return source if index < len(sources) else f"{source}, mirrored"
+
+
+def first_named(where: str) -> str:
+    """The first clip, named from its clip_source: "the first file F" or "the first clip NAME"."""
+    return f"the first {where}" if where.startswith("clip ") else f"the first file {where}"
 
 
 def global_transforms(database: PoseDatabase) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..files.mocap import activity, find_bvh_files
-from .mocap_split import split_by_file
+from ..rig.humanoid import find_mapping
+from .mocap_split import read_humanoid, split_by_file
 
 POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale", "seconds", "rate", "window", "shift",
                     "minutes",
@@ -90,6 +91,16 @@ def selected_files(args) -> list[Path]:
         files = files[: args.limit]
     if not files:
         raise ValueError("no clips to evaluate (check --data, --split and --activities)")
+    return files
+
+
+def scored_clips(files) -> list[Path]:
+    """`files`, each read up front: a clip that does not map, is not +Y up or whose skeleton has no toe joints (the
+    scores' feet are the toes) is named before any clip is solved."""
+    for path in files:
+        if not {"l_toes", "r_toes"} <= set(find_mapping(read_humanoid(path).skeleton).joints):
+            raise InputError(f"{path}: its skeleton has no toe joints; an evaluation scores the feet by the toes "
+                             "(foot skating, toe lift)")
     return files
 
 

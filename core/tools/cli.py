@@ -194,7 +194,7 @@ def db_build(args) -> int:
     for path in files:
         motions.append(read_humanoid(path, args.scale, args.mapping))
     override = mapping_override(args.mapping, motions[0].skeleton.names) if args.mapping else None
-    database = build_database(motions, config, override)
+    database = build_database(motions, config, override, sources=files)
     database.save(args.output)
     skipped = database.info["skipped_short_clips"]
     if skipped:

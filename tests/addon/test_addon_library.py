@@ -124,8 +124,11 @@ def test_database_from_files_is_saved_beside_the_blend_and_reloads_with_it(bpy, 
     blend = tmp_path / "scene.blend"
     _save(bpy, blend)
     library = bpy.context.scene.vr_avatar.library
+    walk_2 = tmp_path / FIXTURE_WALK_2.name  # the second walk's smaller figure at the first's size: one skeleton
+    write_bvh(walk_2, read_bvh(FIXTURE_WALK_2).scaled(1.0 / 0.92), scale=100.0)
+    locomotion = [FIXTURE_WALK_1, walk_2]
     # Locomotion Only reads the activity from the file name: a walk named as a bow is left out.
-    files = {**{f.name: f for f in LOCOMOTION}, "dataset-0_bow_active_001.bvh": FIXTURE_WALK_2}
+    files = {**{f.name: f for f in locomotion}, "dataset-0_bow_active_001.bvh": FIXTURE_WALK_2}
     library.mocap_path = str(_mocap_folder(tmp_path, files))
     library.locomotion_only = True
     library.height_min, library.height_max = 0.8, 1.2
@@ -135,7 +138,8 @@ def test_database_from_files_is_saved_beside_the_blend_and_reloads_with_it(bpy, 
     assert item.path == "//scene.vr_avatar_db.npz"
     path = tmp_path / "scene.vr_avatar_db.npz"
     database = PoseDatabase.load(path)
-    expected = build_database([read_bvh(f) for f in sorted(LOCOMOTION)], DatabaseConfig(height_range=(0.8, 1.2)))
+    expected = build_database([read_bvh(f) for f in sorted(locomotion, key=lambda f: f.name)],
+                              DatabaseConfig(height_range=(0.8, 1.2)))
     assert len(database) == item.poses == len(expected)
     assert database.clip_names == expected.clip_names  # the bow clip is left out by Locomotion Only
     np.testing.assert_allclose(database.height_range, (0.8, 1.2), atol=1e-6)

@@ -313,3 +313,31 @@ def test_keywords_in_any_case_and_a_decimal_comma_read_the_same(tmp_path_factory
     assert motion.skeleton == expected.skeleton and motion.fps == expected.fps
     np.testing.assert_array_equal(motion.rotations, expected.rotations)
     np.testing.assert_array_equal(motion.positions, expected.positions)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 300), st.data())
+def test_a_few_complete_lines_past_frames_are_read_as_blender_reads_them(tmp_path_factory, frames, data):
+    """An exporter's Frames line a few short: the lines past it, up to a tenth of the frames, are read as frames (one
+    past 199 was refused before); one more is refused at its line, as is a second line under `Frames: 1`."""
+    allowed = frames // 10
+    extra = data.draw(st.integers(0, allowed + 1), label="extra lines")
+    rows = np.random.default_rng(frames).uniform(-90, 90, size=(frames + extra, 6)).round(4)
+    path = tmp_path_factory.mktemp("extra") / "extra.bvh"
+    path.write_text(HEADER % frames + "\n".join(" ".join(map(str, row)) for row in rows) + "\n")
+    if extra <= allowed:
+        motion = read_bvh(path, scale=1.0)
+        assert len(motion) == frames + extra
+        np.testing.assert_allclose(motion.positions[:, 0], rows[:, :3])
+    else:
+        with pytest.raises(BVHError) as raised:
+            read_bvh(path)
+        assert str(raised.value).startswith(f"{path}:{14 + frames + allowed}: more motion lines than the {frames} "
+                                            "frames declared")
+
+
+def test_a_file_far_longer_than_its_frames_need_is_still_refused_unparsed(tmp_path):
+    path = tmp_path / "long.bvh"
+    path.write_text(HEADER % 2 + "0 90 0 0 0 0\n" * 2000)
+    with pytest.raises(BVHError, match=r"long\.bvh:14: the motion section holds \d+ bytes, far more than 2 frames"):
+        read_bvh(path)

@@ -6,9 +6,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings, strategies as st
 
 from core.math import quat
-from core.files.bvh import read_bvh
+from core.files.bvh import read_bvh, write_bvh
 from core.config import DatabaseConfig, SimulationConfig, MatchingConfig
 from core.matching.features import FeatureScale, pose_features
 from core.ik.foot_lock import FootLock, Legs
@@ -130,6 +131,49 @@ def test_database_rejects_what_it_cannot_hold(fixture_walk1):
     renamed = type(other)(tuple(n if n != "Toes_L" else "Toe_L" for n in other.names), other.parents, other.offsets)
     with pytest.raises(DatabaseError, match="differs from the first clip"):
         build_database([fixture_walk1, Motion(renamed, fixture_walk1.rotations, fixture_walk1.positions, fixture_walk1.fps, "renamed")])
+
+
+def _bone_changed(clip: Motion, joint: str, change_m: float, name: str) -> Motion:
+    """The clip with the bone from `joint`'s parent to it `change_m` longer (a skeleton of another studio, or another
+    actor's calibration, under the same joint names)."""
+    j = clip.skeleton.index(joint)
+    offsets = clip.skeleton.offsets.copy()
+    offsets[j] *= 1.0 + change_m / np.linalg.norm(offsets[j])
+    positions = clip.positions.copy()
+    positions[:, j] = offsets[j]
+    return Motion(replace(clip.skeleton, offsets=offsets), clip.rotations, positions, clip.fps, name)
+
+
+@settings(max_examples=12, deadline=None)
+@given(joint=st.sampled_from(["LowerLeg_R", "Foot_L", "LowerArm_L", "Hand_R", "Chest"]),
+       change_cm=st.floats(-5.0, 5.0))
+def test_a_clip_whose_bones_are_not_the_first_clips_is_refused_naming_the_bone_and_both_files(fixture_walk1, joint,
+                                                                                              change_cm):
+    """Two studios' skeletons with the same 23 joint names (the thigh 43.7 cm against 37.2 cm) were built into one
+    database, the solve's bones changing length as matching switched clips. A bone within 1 cm of the first clip's is
+    one skeleton's (Bandai's files agree to 0.0001 mm); farther, the clip is refused, naming its file, the bone, both
+    lengths and the first file, whose skeleton the database takes (the clip's stem before)."""
+    assume(abs(abs(change_cm) - 1.0) > 1e-3)
+    changed = _bone_changed(fixture_walk1, joint, change_cm / 100.0, "changed")
+    files = ["mine/first.bvh", "theirs/changed.bvh"]
+    if abs(change_cm) < 1.0:
+        assert build_database([fixture_walk1, changed], sources=files).clip_names == (fixture_walk1.name, "changed")
+        return
+    with pytest.raises(DatabaseError) as raised:
+        build_database([fixture_walk1, changed], sources=files)
+    parent = fixture_walk1.skeleton.names[fixture_walk1.skeleton.parents[fixture_walk1.skeleton.index(joint)]]
+    length = 100 * np.linalg.norm(fixture_walk1.skeleton.offsets[fixture_walk1.skeleton.index(joint)])
+    assert str(raised.value) == (f"theirs/changed.bvh: its bone from {parent} to {joint} is {length + change_cm:.1f} "
+                                 f"cm long against {length:.1f} cm in the first file mine/first.bvh, whose skeleton "
+                                 "the database takes; one database holds one skeleton")
+
+
+def test_a_skeleton_whose_sides_differ_is_built_with_its_mirrored_copies(fixture_walk1):
+    """A capture's left thigh 2 cm longer than its right: its mirrored copies have the right one longer, and are the
+    same skeleton's, not compared with the first clip's bones."""
+    uneven = _bone_changed(fixture_walk1, "LowerLeg_L", 0.02, "uneven")
+    database = build_database([uneven, uneven], DatabaseConfig(mirror=True))
+    assert len(database.clip_names) == 4
 
 
 # -- inertialization and foot lock --------------------------------------------------------------------------------------
@@ -437,7 +481,9 @@ def test_the_hmd_height_ratio_picks_the_database_and_a_switch_searches(model, wa
 
 def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
     db = tmp_path / "walk.npz"
-    built = json.loads(core("db", "build", FIXTURE_WALK_1, FIXTURE_WALK_2, "-o", db, "--mirror", "--json").stdout)
+    walk_2 = tmp_path / FIXTURE_WALK_2.name  # the second walk's smaller figure at the first's size: one skeleton
+    write_bvh(walk_2, read_bvh(FIXTURE_WALK_2).scaled(1.0 / 0.92), scale=100.0)
+    built = json.loads(core("db", "build", FIXTURE_WALK_1, walk_2, "-o", db, "--mirror", "--json").stdout)
     assert built["poses"] == len(PoseDatabase.load(db)) and built["clips"] == 4
     stream = tmp_path / "walk.csv"
     core("stream", "simulate", FIXTURE_WALK_2, "-o", stream, "--look-around", "20")

@@ -600,3 +600,15 @@ def test_a_z_up_clip_or_one_without_toes_is_named_where_it_cannot_be_used(good, 
             "build": ["db", "build", clip, odd, "-o", tmp_path / "db.npz"],
             "stitch": ["stitch", clip, odd, "-o", tmp_path / "out.bvh"]}[command]
     refused(capsys, tmp_path, args, odd if change is _z_up else "clip odd", words)
+
+
+@pytest.mark.parametrize("command", [["eval", "characters"], ["eval", "full", "--methods", "hybrid", "--plot", ""],
+                                     ["eval", "matching", "--methods", "mm", "--db"]], ids=lambda c: "-".join(c[:2]))
+def test_an_evaluation_of_a_folder_with_a_clip_without_toes_names_it_before_any_solve(good, tmp_path, capsys, command):
+    """`eval characters` and `eval full` solved the clips before it and ended in a KeyError ('l_toes'): the feet are
+    scored by the toes, so the clip is named up front, as `db build` names it, and nothing is solved."""
+    clip = _copy(good, tmp_path, "clip.bvh")[0]
+    odd = tmp_path / "odd.bvh"
+    write_bvh(odd, _without_toes(read_bvh(clip)))
+    args = [*command, *([good / "db.npz"] if command[-1] == "--db" else []), "--data", tmp_path, "--split", "all"]
+    refused(capsys, tmp_path, args, odd, ["its skeleton has no toe joints"])

@@ -249,7 +249,7 @@ def test_solve_onto_a_bvh_character_fits_it_to_the_person_or_keeps_its_size(tmp_
     shutil.copy(WALK, clip)
     stream, db = tmp_path / "walk.csv", tmp_path / "walk.npz"
     core("stream", "simulate", clip, "-o", stream)
-    core("db", "build", WALK, SHORT_WALK, "-o", db)
+    core("db", "build", WALK, "-o", db)  # the fixture's second walk is a smaller figure's: another skeleton
     heads = {}
     for size in ("fit", "keep"):
         out = tmp_path / f"{size}.bvh"

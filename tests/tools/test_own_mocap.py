@@ -171,3 +171,52 @@ def test_training_on_clips_shorter_than_its_window_is_refused(tmp_path, capsys, 
     line = refused(capsys, tmp_path, [*command, "--data", folder, "-o", tmp_path / "model.npz"],
                    folder / names[0] if command[1] == "stitch" else "training clip")
     assert "frames" in line
+
+
+# --- eval characters on a clip that stands still ------------------------------------------------------------------
+
+
+@SETTINGS
+@given(clips=st.lists(st.tuples(st.integers(1, 2000), st.floats(0.0, 10.0), st.floats(0.0, 10.0)), min_size=1,
+                      max_size=6))
+def test_eval_characters_pools_each_ratio_as_eval_full_pools_foot_skating(clips):
+    """Per-clip ratios were averaged, so a clip whose truth barely moved (1,432,024 times) ruined the folder's: each
+    ratio is the frame-weighted mean of the solve's figure over the truth's, and a clip's, or the pool's, is not
+    defined (None) where the truth's figure is under its floor."""
+    from core.tools.eval.characters import AVERAGED, RATIOS, pooled, with_ratios
+
+    rows = [with_ratios({**dict.fromkeys(AVERAGED, 1.0), "toe_lift_cm": ours, "toe_lift_cm_truth": truth,
+                         "foot_slide_cm_s": ours, "foot_slide_cm_s_truth": truth, "solver_foot_slide_cm_s": ours / 2,
+                         "frames": frames}) for frames, ours, truth in clips]
+    frames = np.array([f for f, _, _ in clips], dtype=float)
+    ours, truth = (np.array([c[k] for c in clips]) @ frames / frames.sum() for k in (1, 2))
+    together = pooled(rows)
+    for name, (_, _, floor) in RATIOS.items():
+        share = 0.5 if name.startswith("solver") else 1.0
+        for row, (_, clip_ours, clip_truth) in zip(rows, clips):
+            assert row[name] == (None if clip_truth < floor else pytest.approx(share * clip_ours / clip_truth))
+        assert together[name] == (None if truth < floor else pytest.approx(share * ours / truth))
+        defined = [row[name] for row in rows]
+        if None not in defined:
+            assert min(defined) - 1e-9 <= together[name] <= max(defined) + 1e-9
+
+
+def test_eval_characters_of_a_clip_standing_still_beside_a_walk(tmp_path, capsys):
+    """The standing clip's ratios are not defined (null, '-' in the text); the folder's are the walk's figures pooled
+    with its frames, not millions."""
+    walk = read_bvh(FIXTURE_WALK_1)[:120]
+    folder = _folder(tmp_path, ["walk.bvh"], change=lambda clip: clip[:120])
+    still = np.zeros(90, int)
+    write_bvh(folder / "still.bvh", Motion(walk.skeleton, walk.rotations[still], walk.positions[still], walk.fps),
+              scale=100.0)
+    assert main(["eval", "characters", "--data", str(folder), "--split", "all", "--json"]) == 0
+    out = capsys.readouterr()
+    result = json.loads(out.out)
+    ratios = ("toe_lift_ratio", "foot_slide_ratio", "solver_foot_slide_ratio")
+    assert all(result["clips"]["still"][k] is None for k in ratios)
+    assert "foot_slide_ratio=-" in next(line for line in out.err.splitlines() if line.startswith("still "))
+    mean = result["mean"]
+    assert mean["foot_slide_ratio"] == pytest.approx(mean["foot_slide_cm_s"] / mean["foot_slide_cm_s_truth"], rel=0.02)
+    assert mean["toe_lift_ratio"] == pytest.approx(mean["toe_lift_cm"] / mean["toe_lift_cm_truth"], rel=0.02)
+    assert all(0.0 < mean[k] < 10.0 for k in ratios)
+    assert result["activities"]["walk"]["foot_slide_ratio"] == result["clips"]["walk"]["foot_slide_ratio"]

@@ -10,7 +10,10 @@ the frame steps across a jump of the stream (a teleport, or a capture's first fr
 body moved there was put, not slid.
 `solver_mpjpe_cm` and `solver_foot_slide_ratio` are the same solve on the solver's own skeleton (its sliding over
 its own floor, against the clip's). With `--physics` the physics pass follows the solve before it is retargeted, as
-`solve --physics --avatar` does. Figures are per clip and frame-weighted means over them.
+`solve --physics --avatar` does. Figures are per clip, per activity and over all clips: frame-weighted means, the
+ratios pooled as `eval full` pools `foot_skate_ratio` (the frame-weighted mean of the solve's figure over that of the
+truth's), so a clip whose truth barely moves its feet weighs as its frames do. A ratio whose truth's figure is under
+its floor (RATIOS: a standing actor's toes neither lift nor slide) is not defined: None.
 """
 from __future__ import annotations
 
@@ -24,18 +27,29 @@ from ...devices.attachments import implied_joint_positions
 from ...devices.jumps import crossing, jump_samples
 from ...devices.simulate import simulate_stream
 from ..mocap_split import read_humanoid
+from ...files.mocap import activity
 from ...anim.contacts import floor_height
 from ...quality.metrics import foot_skate_per_frame, score_motion
 from ...rig.humanoid import find_mapping
 from ...retarget.target import bvh_target
 from ...retarget.retargeting import on_bvh_skeleton, retarget_solution
 from ...solve import load_solver, require_physics, solve, with_physics
-from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
+from ..arguments import (add_data_arguments, add_json_argument, add_selection_arguments, print_progress, scored_clips,
+                         selected_files)
 
 LOOK_AROUND_DEG = 30.0
 TOE_LIFT_PERCENTILE = 95.0
 FIGURES = ("mpjpe_cm", "mpjpe_cm_upper", "mpjpe_cm_lower", "hand_cm", "toe_lift_ratio", "foot_slide_ratio",
            "solver_mpjpe_cm", "solver_foot_slide_ratio")
+TOE_LIFT_FLOOR_CM = 0.01
+FOOT_SLIDE_FLOOR_CM_S = 0.01
+RATIOS = {"toe_lift_ratio": ("toe_lift_cm", "toe_lift_cm_truth", TOE_LIFT_FLOOR_CM),
+          "foot_slide_ratio": ("foot_slide_cm_s", "foot_slide_cm_s_truth", FOOT_SLIDE_FLOOR_CM_S),
+          "solver_foot_slide_ratio": ("solver_foot_slide_cm_s", "foot_slide_cm_s_truth", FOOT_SLIDE_FLOOR_CM_S)}
+"""Each ratio: (the solve's figure, the truth's, the truth's floor): under the floor (0.1 mm of lift, 0.1 mm/s of
+sliding: a clip that stands still) the ratio is not defined."""
+AVERAGED = tuple(k for k in FIGURES if k not in RATIOS) + tuple(k for parts in RATIOS.values() for k in parts[:2])
+"""The figures whose frame-weighted means are taken; the ratios are pooled from theirs."""
 
 
 def feet(motion, steps: np.ndarray | None = None) -> tuple[float, float]:
@@ -78,32 +92,60 @@ def clip_figures(motion, solver, seconds: float = 0.0, physics: bool = False) ->
     steps = steps_without_jumps(simulated.stream, motion.fps, frames)
     (lift, slide), (true_lift, true_slide) = feet(character, steps), feet(truth, steps)
     solver_slide = feet(solution.motion.resampled(motion.fps)[:frames], steps)[1]
-    figures.update(toe_lift_ratio=lift / max(true_lift, 1e-9), foot_slide_ratio=slide / max(true_slide, 1e-9),
-                   solver_foot_slide_ratio=solver_slide / max(true_slide, 1e-9),
-                   toe_lift_cm=100 * lift, toe_lift_cm_truth=100 * true_lift, foot_slide_cm_s=slide,
-                   foot_slide_cm_s_truth=true_slide, frames=frames)
-    return figures
+    figures.update(toe_lift_cm=100 * lift, toe_lift_cm_truth=100 * true_lift, foot_slide_cm_s=slide,
+                   foot_slide_cm_s_truth=true_slide, solver_foot_slide_cm_s=solver_slide, frames=frames)
+    return with_ratios(figures)
+
+
+def ratio(ours: float, truth: float, floor: float) -> float | None:
+    """`ours` over `truth`; None where `truth` is under `floor`."""
+    return ours / truth if truth >= floor else None
+
+
+def with_ratios(figures: dict) -> dict:
+    """The figures with their RATIOS."""
+    return dict(figures, **{k: ratio(figures[ours], figures[truth], floor)
+                            for k, (ours, truth, floor) in RATIOS.items()})
+
+
+def pooled(rows: list[dict]) -> dict:
+    """Clips' figures together: frame-weighted means, the ratios pooled from the means of their parts."""
+    frames = np.array([r["frames"] for r in rows], dtype=float)
+    means = {k: float(np.average([r[k] for r in rows], weights=frames)) for k in AVERAGED}
+    return with_ratios(dict(means, frames=frames.sum()))
+
+
+def rounded(figures: dict) -> dict:
+    return {k: None if v is None else round(float(v), 3) for k, v in figures.items()}
+
+
+def shown(figures: dict) -> str:
+    """FIGURES as a text line's `key=value` words, '-' for a ratio not defined."""
+    return " ".join(f"{k}={'-' if figures[k] is None else figures[k]}" for k in FIGURES)
 
 
 def run(args) -> int:
     """The default method's solves on characters of each clip's own skeleton, scored against the clips."""
     if args.physics:
         require_physics()
-    files = selected_files(args)
+    files = scored_clips(selected_files(args))
     solver = load_solver(SolveConfig(model=args.model))
     print(f"eval characters: {len(files)} clips", file=sys.stderr)
     rows = {}
     for i, path in enumerate(files):
-        figures = clip_figures(read_humanoid(path), solver, args.clip_seconds, args.physics)
-        rows[path.stem] = {k: round(float(v), 3) for k, v in figures.items()}
+        rows[path.stem] = clip_figures(read_humanoid(path), solver, args.clip_seconds, args.physics)
         print_progress(i + 1, len(files), path.stem)
-    frames = np.array([r["frames"] for r in rows.values()], dtype=float)
-    mean = {k: round(float(np.average([r[k] for r in rows.values()], weights=frames)), 3) for k in FIGURES}
+    groups: dict[str, list] = {}
     for name, figures in rows.items():
-        print(f"{name[:32]:32s} " + " ".join(f"{k}={figures[k]}" for k in FIGURES), file=sys.stderr)
-    print(f"{'mean':32s} " + " ".join(f"{k}={mean[k]}" for k in FIGURES), file=sys.stderr)
+        groups.setdefault(activity(name), []).append(figures)
+    result = {"mean": rounded(pooled(list(rows.values()))),
+              "activities": {a: rounded(pooled(g)) for a, g in sorted(groups.items())},
+              "clips": {name: rounded(figures) for name, figures in rows.items()}}
+    for name, figures in result["clips"].items():
+        print(f"{name[:32]:32s} {shown(figures)}", file=sys.stderr)
+    print(f"{'mean':32s} {shown(result['mean'])}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"mean": mean, "clips": rows}, indent=2))
+        print(json.dumps(result, indent=2))
     return 0
 
 

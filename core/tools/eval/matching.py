@@ -25,7 +25,8 @@ from ...matching.solver import MatchingDatabase, MotionMatchingSolver
 from ...solve import solve
 from ...orientation.window_model import load_orientation_model
 from ...quality.metrics import score_motion, within_reach
-from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
+from ..arguments import (add_data_arguments, add_json_argument, add_selection_arguments, print_progress, scored_clips,
+                         selected_files)
 
 METHODS = ("mm", "hmd_forward", "db10", "db25", "alpha_0.1")
 LOOK_AROUND_DEG = 30.0
@@ -174,7 +175,7 @@ def summarise(scores: list[dict]) -> dict:
 def run(args) -> int:
     """Solve simulated streams of mocap clips and score them against the clips (SPEC §5)."""
     database = PoseDatabase.load(args.db)  # a missing or damaged database is named before the clips are sought
-    files = selected_files(args)
+    files = scored_clips(selected_files(args))
     config = MatchingConfig(alpha_m=args.alpha)
     print(f"eval matching: {len(files)} clips, database {args.db} ({len(database)} poses)", file=sys.stderr)
 

@@ -45,7 +45,8 @@ from ...matching.solver import MatchingDatabase, MotionMatchingSolver
 from ...n3p.model import SHIPPED_MODEL as N3P_MODEL, N3PModel
 from ...n3p.solver import N3PSolver
 from ...orientation.window_model import load_orientation_model
-from ..arguments import add_data_arguments, add_json_argument, add_selection_arguments, print_progress, selected_files
+from ..arguments import (add_data_arguments, add_json_argument, add_selection_arguments, print_progress, scored_clips,
+                         selected_files)
 from ...solve import physics_pass
 from ...anim.motion import Motion
 from ...solution import Solution, progress_between, standing_height, with_progress
@@ -212,13 +213,13 @@ def run(args) -> int:
     """Solve simulated streams with motion matching and Neural3Points; score both against the clips (SPEC §5)."""
     check_outputs([args.plot or None, mpjpe_plot(args.plot)], [args.db, args.model], make_folders=True)
     database = PoseDatabase.load(args.db) if "mm" in args.methods and args.db else None
-    files = selected_files(args)
+    files = scored_clips(selected_files(args))
     if "mm" in args.methods:
         if database is None:
             chosen = default_database_files(find_bvh_files(args.data))
             print(f"eval full: building the default database from {len(chosen)} training clips (--db to reuse one)",
                   file=sys.stderr)
-            database = build_database([read_humanoid(f) for f in chosen])
+            database = build_database([read_humanoid(f) for f in chosen], sources=chosen)
     model = N3PModel.load(args.model or N3P_MODEL)
     print(f"eval full: {len(files)} clips, methods {', '.join(args.methods)}", file=sys.stderr)
     result = evaluate(files, database, model, args.methods,
