@@ -15,8 +15,8 @@ from ..files.mocap import activity, find_bvh_files
 from ..rig.humanoid import find_mapping
 from .mocap_split import read_humanoid, split_by_file
 
-POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "body_scale", "seconds", "rate", "window", "shift",
-                    "minutes",
+POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "avatar_scale", "body_scale", "seconds", "rate",
+                    "window", "shift", "minutes",
                     "epochs", "rollout", "windows_per_epoch", "batches_per_epoch", "evaluations", "frame_step", "clip_grad_norm")
 """Options whose value must be a positive number (when given)."""
 NON_NEGATIVE_OPTIONS = ("two_handed", "clip_seconds", "look_around", "limit", "solved", "calibration_pose")

@@ -223,7 +223,7 @@ def solve_stream(args) -> int:
     calibration = None if args.no_calibrate else (stored_calibration(args.stream) or CalibrationConfig())
     avatar = target = None
     if args.avatar:  # refused before the solve, not after it
-        avatar = read_humanoid(args.avatar, mapping=args.mapping)
+        avatar = read_humanoid(args.avatar, args.avatar_scale, args.mapping)
         try:
             target = bvh_target(avatar, args.mapping)
         except HumanoidMappingError as error:
@@ -426,6 +426,9 @@ def _add_solve_command(groups) -> None:
     solve_parser.add_argument("--avatar-size", choices=SIZE_MODES, default="fit",
                               help="with --avatar: 'fit' (default) scales the character so its head meets the "
                                    "headset; 'keep' keeps its size and scales the solve to it")
+    solve_parser.add_argument("--avatar-scale", type=float, metavar="SCALE",
+                              help="with --avatar: metres per unit of the character's file (default: guessed from its "
+                                   "size, which a child's or a small figure's may defeat)")
     solve_parser.add_argument("--mapping", help="with --avatar: " + MAPPING_HELP)
     solve_parser.set_defaults(run=solve_stream)
 

@@ -267,3 +267,23 @@ def test_solve_onto_a_bvh_character_fits_it_to_the_person_or_keeps_its_size(tmp_
     kept, _, kept_offsets = heads["keep"]
     np.testing.assert_allclose(kept_offsets, avatar.skeleton.offsets * 0.8, atol=1e-4)
     assert kept[:, 1].mean() < 0.9 * implied[:, 1].mean()  # its head stays at its own height
+
+
+@pytest.mark.parametrize("walks", WALK_PAIRS[:1], ids=["fixture"])
+def test_solve_onto_a_small_character_in_centimetres_takes_its_scale_when_given(tmp_path, walks):
+    """A figure 0.45 times the actor's size written in centimetres reads as inches by its size (0.7 m in
+    centimetres is 1.8 m in inches); `--avatar-scale 0.01` says what its units are, and `keep` keeps it that small."""
+    WALK, SHORT_WALK = walks
+    avatar = read_bvh(SHORT_WALK)
+    small = tmp_path / "child.bvh"
+    write_bvh(small, Motion(avatar.skeleton.scaled(0.45), avatar.rotations, avatar.positions * 0.45, avatar.fps),
+              scale=100.0)
+    stream = tmp_path / "walk.csv"
+    core("stream", "simulate", WALK, "-o", stream)
+    offsets = {}
+    for scale in ((), ("--avatar-scale", "0.01")):
+        out = tmp_path / f"kept{len(scale)}.bvh"
+        core("solve", stream, "-o", out, "--avatar", small, "--avatar-size", "keep", *scale)
+        offsets[bool(scale)] = read_bvh(out, scale=1.0).skeleton.offsets
+    assert not np.allclose(offsets[False], avatar.skeleton.offsets * 0.45, atol=1e-3)
+    np.testing.assert_allclose(offsets[True], avatar.skeleton.offsets * 0.45, atol=1e-4)
