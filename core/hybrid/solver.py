@@ -313,7 +313,8 @@ class HybridSolver:
             targets = np.concatenate([feet[:, :, 3], targets], axis=1)
         upper, lower = two_bone_ik(chain_positions[..., 1, :], chain_positions[..., 2, :], chain_positions[..., 3, :],
                                    targets, chain_rotations[..., 1, :], chain_rotations[..., 2, :],
-                                   np.array([self.config.leg_soft_ik_m] * 2 + [0.0] * 2))
+                                   np.array([self.config.leg_soft_ik_m] * 2 + [0.0] * 2),
+                                   swung=np.array([False, False, True, True]))
         if self.config.wrist_swivel:
             upper[:, 2:], lower[:, 2:] = elbows_turned(chain_rotations[:, 2:], chain_positions[:, 2:], upper[:, 2:],
                                                        lower[:, 2:], chain_rotations[:, 2:, 3], hands,

@@ -1,9 +1,10 @@
 """Two-bone IK for a leg or an arm: turn the thigh and shin (upper arm and forearm) so the ankle (wrist) reaches a
 target, keeping the knee's (elbow's) plane.
 
-The knee bends the way the pose bends it: its plane is the pose's (through hip, knee and ankle) swung
-with the leg from the pose's ankle onto the target, so a target that passes by the pose's knee does not
-flip it; the cosine rule places it, and each bone takes the shortest rotation onto
+The knee bends the way the pose bends it: in the plane through the hip, the target and the pose's knee,
+or, for an arm, the pose's plane (through shoulder, elbow and wrist) swung with the arm from the pose's
+wrist onto the target, so that a target passing by the pose's elbow does not flip it (a leg's knee keeps
+pointing where the pose's does); the cosine rule places it, and each bone takes the shortest rotation onto
 its new direction. A target out of reach straightens the leg toward it. The end joint (foot, hand)
 keeps its global rotation (`chain_locals`). Several chains solve in one call: the legs and arms of a
 frame, or of every frame of a solve.
@@ -36,15 +37,16 @@ def soft_reach(distance: np.ndarray, full: np.ndarray, soft_m) -> np.ndarray:
 
 
 def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m: np.ndarray, shin_m: np.ndarray,
-                  soft_m=0.0, ankle: np.ndarray | None = None):
+                  soft_m=0.0, ankle: np.ndarray | None = None, swung=False):
     """Where the knee goes (..., 3) for the ankle to reach `target` (or as near as the leg allows; `soft_m`:
-    `soft_reach`), bending the way the pose does: its knee swung with the hip-to-`ankle` line onto the hip-to-target
-    line (None: the knee as it is)."""
+    `soft_reach`), bending the way the pose does: in the plane of the pose's knee, or (`swung`, per chain) of its
+    knee swung with the hip-to-`ankle` line onto the hip-to-target line."""
     reach = np.clip(soft_reach(length(target - hip), thigh_m + shin_m, soft_m), np.abs(thigh_m - shin_m) + 1e-6,
                     thigh_m + shin_m - 1e-6)
     along = unit_or(target - hip, knee - hip)
-    if ankle is not None:
-        knee = hip + quat.rotate(quat.between(ankle - hip, target - hip), knee - hip)
+    if ankle is not None and np.any(swung):
+        knee = np.where(np.asarray(swung)[..., None],
+                        hip + quat.rotate(quat.between(ankle - hip, target - hip), knee - hip), knee)
     bend = unit_or(reject(knee - hip, along), np.array([0.0, 0.0, 1.0]))
     # Cosine rule: the thigh's angle at the hip between the hip-target line and the thigh.
     cos_hip = np.clip((thigh_m ** 2 + reach ** 2 - shin_m ** 2) / np.maximum(2.0 * thigh_m * reach, 1e-12), -1.0, 1.0)
@@ -52,12 +54,13 @@ def knee_position(hip: np.ndarray, knee: np.ndarray, target: np.ndarray, thigh_m
     return hip + thigh_m[..., None] * (cos_hip[..., None] * along + sin_hip[..., None] * bend)
 
 
-def two_bone_ik(hip, knee, ankle, target, thigh_rotation, shin_rotation, soft_m=0.0):
+def two_bone_ik(hip, knee, ankle, target, thigh_rotation, shin_rotation, soft_m=0.0, swung=False):
     """New global rotations of thigh and shin (..., 4) that put the ankle at `target` where reachable (`soft_m`,
-    per chain: within that of full extension, short of it by up to soft_m / e, `soft_reach`)."""
+    per chain: within that of full extension, short of it by up to soft_m / e, `soft_reach`); `swung` (per chain):
+    the bend's plane swung with the chain onto the target (arms), else the pose's as it is (legs)."""
     thigh, shin = knee - hip, ankle - knee
     thigh_m, shin_m = length(thigh), length(shin)
-    new_knee = knee_position(hip, knee, target, thigh_m, shin_m, soft_m, ankle)
+    new_knee = knee_position(hip, knee, target, thigh_m, shin_m, soft_m, ankle, swung)
     thigh_turn = quat.between(thigh, new_knee - hip)
     # The shin turns onto the line from the new knee to the target: a target out of reach lies on it too.
     shin_turn = quat.between(quat.rotate(thigh_turn, shin), target - new_knee)

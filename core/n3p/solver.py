@@ -394,7 +394,7 @@ class N3PSolver:
         global_rotations, global_positions = arms
         targets = np.where(tracked[..., None], wrists, global_positions[:, :, 3])
         upper, fore = two_bone_ik(global_positions[:, :, 1], global_positions[:, :, 2], global_positions[:, :, 3],
-                                  targets, global_rotations[:, :, 1], global_rotations[:, :, 2])
+                                  targets, global_rotations[:, :, 1], global_rotations[:, :, 2], swung=True)
         if self.config.wrist_swivel:
             upper, fore = elbows_turned(global_rotations, global_positions, upper, fore, global_rotations[:, :, 3],
                                         tracked, unit(self.skeleton.offsets[self.arms.chains[:, -1]]))

@@ -89,7 +89,7 @@ def hands_on_solve(simulated: Motion, wanted, arms: Arms | None) -> Motion:
     chains = arms.chains
     upper, fore = two_bone_ik(positions[:, chains[:, 1]], positions[:, chains[:, 2]], positions[:, chains[:, 3]],
                               wanted_positions[:, chains[:, 3]], rotations[:, chains[:, 1]],
-                              rotations[:, chains[:, 2]])
+                              rotations[:, chains[:, 2]], swung=True)
     hands = wanted_rotations[:, chains[:, 3]]
     upper, fore = elbows_turned(rotations[:, chains], positions[:, chains], upper, fore, hands,
                                 np.ones((len(simulated), 2), dtype=bool), unit(simulated.skeleton.offsets[chains[:, 3]]))

@@ -409,7 +409,8 @@ class Retargeting:
                 positions[:, [j for j in (upper, fore, hand) if j is not None]] += shift[:, None]
                 wrist = wrist + shift
             rotations[:, upper], rotations[:, fore] = two_bone_ik(
-                positions[:, upper], positions[:, fore], wrist, target, rotations[:, upper], rotations[:, fore])
+                positions[:, upper], positions[:, fore], wrist, target, rotations[:, upper], rotations[:, fore],
+                swung=True)
             if hand is None:
                 continue
             rigid = quat.multiply(rotations[:, fore], quat.inverse_multiply(axes[fore], axes[hand]))
