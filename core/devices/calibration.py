@@ -211,12 +211,13 @@ def _within(value: float, limits: tuple, name: str, unit: str) -> None:
         raise ValueError(f"{name} is {value:g}{unit}, outside {limits[0]:g}-{limits[1]:g}{unit}")
 
 
-def stored_calibration(path: str | Path) -> StreamCalibration | None:
+def stored_calibration(path: str | Path, comments: list[tuple[int, str]] | None = None) -> StreamCalibration | None:
     """The calibration a stream file carries in its comments (the last `# calibration {...}`; other comments, "#
     calibration done by hand" among them, are the writer's own), or None; a FileFormatError naming the file and line
-    for a calibration comment that is not a plausible calibration."""
+    for a calibration comment that is not a plausible calibration. `comments`: (line, text) as read with the stream
+    (`read_stream_and_comments`; a named pipe or standard input is read once), else read from `path`."""
     found = None
-    for number, text in read_comments(path):
+    for number, text in read_comments(path) if comments is None else comments:
         if text.startswith(COMMENT_KEY + " ") and text[len(COMMENT_KEY):].lstrip().startswith("{"):
             try:
                 data = json_value(text[len(COMMENT_KEY) + 1:])

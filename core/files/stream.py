@@ -2,12 +2,15 @@
 
 Positions are metres in one world frame (+Y up, devices look along -Z), rotations unit
 quaternions (w, x, y, z). A device that is not tracked on a sample has `tracked` False there and
-NaN pose values; readers never drop rows and reject what they cannot interpret, naming the line.
+NaN pose values; readers never drop rows and reject what they cannot interpret, naming the line. A tracked
+sample may still be broken (infinite, a zero or far-from-unit quaternion): the solvers drop those with a warning
+(`core.devices.plausibility`).
 """
 from __future__ import annotations
 
 import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,10 +24,14 @@ DEVICES = ("head", "left", "right")
 POSE_FIELDS = ("px", "py", "pz", "qw", "qx", "qy", "qz")
 COLUMNS = ("t",) + tuple(f"{d}_{f}" for d in DEVICES for f in POSE_FIELDS)
 VALID_COLUMNS = tuple(f"{d}_valid" for d in DEVICES)
-VALID_FLAGS = {"1": True, "0": False, "": False, "nan": False, "1.0": True, "0.0": False, "true": True,
-               "false": False}
-"""What a `*_valid` field may hold (lower case): 1 or 0 (SPEC §3), as other tools write them (a float column's 1.0, a
-boolean's True); empty or nan: not tracked."""
+VALID_FLAGS = {"": False, "true": True, "false": False}
+"""What a `*_valid` field may hold besides a number that is exactly 1 or 0 (SPEC §3; a float column's 1.0 or
+1.000000e+00 too) or a NaN: a boolean's True or False (lower case), empty (not tracked)."""
+FRAME_TOLERANCE = 2e-3
+"""How far, in frames, a stream's last sample may fall short of a frame of its timeline and still be that frame:
+a clock rounded to the microsecond is up to 1e-3 frames off at 1000 Hz."""
+NAN_WITH_PAYLOAD = re.compile(r"[+-]?nan\([0-9A-Za-z_]*\)", re.ASCII | re.IGNORECASE)
+"""NaN as MSVC's printf writes it (`-nan(ind)`); plain `nan` and `-nan` Python reads itself."""
 HELD_GAP_S = 5.0
 """Resampling does not interpolate across a gap longer than this: the devices count as untracked inside it."""
 MAX_GAP_S = 600.0
@@ -78,15 +85,16 @@ class ThreePointStream:
     def frames_at(self, fps: float) -> int:
         """Frames of this stream's timeline at `fps`: every 1/fps s from its first sample to its last (one for a
         single sample). Every solve's output has exactly these frames."""
-        return int(np.floor(self.duration * fps + 1e-6)) + 1 if len(self) else 0
+        return int(np.floor(self.duration * fps + FRAME_TOLERANCE)) + 1 if len(self) else 0
 
     def resampled(self, fps: float) -> "ThreePointStream":
         """Samples every 1/fps s from the first time (`sampled_at`): the stream on its timeline at `fps`."""
         if len(self) < 2:  # nothing to interpolate between
             return ThreePointStream(self.times.copy(), self.positions.copy(), self.rotations.copy(), self.tracked.copy())
-        times = self.times[0] + np.arange(self.frames_at(fps)) / fps
-        if abs(times[-1] - self.times[-1]) * fps < 1e-5:  # the timeline ends on the last sample (clocks round)
-            times[-1] = self.times[-1]
+        count = self.frames_at(fps)
+        times = self.times[0] + np.arange(count) / fps
+        if self.duration * fps - (count - 1) <= FRAME_TOLERANCE:  # frames_at: never farther past it; clocks round
+            times[-1] = self.times[-1]  # the timeline ends on the last sample
         return self.sampled_at(times)
 
     def sampled_at(self, times: np.ndarray) -> "ThreePointStream":
@@ -128,25 +136,63 @@ def read_stream(path: str | Path, hmd_only: bool = False) -> ThreePointStream:
     read into arrays that grow, so memory stays a few times the samples' numbers; a UTF-8
     byte-order mark and any line ends (LF, CRLF, CR) are accepted.
     """
+    return read_stream_and_comments(path, hmd_only)[0]
+
+
+def read_stream_and_comments(path: str | Path, hmd_only: bool = False) -> tuple[ThreePointStream, list[tuple[int, str]]]:
+    """The stream (`read_stream`) and its comments before the header (`read_comments`), from one reading of the file:
+    a named pipe or standard input has no second reading."""
     path = Path(path)
     try:
-        with open(path, encoding="utf-8-sig", newline=None) as file:
-            return _parse_stream(path, file, hmd_only)
-    except (OSError, UnicodeDecodeError) as error:
-        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
-        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+        with _opened(path) as file:
+            return _parse_stream(path, _lines(path, file), hmd_only)
+    except OSError as error:
+        raise StreamFormatError(path, None, f"cannot read: {error.strerror or error}") from None
 
 
-def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
-    header, columns, valid_columns, previous, n = None, [], [], [], 0
-    lines_of = np.empty(1024, dtype=np.int64)
+def _opened(path: Path):
+    """The stream file as text; bytes that are not UTF-8 become lone surrogates for `_lines` to judge."""
+    return open(path, encoding="utf-8-sig", errors="surrogateescape", newline=None)
+
+
+def _lines(path: Path, file):
+    """(number, text) of each line of `file`; a comment line that is not UTF-8 (an operator's name in Latin-1) is
+    skipped, as comments are not data; any other line that is not UTF-8 is an error naming it."""
+    for number, line in enumerate(file, start=1):
+        if number == 1 and _looks_utf16(line):
+            raise StreamFormatError(path, 1, "the file is UTF-16 text (as Windows PowerShell writes it): CSV v1 is "
+                                             "UTF-8; save it as UTF-8")
+        if line.isascii() or _is_utf8(line):
+            yield number, line
+        elif not line.lstrip().startswith("#"):
+            raise StreamFormatError(path, number, "not UTF-8 text: CSV v1 data is UTF-8 (ASCII numbers)")
+
+
+def _is_utf8(line: str) -> bool:
+    """Whether a line read by `_opened` was UTF-8 in the file (no byte became a lone surrogate)."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _looks_utf16(first_line: str) -> bool:
+    """Whether a file's first line read by `_opened` is UTF-16: its byte-order mark, or the NUL bytes of ASCII."""
+    return first_line.startswith(("\udcff\udcfe", "\udcfe\udcff")) or "\x00" in first_line
+
+
+def _parse_stream(path: Path, lines, hmd_only: bool) -> tuple[ThreePointStream, list[tuple[int, str]]]:
+    header, columns, valid_columns, previous, n, comments = None, [], [], [], 0, []
     times = np.empty(1024)
     pose = np.full((1024, 3, 7), np.nan)
     flags = np.ones((1024, 3), dtype=bool)
-    for number, line in enumerate(lines, start=1):
+    for number, line in lines:
         line = line.rstrip("\n")
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
+            if stripped and header is None:
+                comments.append((number, stripped[1:].strip()))
             continue
         if header is None:
             header = [_unquoted(h).lower() for h in stripped.split(",")]
@@ -177,10 +223,9 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
             raise StreamFormatError(path, number, f"{len(fields)} fields, the header has {len(header)}")
         if n == len(times):  # grow by half: amortised appends without a Python float per value
             grown = n + n // 2
-            lines_of, times = np.resize(lines_of, grown), np.resize(times, grown)
+            times = np.resize(times, grown)
             pose = np.concatenate([pose, np.full((grown - n, 3, 7), np.nan)])
             flags = np.concatenate([flags, np.ones((grown - n, 3), dtype=bool)])
-        lines_of[n] = number
         times[n] = _number(path, number, "t", fields[time_column], allow_missing=False)
         if n and not times[n] > times[n - 1]:
             raise StreamFormatError(path, number, f"time {times[n]:g} does not increase (previous {times[n - 1]:g})"
@@ -189,10 +234,7 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
         for d, f, column, i in columns:
             pose[n, d, f] = _number(path, number, column, fields[i])
         for d, valid, i in valid_columns:
-            value = VALID_FLAGS.get(_unquoted(fields[i]).lower())
-            if value is None:
-                raise StreamFormatError(path, number, f"{valid} must be 1 or 0, found {fields[i].strip()!r}")
-            flags[n, d] = value
+            flags[n, d] = _flag(path, number, valid, fields[i])
         n += 1
     if header is None:
         raise StreamFormatError(path, None, "no header line (expected CSV v1: " + ",".join(COLUMNS[:4]) + ",...)")
@@ -200,14 +242,18 @@ def _parse_stream(path: Path, lines, hmd_only: bool) -> ThreePointStream:
         raise StreamFormatError(path, None, "no samples after the header")
     times, pose, flags = times[:n].copy(), pose[:n].copy(), flags[:n].copy()
     tracked = flags & ~np.isnan(pose).any(axis=-1)
-    norms = np.linalg.norm(pose[..., 3:], axis=-1)
-    bad = tracked & (np.abs(norms - 1.0) > QUATERNION_NORM_TOLERANCE)
-    if bad.any():
-        r, d = np.argwhere(bad)[0]
-        raise StreamFormatError(path, int(lines_of[r]), f"{DEVICES[d]} quaternion has norm {norms[r, d]:.4f}, not a unit quaternion")
     pose[~tracked] = np.nan
-    pose[..., 3:] = quat.normalize(pose[..., 3:])
-    return ThreePointStream(times, pose[..., :3], pose[..., 3:], tracked)
+    pose[..., 3:] = _near_unit_normalised(pose[..., 3:])
+    return ThreePointStream(times, pose[..., :3], pose[..., 3:], tracked), comments
+
+
+def _near_unit_normalised(rotations: np.ndarray) -> np.ndarray:
+    """Quaternions (..., 4) within QUATERNION_NORM_TOLERANCE of unit length made unit (writers round); the others
+    (zero, infinite, garbage: broken samples the solvers drop with a warning) as they are."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.sqrt(np.einsum("...i,...i->...", rotations, rotations))[..., None]
+        near = np.abs(norms - 1.0) <= QUATERNION_NORM_TOLERANCE
+        return np.where(near, rotations / np.where(near, norms, 1.0), rotations)
 
 
 def _repeat_hint(fields: list[str], previous: list[str], same_time: bool) -> str:
@@ -235,21 +281,41 @@ def _missing_hint(missing: list[str], header: list[str]) -> str:
 
 
 def _number(path, line: int, column: str, text: str, allow_missing: bool = True) -> float:
-    """A field's number: ASCII decimal or scientific notation (`nan` or empty for a missing one, where allowed)."""
+    """A field's number (`_float`): infinity is read as it is (a broken sample the solvers drop with a warning), a NaN
+    or an empty field is a missing one. Where nothing may be missing (a time), a value that is not finite is an
+    error."""
     text = _unquoted(text)
-    if text == "" or text.lower() == "nan":
-        if allow_missing:
-            return math.nan
+    value = math.nan if text == "" else _float(text)
+    if value is None:
+        raise StreamFormatError(path, line, f"{column} is not a number: {text!r}")
+    if allow_missing or math.isfinite(value):
+        return value
+    if math.isnan(value):
         raise StreamFormatError(path, line, f"{column} is {'empty' if text == '' else text}: a time is required")
+    raise StreamFormatError(path, line, f"{column} is {text}, not a finite number")
+
+
+def _float(text: str) -> float | None:
+    """The number a field holds in ASCII decimal or scientific notation, infinity or NaN as C, MSVC and Python write
+    them (`inf`, `Infinity`, `-nan`, `-nan(ind)`); None for anything else (Python's `1_0`, other scripts' digits)."""
     try:
         value = float(text)
-        if "_" in text or not text.isascii():  # Python's own syntax (1_0) and other scripts' digits: not CSV v1
-            raise ValueError
     except ValueError:
-        raise StreamFormatError(path, line, f"{column} is not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise StreamFormatError(path, line, f"{column} is {text}, not a finite number")
-    return value
+        return math.nan if NAN_WITH_PAYLOAD.fullmatch(text) else None
+    return value if text.isascii() and "_" not in text else None
+
+
+def _flag(path, line: int, column: str, text: str) -> bool:
+    """A `*_valid` field: True for a number that is exactly 1, False for exactly 0, a NaN, empty or false (VALID_FLAGS);
+    anything else is an error naming the line."""
+    value = _unquoted(text)
+    known = VALID_FLAGS.get(value.lower())
+    if known is not None:
+        return known
+    number = _float(value)
+    if number is not None and (math.isnan(number) or number in (0.0, 1.0)):
+        return number == 1.0
+    raise StreamFormatError(path, line, f"{column} must be 1 or 0, found {text.strip()!r}")
 
 
 def _unquoted(field: str) -> str:
@@ -262,36 +328,34 @@ def read_comments(path: str | Path) -> list[tuple[int, str]]:
     """(line number, text after '#' and a space) of each comment line before the header (SPEC §3)."""
     comments = []
     try:
-        with open(path, encoding="utf-8-sig", newline=None) as file:
-            for number, line in enumerate(file, start=1):
+        with _opened(Path(path)) as file:
+            for number, line in _lines(Path(path), file):
                 stripped = line.strip()
                 if stripped and not stripped.startswith("#"):
                     break
                 if stripped:
                     comments.append((number, stripped[1:].strip()))
-    except (OSError, UnicodeDecodeError) as error:
-        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
-        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+    except OSError as error:
+        raise StreamFormatError(path, None, f"cannot read: {error.strerror or error}") from None
     return comments
 
 
 def copy_with_comment(path: str | Path, output: str | Path, key: str, text: str) -> None:
     """Copy the stream file `path` to `output` byte for byte but for one comment line: the comment lines before the
     header that start with `key` and a space are dropped, and `# {text}` goes just before the header (in the
-    file's own line ends). Written atomically."""
+    file's own line ends; a comment in another encoding than UTF-8 kept byte for byte too). Written atomically."""
     try:
         data = Path(path).read_bytes()
-        bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
-        lines = list(io.StringIO(data[len(bom):].decode("utf-8"), newline=""))
-    except (OSError, UnicodeDecodeError) as error:
-        reason = "not UTF-8 text" if isinstance(error, UnicodeDecodeError) else error.strerror or error
-        raise StreamFormatError(path, None, f"cannot read: {reason}") from None
+    except OSError as error:
+        raise StreamFormatError(path, None, f"cannot read: {error.strerror or error}") from None
+    bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
+    lines = list(io.StringIO(data[len(bom):].decode("utf-8", "surrogateescape"), newline=""))
     header = next((k for k, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")), len(lines))
     ends = [line[len(line.rstrip("\r\n")):] for line in lines[:header + 1]]
     newline = next((end for end in ends if end), "\n")
     kept = [line for line in lines[:header] if not _is_keyed(line.strip()[1:].strip(), key)]
     copied = "".join(kept) + f"# {text}{newline}" + "".join(lines[header:])
-    write_bytes(output, bom + copied.encode("utf-8"))
+    write_bytes(output, bom + copied.encode("utf-8", "surrogateescape"))
 
 
 def _is_keyed(comment: str, key: str) -> bool:

@@ -10,6 +10,8 @@ import math
 import sys
 from pathlib import Path
 
+from ..devices.calibration import STORED_LIMITS
+from ..devices.plausibility import HEAD_HEIGHT_RANGE_M
 from ..errors import InputError
 from ..files.mocap import activity, find_bvh_files
 from ..rig.humanoid import find_mapping
@@ -22,6 +24,11 @@ POSITIVE_OPTIONS = ("fps", "alpha", "height", "arm_span", "scale", "avatar_scale
 NON_NEGATIVE_OPTIONS = ("two_handed", "clip_seconds", "look_around", "limit", "solved", "calibration_pose")
 UPPER_LIMITS = {"fps": 1000.0, "rate": 1000.0, "calibration_pose": 60.0, "body_scale": 10.0, "seconds": 86400.0}
 """Options with a largest sensible value: rates in Hz (devices run at 30-144), seconds, a body's scale."""
+BODY_SIZES_M = {"height": ("the standing HMD height (the headset's, at eye level; not the body's height)",
+                           HEAD_HEIGHT_RANGE_M),
+                "arm_span": ("the T-pose wrist-to-wrist span", STORED_LIMITS["arm_span_m"])}
+"""Options that give a person's size in metres: what each is, and the range a stream's measured standing HMD height
+(`check_stream`) or a stored calibration's arm span is accepted in."""
 
 
 def option_problem(args) -> str | None:
@@ -43,7 +50,25 @@ def option_problem(args) -> str | None:
     if low_high is not None and not 0 <= low_high[0] <= low_high[1]:
         return (f"--height-range {low_high[0]:g} {low_high[1]:g}: give LO then HI, 0 <= LO <= HI "
                 "(HMD height ratios, e.g. 0 0.9)")
+    return body_size_problem(args)
+
+
+def body_size_problem(args) -> str | None:
+    """What is wrong with a body size given in metres (BODY_SIZES_M) outside its range, or None."""
+    for name, (what, (low, high)) in BODY_SIZES_M.items():
+        value = getattr(args, name, None)
+        if value is not None and not low <= value <= high:
+            option = f"--{name.replace('_', '-')}"
+            return f"{option} is {what} in metres, {low:g}-{high:g} m, not {value:g}{_metres_hint(option, value, low, high)}"
     return None
+
+
+def _metres_hint(option: str, value: float, low: float, high: float) -> str:
+    """What a size outside its range in metres suggests: centimetres or millimetres, with the value in metres."""
+    for factor, unit, symbol in ((100.0, "centimetres", "cm"), (1000.0, "millimetres", "mm")):
+        if low <= value / factor <= high:
+            return f": {value:g} looks like {unit}; give metres ({value:g} {symbol} is {option} {value / factor:g})"
+    return ""
 
 
 def add_data_arguments(parser, use: str | None = None, split: bool = True) -> None:

@@ -12,14 +12,14 @@ from ..config import METHODS, CalibrationConfig, DatabaseConfig, DeviceNoise, De
     N3PConfig, SimulationConfig, SolveConfig, MatchingConfig, StitchConfig, describe
 from ..devices.calibration import COMMENT_KEY, calibrate_stream, stored_calibration
 from ..devices.openxr_source import OpenXRUnavailable, record
-from ..devices.plausibility import check_stream
+from ..devices.plausibility import check_stream, without_unusable_samples
 from ..devices.simulate import simulate_stream
 from ..files.atomic import check_outputs, no_empty_folders_left, together
 from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files
 from .mocap_split import read_humanoid, split_by_file
 from ..devices.grips import GRIPS, as_openxr_grip
-from ..files.stream import DEVICES, copy_with_comment, read_stream, write_stream
+from ..files.stream import DEVICES, copy_with_comment, read_stream, read_stream_and_comments, write_stream
 from ..hybrid.solver import LEGS
 from ..ik.upper_body_ik import ik_constants
 from ..matching.pose_database import build_database
@@ -122,7 +122,8 @@ def stream_info(args) -> int:
     """Rate, duration, gaps and untracked samples of a stream file."""
     stream = read_stream(args.csv)
     _warn(check_stream(stream, args.csv))
-    untracked = {d: int((~stream.tracked[:, i]).sum()) for i, d in enumerate(DEVICES)}
+    usable = without_unusable_samples(stream)[0].tracked
+    untracked = {d: int((~usable[:, i]).sum()) for i, d in enumerate(DEVICES)}
     gaps = stream.gaps()
     result = {"file": str(args.csv), "samples": len(stream), "rate_hz": round(stream.rate, 4),
               "duration_s": round(stream.duration, 4), "gaps": [{"t": t, "length_s": length} for t, length in gaps],
@@ -217,10 +218,11 @@ def solve_stream(args) -> int:
                    None if args.orientation in ("hmd", "mmvr") else args.orientation,
                    None if args.ik_constants in ("paper", "fitted") else args.ik_constants])
     config = solve_config(args)
-    stream = as_openxr_grip(read_stream(args.stream, hmd_only=args.hmd_only), args.grip)
+    stream, comments = read_stream_and_comments(args.stream, hmd_only=args.hmd_only)
+    stream = as_openxr_grip(stream, args.grip)
     _warn(check_stream(stream, args.stream))
     _warn(unused_solve_options(args, config))
-    calibration = None if args.no_calibrate else (stored_calibration(args.stream) or CalibrationConfig())
+    calibration = None if args.no_calibrate else (stored_calibration(args.stream, comments) or CalibrationConfig())
     avatar = target = None
     if args.avatar:  # refused before the solve, not after it
         avatar = read_humanoid(args.avatar, args.avatar_scale, args.mapping)
@@ -403,10 +405,11 @@ def _add_solve_command(groups) -> None:
                               help="position accuracy in metres (default 0.3; 0.1 for self-avatars)")
     solve_parser.add_argument("--orientation", help="orientation model file, 'mmvr' (the paper's network) or 'hmd' "
                                                            "(default: the shipped window model)")
-    solve_parser.add_argument("--height", type=float, help="standing HMD height in metres (default: measured, the "
+    solve_parser.add_argument("--height", type=float, help="standing HMD height in metres, 0.8-2.5: the headset's "
+                                                           "(eye level), not the body's height (default: measured, the "
                                                            "first half second's, raised if the user stands up later)")
-    solve_parser.add_argument("--arm-span", type=float, help="mm: T-pose wrist-to-wrist span in metres (default: the avatar's "
-                                                                "arms)")
+    solve_parser.add_argument("--arm-span", type=float, help="mm: T-pose wrist-to-wrist span in metres, 0.3-3.5 "
+                                                                "(default: the avatar's arms)")
     solve_parser.add_argument("--grip", choices=GRIPS, default="openxr",
                               help="the pose the stream's controllers report: OpenXR's grip (default), or SteamVR's "
                                    "device pose of an Index, Touch or Vive wand controller (index-openvr, ...)")

@@ -14,9 +14,9 @@ from core.math import quat
 from core.files.bvh import read_bvh
 from core.devices.simulate import simulate_stream
 from core.config import SimulationConfig
-from core.devices.plausibility import check_stream
+from core.devices.plausibility import check_stream, without_unusable_samples
 from core.files.stream import COLUMNS, DEVICES, StreamFormatError, ThreePointStream, copy_with_comment, read_comments, \
-    read_stream, write_stream
+    read_stream, read_stream_and_comments, write_stream
 from conftest import NO_SHARED, SHARED, WALK_1, WALK_2
 
 BANDAI = Path(__file__).resolve().parents[3] / "shared" / "data" / "bandai"
@@ -173,6 +173,9 @@ def test_non_numeric_field(tmp_path):
 
 STRICT_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 """SPEC §3's numbers: ASCII decimal or scientific notation."""
+NAN_WORD = re.compile(r"[+-]?nan(?:\([0-9a-z_]*\))?", re.ASCII | re.IGNORECASE)
+"""NaN as C, MSVC and numpy write it: `nan`, `-nan`, `-nan(ind)`."""
+INFINITY_WORD = re.compile(r"[+-]?inf(?:inity)?", re.ASCII | re.IGNORECASE)
 
 
 @pytest.mark.parametrize("text", ["1_0", "1_000.5", "\u0661.5", "\uff11", "1.5\u0660"])
@@ -183,15 +186,18 @@ def test_python_number_syntax_and_other_digits_are_not_numbers(tmp_path, text):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(st.sampled_from("0123456789._eE+-naif \u0661\uff11"), max_size=8))
+@given(st.text(st.sampled_from("0123456789._eE+-naif \u0661\uff11()d"), max_size=9))
 def test_a_field_reads_as_a_number_only_in_decimal_or_scientific_notation(tmp_path_factory, text):
+    """A NaN however written is a missing value; a number, infinite or overflowing included, is read as it is (the
+    solve drops a broken sample with a warning); anything else is refused, naming its line."""
     rows = [_cells(0.0), _cells(0.1, {"head_px": text})]
     path = _write(tmp_path_factory.mktemp("field"), COLUMNS, rows)
     stripped = text.strip()
-    if stripped == "" or stripped.lower() == "nan":
+    if stripped == "" or NAN_WORD.fullmatch(stripped):
         assert not read_stream(path).tracked[1, 0]
-    elif STRICT_NUMBER.fullmatch(stripped) and math.isfinite(float(stripped)):
-        assert read_stream(path).positions[1, 0, 0] == float(stripped)
+    elif STRICT_NUMBER.fullmatch(stripped) or INFINITY_WORD.fullmatch(stripped):
+        stream = read_stream(path)
+        assert stream.tracked[1, 0] and stream.positions[1, 0, 0] == float(stripped)
     else:
         assert _rejected(path).line == FIRST_ROW_LINE + 1
 
@@ -221,12 +227,32 @@ def test_bad_valid_value(tmp_path, value):
 
 
 @pytest.mark.parametrize("value, tracked", [("1.0", True), ("0.0", False), ("True", True), ("false", False),
-                                            ("nan", False), ("", False)])
+                                            ("nan", False), ("", False), ("1.000000", True),
+                                            ("1.000000000000000000e+00", True), ("0.000000", False),
+                                            ("0.000000000000000000e+00", False), ("-nan", False)])
 def test_valid_values_as_other_tools_write_them(tmp_path, value, tracked):
-    """A float column's 1.0 and a boolean column's True are SPEC §3's 1."""
+    """A float column's 1.0 (C's %f 1.000000, numpy's savetxt 1.000000000000000000e+00) and a boolean column's True
+    are SPEC §3's 1."""
     header = list(COLUMNS) + ["head_valid", "left_valid", "right_valid"]
     rows = [_cells(0.0, header=header), _cells(0.1, {"left_valid": value}, header=header)]
     assert read_stream(_write(tmp_path, header, rows)).tracked[:, 1].tolist() == [True, tracked]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from([0.0, 1.0]), st.floats(-2.0, 2.0), st.integers(-3, 3)),
+       st.sampled_from(["%r", "%g", "%.1f", "%.6f", "%.18e", "%E", "%d"]))
+def test_a_valid_flag_is_any_number_that_is_exactly_one_or_zero(tmp_path_factory, value, form):
+    """However a number is written, it flags a sample tracked when it is exactly 1 and untracked when exactly 0;
+    any other number is refused, naming the line."""
+    text = form % value
+    header = list(COLUMNS) + ["head_valid", "left_valid", "right_valid"]
+    rows = [_cells(0.0, header=header), _cells(0.1, {"right_valid": text}, header=header)]
+    path = _write(tmp_path_factory.mktemp("flag"), header, rows)
+    if float(text) in (0.0, 1.0):
+        assert read_stream(path).tracked[:, 2].tolist() == [True, float(text) == 1.0]
+    else:
+        error = _rejected(path)
+        assert error.line == FIRST_ROW_LINE + 1 and f"right_valid must be 1 or 0, found {text!r}" in str(error)
 
 
 def test_every_field_quoted_and_the_header_in_capitals(tmp_path):
@@ -247,11 +273,36 @@ def test_fields_separated_otherwise_than_by_commas_are_named(tmp_path, separator
     assert error.line == 1 and f"separated by {name}" in str(error)
 
 
-def test_non_unit_quaternion(tmp_path):
-    rows = [_cells(0.0), _cells(0.1), _cells(0.2, {"right_qw": "1", "right_qx": "1", "right_qy": "0", "right_qz": "0"})]
-    error = _rejected(_write(tmp_path, COLUMNS, rows))
-    assert error.line == FIRST_ROW_LINE + 2
-    assert "right quaternion has norm 1.4142, not a unit quaternion" in str(error)
+def _broken_sample_dropped(path: Path, device: int) -> None:
+    """The stream at `path` reads, with its third sample's `device` tracked as written but broken: the solve's
+    plausibility check warns of it and drops it, and no other."""
+    stream = read_stream(path)
+    assert stream.tracked.all()
+    warnings = check_stream(stream, path)
+    assert len(warnings) == 1 and "1 device sample(s) with absurd values" in warnings[0], warnings
+    expected = np.ones((3, 3), dtype=bool)
+    expected[2, device] = False
+    np.testing.assert_array_equal(without_unusable_samples(stream)[0].tracked, expected)
+
+
+@pytest.mark.parametrize("quaternion", [("1", "1", "0", "0"), ("0", "0", "0", "0"), ("0.5", "0", "0", "0")],
+                         ids=["norm 1.41", "zero", "norm 0.5"])
+def test_a_far_from_unit_quaternion_is_a_broken_sample_dropped_with_a_warning(tmp_path, quaternion):
+    """As a logger writes a lost controller (all zeros) or garbage: read, then dropped as untracked by the solve."""
+    broken = dict(zip(("right_qw", "right_qx", "right_qy", "right_qz"), quaternion))
+    rows = [_cells(0.0), _cells(0.1), _cells(0.2, broken)]
+    _broken_sample_dropped(_write(tmp_path, COLUMNS, rows), 2)
+
+
+def test_an_all_zero_pose_is_a_broken_sample_dropped_with_a_warning(tmp_path):
+    zero = {f"left_{field}": "0" for field in ("px", "py", "pz", "qw", "qx", "qy", "qz")}
+    _broken_sample_dropped(_write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1), _cells(0.2, zero)]), 1)
+
+
+def test_a_quaternion_rounded_near_unit_length_is_normalised(tmp_path):
+    rounded = {"right_qw": "0.52", "right_qx": "0.52", "right_qy": "0.52", "right_qz": "0.52"}
+    stream = read_stream(_write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1, rounded)]))
+    np.testing.assert_allclose(stream.rotations[1, 2], [0.5, 0.5, 0.5, 0.5])
 
 
 def test_untracked_quaternion_is_not_checked(tmp_path):
@@ -262,12 +313,31 @@ def test_untracked_quaternion_is_not_checked(tmp_path):
     assert stream.tracked[:, 2].tolist() == [True, False]
 
 
-@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity"])
+@pytest.mark.parametrize("value", ["inf", "-inf", "Infinity", "1e309", "-INF", '"inf"'])
 def test_infinite_value(tmp_path, value):
-    rows = [_cells(0.0), _cells(0.1, {"left_px": value})]
-    error = _rejected(_write(tmp_path, COLUMNS, rows))
-    assert error.line == FIRST_ROW_LINE + 1
-    assert f"left_px is {value}, not a finite number" in str(error)
+    """An infinite (or overflowing) value is a broken sample: read, then dropped by the solve with a warning."""
+    rows = [_cells(0.0), _cells(0.1), _cells(0.2, {"left_px": value})]
+    _broken_sample_dropped(_write(tmp_path, COLUMNS, rows), 1)
+
+
+@pytest.mark.parametrize("value", ["-nan", "+nan", "NaN", "-nan(ind)", "nan(ind)", "NAN(snan)"])
+def test_nan_as_c_and_msvc_write_it_is_untracked(tmp_path, value):
+    """C's printf writes -nan, MSVC's -nan(ind): the device is not tracked there, as with SPEC §3's nan."""
+    stream = read_stream(_write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1, {"left_qw": value})]))
+    assert stream.tracked.tolist() == [[True] * 3, [True, False, True]]
+    assert check_stream(stream, "s.csv") == []
+
+
+@pytest.mark.parametrize("value", ["inf", "-nan", "1e309"])
+def test_a_time_must_be_a_finite_number(tmp_path, value):
+    error = _rejected(_write(tmp_path, COLUMNS, [_cells(0.0), _cells(value)]))
+    assert error.line == FIRST_ROW_LINE + 1 and "t is " in str(error), str(error)
+
+
+@pytest.mark.parametrize("value", ["abc", "nan(", "infin", "1.#INF"])
+def test_a_word_that_is_no_number_is_refused_naming_line_and_column(tmp_path, value):
+    error = _rejected(_write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1, {"right_pz": value})]))
+    assert error.line == FIRST_ROW_LINE + 1 and f"right_pz is not a number: {value!r}" in str(error)
 
 
 def test_no_header(tmp_path):
@@ -295,6 +365,55 @@ def test_header_but_no_rows(tmp_path):
 def test_missing_file(tmp_path):
     error = _rejected(tmp_path / "absent.csv")
     assert error.line is None and "cannot read" in str(error)
+
+
+# --- encodings ---------------------------------------------------------------------------------
+
+
+def _latin1_stream(tmp_path: Path, comment: str = "# operator: J\u00fcrgen") -> Path:
+    path = tmp_path / "latin1.csv"
+    lines = ["# recorded by a test", comment, ",".join(COLUMNS), ",".join(_cells(0.0)), ",".join(_cells(0.1))]
+    path.write_bytes(("\n".join(lines) + "\n").encode("latin-1"))
+    return path
+
+
+def test_a_comment_that_is_not_utf8_is_skipped(tmp_path):
+    """Comments are not data: an operator's name in Latin-1 changes nothing read, so it refuses nothing."""
+    path = _latin1_stream(tmp_path)
+    stream, comments = read_stream_and_comments(path)
+    assert len(stream) == 2 and stream.tracked.all()
+    assert comments == read_comments(path) == [(1, "recorded by a test")]
+
+
+def test_a_copy_with_a_comment_keeps_a_latin1_comment_byte_for_byte(tmp_path):
+    path = _latin1_stream(tmp_path)
+    copy_with_comment(path, tmp_path / "out.csv", "calibration", 'calibration {"found": false}')
+    lines = (tmp_path / "out.csv").read_bytes().split(b"\n")
+    assert lines[:3] == [b"# recorded by a test", "# operator: J\u00fcrgen".encode("latin-1"),
+                         b'# calibration {"found": false}']
+
+
+def test_data_that_is_not_utf8_is_refused_naming_its_line(tmp_path):
+    path = _latin1_stream(tmp_path, "# a comment")
+    path.write_bytes(path.read_bytes().replace(b"\n0.1,", "\n0.1\u00b5,".encode("latin-1")))
+    error = _rejected(path)
+    assert error.line == 5 and "not UTF-8" in str(error), str(error)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le"])
+def test_a_utf16_file_is_named_as_such(tmp_path, encoding):
+    """Windows PowerShell writes UTF-16 (with or without its byte-order mark)."""
+    path = _write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1)])
+    path.write_bytes(path.read_text().encode(encoding))
+    error = _rejected(path)
+    assert error.line == 1 and "UTF-16" in str(error), str(error)
+
+
+def test_the_comments_read_with_the_stream_are_those_before_its_header(tmp_path):
+    path = _write(tmp_path, COLUMNS, [_cells(0.0), _cells(0.1)], preamble=PREAMBLE + ["#   calibration {}"])
+    path.write_text(path.read_text() + "# after the samples\n")
+    assert read_stream_and_comments(path)[1] == read_comments(path) == [
+        (1, "three-point stream for a test"), (2, "(comments and blank lines count as lines)"), (4, "calibration {}")]
 
 
 # --- untracked samples and extra columns ------------------------------------------------------
@@ -476,6 +595,29 @@ def test_resampling_at_the_same_rate_keeps_the_neighbours_of_a_dropout():
     keep = tracked
     np.testing.assert_allclose(resampled.positions[keep], positions[keep], atol=1e-9)
     assert np.isfinite(resampled.positions[keep]).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from([30.0, 60.0, 72.0, 90.0, 120.0, 144.0]), st.floats(30.0, 144.0)),
+       st.integers(3, 9), st.integers(2, 400), st.floats(0.0, 2e5))
+def test_a_clock_rounded_to_some_decimals_keeps_every_sample_on_the_timeline(rate, decimals, count, start):
+    """Samples every 1/rate s on a clock rounded to 3-9 decimals, resampled at their own rate: to the microsecond or
+    finer, every sample has its frame and the last frame is the last sample; coarser, the timeline still ends
+    within the stream. `frames_at` and `resampled` agree."""
+    times = np.round(start + np.arange(count) / rate, decimals)
+    stream = _stream(times, np.zeros((count, 3, 3)), quat.identity(count, 3))
+    resampled = stream.resampled(rate)
+    assert len(resampled) == stream.frames_at(rate)
+    assert resampled.times[-1] <= times[-1] and resampled.tracked.all()
+    if decimals >= 6:
+        assert len(resampled) == count and resampled.times[-1] == times[-1]
+
+
+def test_six_decimal_times_at_60_hz_give_every_sample_a_frame():
+    """t = 0.000000, 0.016667, 0.033333 (a %.6f clock): three frames, the last on the last sample."""
+    stream = _stream([0.0, 0.016667, 0.033333], np.zeros((3, 3, 3)), quat.identity(3, 3))
+    assert stream.frames_at(60.0) == 3
+    assert stream.resampled(60.0).times.tolist() == [0.0, 1 / 60, 0.033333]
 
 
 def test_resampling_a_single_sample():

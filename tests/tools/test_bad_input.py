@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,8 @@ from core.anim.motion import Motion
 from core.files.bvh import read_bvh, write_bvh
 from core.math import quat
 from core.rig.humanoid import find_mapping
-from core.tools.cli import main
+from core.tools.arguments import option_problem
+from core.tools.cli import build_parser, main
 from core.config import MatchingConfig
 from core.devices.attachments import head_on_floor
 from core.matching.pose_database import build_database
@@ -244,6 +246,25 @@ def test_option_values_that_make_no_sense_are_refused(good, tmp_path, capsys, co
     refused(capsys, tmp_path, args + option, option[0])
 
 
+@pytest.mark.parametrize("option, value, words", [
+    ("--height", "170", ["standing HMD height", "not the body's height", "0.8-2.5 m", "centimetres", "--height 1.7"]),
+    ("--height", "1700", ["millimetres", "--height 1.7"]), ("--height", "1e-09", ["0.8-2.5 m", "not 1e-09"]),
+    ("--height", "3", ["0.8-2.5 m"]), ("--arm-span", "180", ["wrist-to-wrist", "centimetres", "--arm-span 1.8"]),
+    ("--arm-span", "0.01", ["0.3-3.5 m"])])
+def test_a_body_size_outside_a_persons_is_refused_saying_the_unit_it_looks_like(good, tmp_path, capsys, option, value,
+                                                                                words):
+    """`--height 170` (centimetres) would make an 80 m avatar: refused outside the range a stream's own measured
+    standing height is accepted in (a stored calibration's arm span, for --arm-span)."""
+    csv, = _copy(good, tmp_path, "walk.csv")
+    refused(capsys, tmp_path, ["solve", csv, "-o", tmp_path / "out.bvh", option, value], option, words)
+
+
+@pytest.mark.parametrize("options", [["--height", "0.8"], ["--height", "1.62"], ["--height", "2.5"],
+                                     ["--arm-span", "1.7", "--height", "1.6"]], ids=" ".join)
+def test_a_persons_body_size_in_metres_is_taken(options):
+    assert option_problem(build_parser().parse_args(["solve", "s.csv", "-o", "o.bvh", *options])) is None
+
+
 # --- streams: units, axes, gaps, absurd samples, encodings ---------------------------------------
 
 
@@ -361,10 +382,110 @@ def test_an_absurd_sample_is_untracked_with_a_warning_and_the_output_stays_finit
         assert main([str(a) for a in ["solve", csv, "-o", tmp_path / "o.bvh", "--orientation", "hmd"]]) == 0
         assert "warning" not in capsys.readouterr().err
         return
-    if value == "inf":
-        refused(capsys, tmp_path, ["stream", "info", csv], csv, ["not a finite number"])
-        return
     _solve_with_warning(good, tmp_path, csv, capsys, ["2 device sample(s)", "untracked"])
+
+
+def _broken_left_controller(good: Path, folder: Path, value: str) -> Path:
+    """The walk with its left controller written as `value` in every field on samples 50-59 (a lost controller)."""
+    lines = (good / "walk.csv").read_text().splitlines()
+    header = lines[1].split(",")
+    for number in range(52, 62):
+        row = lines[number].split(",")
+        for field in ("px", "py", "pz", "qw", "qx", "qy", "qz"):
+            row[header.index(f"left_{field}")] = value
+        lines[number] = ",".join(row)
+    path = folder / "broken.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("value", ["inf", "0", "-nan", "-nan(ind)"])
+def test_a_lost_controller_written_as_zeros_or_c_infinity_solves_headset_only(good, tmp_path, capsys, value):
+    csv = _broken_left_controller(good, tmp_path, value)
+    out = tmp_path / "out.bvh"
+    assert main([str(a) for a in ["solve", csv, "-o", out, "--method", "n3p", "--hmd-only"]]) == 0
+    assert np.isfinite(read_bvh(out).positions).all()
+
+
+@pytest.mark.parametrize("value, absurd", [("1e300", True), ("inf", True), ("0", True), ("-nan", False)])
+def test_stream_info_counts_as_untracked_what_the_solve_drops(good, tmp_path, capsys, value, absurd):
+    """Absurd samples (farther than 10 km, infinite, a zero quaternion) are untracked in `stream info` as in the
+    solve, with the solve's warning."""
+    csv = _broken_left_controller(good, tmp_path, value)
+    assert main(["stream", "info", str(csv), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["untracked"] == {"head": 0, "left": 10, "right": 0}
+    assert ("10 device sample(s) with absurd values" in captured.err) == absurd, captured.err
+
+
+def test_six_decimal_times_solve_to_a_frame_for_every_sample(good, tmp_path, capsys):
+    """t = 0.000000, 0.016667, 0.033333 (a %.6f clock at 60 Hz): three output frames, not two."""
+    lines = (good / "walk.csv").read_text().splitlines()
+    rows = [f"{i / 60:.6f}," + line.split(",", 1)[1] for i, line in enumerate(lines[2:5])]
+    csv = tmp_path / "three.csv"
+    csv.write_text("\n".join(lines[:2] + rows) + "\n")
+    assert main(["solve", str(csv), "-o", str(tmp_path / "out.bvh"), "--orientation", "hmd"]) == 0
+    assert len(read_bvh(tmp_path / "out.bvh")) == 3
+
+
+STORED_CALIBRATION = {"found": True, "standing_hmd_height_m": 1.45, "arm_span_m": 1.14, "pose": "T",
+                      "pose_s": [0.0, 3.2], "grip_offsets_m": [None, None],
+                      "grip_tilts": [[1, 0, 0, 0], [1, 0, 0, 0]]}
+"""A calibration as `stream calibrate -o` stores it; its T-pose at 0.00-3.20 s is named when the solve uses it."""
+
+
+def _calibrated_stream(good: Path) -> bytes:
+    lines = (good / "walk.csv").read_bytes().split(b"\n")
+    return b"\n".join([lines[0], b"# calibration " + json.dumps(STORED_CALIBRATION).encode()] + lines[1:])
+
+
+def test_a_solve_reads_a_named_pipe_once_and_keeps_its_calibration(good, tmp_path):
+    """The stream is read once: a named pipe (or `<(...)`) gives its text once, calibration comment included."""
+    pipe = tmp_path / "stream.csv"
+    os.mkfifo(pipe)
+    writer = threading.Thread(target=pipe.write_bytes, args=(_calibrated_stream(good),), daemon=True)
+    writer.start()
+    try:
+        done = _core(["solve", pipe, "-o", tmp_path / "out.bvh", "--orientation", "hmd"])
+    finally:
+        _release(pipe)
+    assert done.returncode == 0, done.stderr
+    assert "calibrated from the T-pose at 0.00-3.20 s" in done.stderr, done.stderr
+
+
+def _release(pipe: Path) -> None:
+    """Let a reader still waiting on `pipe` see it end (a hung test leaves no process or thread blocked)."""
+    try:
+        os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError:  # no reader left
+        pass
+
+
+def test_a_solve_of_piped_standard_input_keeps_its_calibration(good, tmp_path):
+    """`... | python -m core solve /dev/stdin`: a pipe has no second reading to find the calibration in."""
+    done = _core(["solve", "/dev/stdin", "-o", tmp_path / "out.bvh", "--orientation", "hmd"],
+                 input=_calibrated_stream(good).decode())
+    assert done.returncode == 0, done.stderr
+    assert "calibrated from the T-pose at 0.00-3.20 s" in done.stderr, done.stderr
+
+
+INTERRUPTED_IMPORT = """
+import runpy, sys, types
+class Interrupted(types.ModuleType):
+    def __getattr__(self, name):
+        raise KeyboardInterrupt
+sys.modules["core.tools.cli"] = Interrupted("core.tools.cli")
+runpy.run_module("core", run_name="__main__")
+"""
+"""`python -m core` with Ctrl+C arriving while it imports the command line (the first second of every command)."""
+
+
+def test_ctrl_c_while_importing_is_one_line_and_exit_130():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_IMPORT], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 130 and done.stdout == ""
+    assert done.stderr == "error: interrupted; each output is either complete or as it was\n", done.stderr
 
 
 @pytest.mark.parametrize("encoding", ["bom", "cr", "crlf"])
@@ -599,7 +720,7 @@ def test_a_z_up_clip_or_one_without_toes_is_named_where_it_cannot_be_used(good, 
     args = {"simulate": ["stream", "simulate", odd, "-o", tmp_path / "s.csv"],
             "build": ["db", "build", clip, odd, "-o", tmp_path / "db.npz"],
             "stitch": ["stitch", clip, odd, "-o", tmp_path / "out.bvh"]}[command]
-    refused(capsys, tmp_path, args, odd if change is _z_up else "clip odd", words)
+    refused(capsys, tmp_path, args, odd if change is _z_up or command == "build" else "clip odd", words)
 
 
 @pytest.mark.parametrize("command", [["eval", "characters"], ["eval", "full", "--methods", "hybrid", "--plot", ""],
