@@ -15,6 +15,7 @@ from .anim.contacts import planted
 from .anim.motion import Motion
 from .config import CalibrationConfig, PhysicsConfig, SolveConfig
 from .devices.calibration import StreamCalibration, calibrate_stream
+from .devices.dropouts import dropouts_bridged
 from .devices.plausibility import without_unusable_samples
 from .files.stream import HELD_GAP_S, MAX_GAP_S, ThreePointStream
 from .hybrid.solver import HybridSolver
@@ -63,6 +64,7 @@ def solve(stream: ThreePointStream, solver: Solver,
         calibration = calibrate_stream(without_unusable_samples(stream)[0], calibration, solver.devices)
     if calibration is not None:
         stream = calibration.apply(stream, solver.devices)
+    stream = dropouts_bridged(stream)
     gaps = LongGaps.of(stream)
     solution = solver.solve(gaps.closed(stream), progress)
     expected = gaps.closed(stream).frames_at(solver.fps)
