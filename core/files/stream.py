@@ -139,19 +139,31 @@ def read_stream(path: str | Path, hmd_only: bool = False) -> ThreePointStream:
     return read_stream_and_comments(path, hmd_only)[0]
 
 
-def read_stream_and_comments(path: str | Path, hmd_only: bool = False) -> tuple[ThreePointStream, list[tuple[int, str]]]:
-    """The stream (`read_stream`) and its comments before the header (`read_comments`), from one reading of the file:
-    a named pipe or standard input has no second reading."""
+def read_stream_and_comments(path: str | Path, hmd_only: bool = False,
+                              data: bytes | None = None) -> tuple[ThreePointStream, list[tuple[int, str]]]:
+    """The stream (`read_stream`) and its comments before the header (`read_comments`), from one reading of the file
+    (or of `data`, its bytes as already read): a named pipe or standard input has no second reading."""
     path = Path(path)
     try:
-        with _opened(path) as file:
+        with _opened(path, data) as file:
             return _parse_stream(path, _lines(path, file), hmd_only)
     except OSError as error:
         raise StreamFormatError(path, None, f"cannot read: {error.strerror or error}") from None
 
 
-def _opened(path: Path):
-    """The stream file as text; bytes that are not UTF-8 become lone surrogates for `_lines` to judge."""
+def read_bytes(path: str | Path) -> bytes:
+    """A stream file's bytes, read once (for `read_stream_and_comments` and `copy_with_comment` both)."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as error:
+        raise StreamFormatError(path, None, f"cannot read: {error.strerror or error}") from None
+
+
+def _opened(path: Path, data: bytes | None = None):
+    """The stream file (or its bytes `data`) as text; bytes that are not UTF-8 become lone surrogates for `_lines` to
+    judge."""
+    if data is not None:
+        return io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", errors="surrogateescape", newline=None)
     return open(path, encoding="utf-8-sig", errors="surrogateescape", newline=None)
 
 
@@ -340,14 +352,13 @@ def read_comments(path: str | Path) -> list[tuple[int, str]]:
     return comments
 
 
-def copy_with_comment(path: str | Path, output: str | Path, key: str, text: str) -> None:
-    """Copy the stream file `path` to `output` byte for byte but for one comment line: the comment lines before the
-    header that start with `key` and a space are dropped, and `# {text}` goes just before the header (in the
-    file's own line ends; a comment in another encoding than UTF-8 kept byte for byte too). Written atomically."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as error:
-        raise StreamFormatError(path, None, f"cannot read: {error.strerror or error}") from None
+def copy_with_comment(path: str | Path, output: str | Path, key: str, text: str, data: bytes | None = None) -> None:
+    """Copy the stream file `path` (its bytes `data` if already read) to `output` byte for byte but for one comment
+    line: the comment lines before the header that start with `key` and a space are dropped, and `# {text}` goes just
+    before the header (in the file's own line ends; a comment in another encoding than UTF-8 kept byte for byte too).
+    Written atomically."""
+    if data is None:
+        data = read_bytes(path)
     bom = b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b""
     lines = list(io.StringIO(data[len(bom):].decode("utf-8", "surrogateescape"), newline=""))
     header = next((k for k, line in enumerate(lines) if line.strip() and not line.strip().startswith("#")), len(lines))

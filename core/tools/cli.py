@@ -19,7 +19,7 @@ from ..files.bvh import BVHError, guess_units, read_bvh, write_bvh
 from ..files.mocap import LOCOMOTION, MocapNotFound, find_bvh_files, locomotion_files
 from .mocap_split import read_humanoid, split_by_file
 from ..devices.grips import GRIPS, as_openxr_grip
-from ..files.stream import DEVICES, copy_with_comment, read_stream, read_stream_and_comments, write_stream
+from ..files.stream import DEVICES, copy_with_comment, read_bytes, read_stream, read_stream_and_comments, write_stream
 from ..hybrid.solver import LEGS
 from ..ik.upper_body_ik import ik_constants
 from ..matching.pose_database import build_database
@@ -140,7 +140,8 @@ def stream_calibrate(args) -> int:
     """Estimate height, arm span and each controller's grip-to-wrist offset and tilt from the calibration gesture
     (a T- or A-pose with the wrists circling) in the stream's first minute; -o stores them with the stream."""
     check_outputs([args.output], [args.csv])
-    stream = read_stream(args.csv)
+    data = read_bytes(args.csv)  # once: a named pipe has no second reading for the copy
+    stream = read_stream_and_comments(args.csv, data=data)[0]
     calibration = calibrate_stream(stream, CalibrationConfig(search_s=args.seconds))
     result = d = {"file": str(args.csv), **calibration.describe()}
     if calibration.found:
@@ -155,7 +156,7 @@ def stream_calibrate(args) -> int:
         lines = [f"{args.csv}: no calibration gesture (T- or A-pose, wrists circling) in the first {args.seconds:g} s; "
                  "the solver assumes the default grip"]
     if args.output:
-        copy_with_comment(args.csv, args.output, COMMENT_KEY, calibration.comment())
+        copy_with_comment(args.csv, args.output, COMMENT_KEY, calibration.comment(), data)
         lines.append(f"wrote {args.output} with the calibration as a comment line")
     _print(result, args.json, lines)
     return 0

@@ -453,6 +453,23 @@ def test_a_solve_reads_a_named_pipe_once_and_keeps_its_calibration(good, tmp_pat
     assert "calibrated from the T-pose at 0.00-3.20 s" in done.stderr, done.stderr
 
 
+def test_stream_calibrate_reads_a_named_pipe_once_and_copies_it(good, tmp_path):
+    """`stream calibrate -o` read the stream, then the file again to copy it: a named pipe hung at the copy."""
+    pipe, out = tmp_path / "stream.csv", tmp_path / "calibrated.csv"
+    os.mkfifo(pipe)
+    text = (good / "walk.csv").read_bytes()
+    writer = threading.Thread(target=pipe.write_bytes, args=(text,), daemon=True)
+    writer.start()
+    try:
+        done = _core(["stream", "calibrate", pipe, "-o", out])
+    finally:
+        _release(pipe)
+    assert done.returncode == 0, done.stderr
+    copied = out.read_bytes().split(b"\n")
+    added = [line for line in copied if line.startswith(b"# calibration ")]
+    assert len(added) == 1 and [line for line in copied if line not in added] == text.split(b"\n")
+
+
 def _release(pipe: Path) -> None:
     """Let a reader still waiting on `pipe` see it end (a hung test leaves no process or thread blocked)."""
     try:
