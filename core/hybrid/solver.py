@@ -51,6 +51,8 @@ from .blend import LEG_JOINTS, LegTransfer, TrailingMean, centred_mean, floor_sp
 
 LEGS = ("predicted", "matched")
 """HybridConfig.legs: whose legs step while the body travels."""
+ARMS_SWUNG = np.array([False, False, True, True])
+"""Of the legs' and arms' chains the IK solves together, those whose bend plane swings onto the target (two_bone.py)."""
 PREDICTOR_SHARE, DEVICES_SHARE = 0.65, 0.9
 """The share of an offline solve done after the predictor's solve, and after the devices' frames (a 72 Hz walk's
 profile: 66 % and 25 % of the time, the combination the rest)."""
@@ -314,7 +316,7 @@ class HybridSolver:
         upper, lower = two_bone_ik(chain_positions[..., 1, :], chain_positions[..., 2, :], chain_positions[..., 3, :],
                                    targets, chain_rotations[..., 1, :], chain_rotations[..., 2, :],
                                    np.array([self.config.leg_soft_ik_m] * 2 + [0.0] * 2),
-                                   swung=np.array([False, False, True, True]))
+                                   swung=ARMS_SWUNG)
         if self.config.wrist_swivel:
             upper[:, 2:], lower[:, 2:] = elbows_turned(chain_rotations[:, 2:], chain_positions[:, 2:], upper[:, 2:],
                                                        lower[:, 2:], chain_rotations[:, 2:, 3], hands,

@@ -331,16 +331,16 @@ def bvh_target(motion: Motion, override: dict[str, str] | str | None = None) -> 
 
 
 def bvh_tails(skeleton, rotations: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """(J, 3) each joint's bone tail in a pose (global rotations (J, 4), positions (J, 3)): its End Site, else its
-    farthest child's head, else its head."""
+    """(..., J, 3) each joint's bone tail in poses (global rotations (..., J, 4), positions (..., J, 3)): its End
+    Site, else the head of its child farthest from it (by the skeleton's offsets), else its head."""
     tails = positions.copy()
-    reach = np.zeros(len(positions))
+    reach = np.zeros(len(skeleton.parents))
     for j, parent in enumerate(skeleton.parents):
-        if parent >= 0 and length(positions[j] - positions[parent]) > reach[parent]:
-            reach[parent] = length(positions[j] - positions[parent])
-            tails[parent] = positions[j]
+        if parent >= 0 and length(skeleton.offsets[j]) > reach[parent]:
+            reach[parent] = length(skeleton.offsets[j])
+            tails[..., parent, :] = positions[..., j, :]
     for j, offset in skeleton.end_sites:
-        tails[j] = positions[j] + quat.rotate(rotations[j], np.asarray(offset, float))
+        tails[..., j, :] = positions[..., j, :] + quat.rotate(rotations[..., j, :], np.asarray(offset, float))
     return tails
 
 
@@ -348,13 +348,13 @@ def planted_frames(skeleton, rotations: np.ndarray, positions: np.ndarray, mappi
     """Per side, left then right, the frame of a motion (global rotations (F, J, 4), positions (F, J, 3)) whose
     foot is lowest and flattest: its ankle and its toe point (the toe joint, else the foot's tail) nearest the
     floor together."""
+    tails = None
     frames = []
     for side in "lr":
         foot, toes = mapping[f"{side}_foot"], mapping.joints.get(f"{side}_toes")
-        if toes is not None:
-            toe = positions[:, toes, 1]
-        else:
-            toe = np.array([bvh_tails(skeleton, r, p)[foot, 1] for r, p in zip(rotations, positions)])
+        if toes is None and tails is None:
+            tails = bvh_tails(skeleton, rotations, positions)
+        toe = positions[:, toes, 1] if toes is not None else tails[:, foot, 1]
         frames.append(int(np.argmin(positions[:, foot, 1] + toe)))
     return frames
 
