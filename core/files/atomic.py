@@ -103,7 +103,8 @@ def no_empty_folders_left():
 
 
 def _check_replaceable(path: Path) -> None:
-    """Refuse an existing `path` that is not a regular file, or that the user may not write."""
+    """Refuse an existing `path` that is not a regular file, or that is read-only: the user may not write it, or no
+    one may (no write permission bit: root may write it, but its owner meant it kept)."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -111,7 +112,7 @@ def _check_replaceable(path: Path) -> None:
     if not stat.S_ISREG(mode):
         raise OutputError(f"{path}: is not a regular file (a device, a named pipe or a socket); "
                           "give the name of a file to write")
-    if not os.access(path, os.W_OK):
+    if not os.access(path, os.W_OK) or not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         raise OutputError(f"{path}: is read-only; make it writable or write to another file")
 
 

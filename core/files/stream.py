@@ -285,7 +285,8 @@ TIME_NAMES = ("time", "timestamp", "time_s", "seconds", "t_s", "sec")
 def _missing_hint(missing: list[str], header: list[str]) -> str:
     """What the missing columns suggest: a headset-only stream, or a time column under another name."""
     if all(c.startswith(("left_", "right_")) for c in missing):
-        return ": a headset-only stream solves with --method n3p --hmd-only (the add-on: Neural3Points, Headset Only)"
+        return (": a headset-only stream solves with --method n3p --hmd-only (the add-on: Neural3Points, Headset Only) "
+                "and `stream info --hmd-only` reads it")
     other = next((h for h in header if h in TIME_NAMES), None)
     if "t" in missing and other is not None:
         return f"; {other!r} is there: CSV v1 names the time column t (seconds)"

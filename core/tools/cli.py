@@ -120,10 +120,11 @@ def stream_simulate(args) -> int:
 
 def stream_info(args) -> int:
     """Rate, duration, gaps and untracked samples of a stream file."""
-    stream = read_stream(args.csv)
+    stream = read_stream(args.csv, hmd_only=args.hmd_only)
     _warn(check_stream(stream, args.csv))
     usable = without_unusable_samples(stream)[0].tracked
-    untracked = {d: int((~usable[:, i]).sum()) for i, d in enumerate(DEVICES)}
+    devices = DEVICES[:1] if args.hmd_only else DEVICES
+    untracked = {d: int((~usable[:, i]).sum()) for i, d in enumerate(devices)}
     gaps = stream.gaps()
     result = {"file": str(args.csv), "samples": len(stream), "rate_hz": round(stream.rate, 4),
               "duration_s": round(stream.duration, 4), "gaps": [{"t": t, "length_s": length} for t, length in gaps],
@@ -364,6 +365,8 @@ def _add_stream_commands(groups) -> None:
     calibrate.set_defaults(run=stream_calibrate)
     info = stream.add_parser("info", help=stream_info.__doc__, description=stream_info.__doc__)
     info.add_argument("csv")
+    info.add_argument("--hmd-only", action="store_true",
+                      help="a headset-only stream: the controllers' columns may be absent and are not counted")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     info.set_defaults(run=stream_info)
 

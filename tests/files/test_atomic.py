@@ -128,3 +128,15 @@ def test_folders_made_for_outputs_go_again_where_nothing_was_written_in_them(tmp
     assert written.read_text() == "model"
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == [
         "a", "a/b", "a/b/model.npz", "kept"]
+
+
+def test_a_file_without_write_permission_is_refused_even_for_root(tmp_path):
+    """`chmod a-w` keeps a take: os.access says root may write it, the permission bits say no one should."""
+    take = tmp_path / "take.bvh"
+    take.write_text("final take")
+    take.chmod(0o444)
+    with pytest.raises(OutputError, match="is read-only"):
+        check_outputs([take])
+    take.chmod(0o644)
+    check_outputs([take])
+    assert take.read_text() == "final take"

@@ -167,6 +167,17 @@ def test_stream_info_rejects_a_bad_file_naming_the_line(tmp_path):
     assert f"{bad}:2: header lacks column(s)" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_stream_info_reads_a_headset_only_stream_with_hmd_only(tmp_path):
+    head_only = tmp_path / "head.csv"
+    head_only.write_text("t,head_px,head_py,head_pz,head_qw,head_qx,head_qy,head_qz\n"
+                         + "".join(f"{i / 72:.6f},0,1.6,0,1,0,0,0\n" for i in range(144)))
+    refused = core("stream", "info", head_only, check=False)
+    assert refused.returncode == 1 and "stream info --hmd-only" in refused.stderr
+    info = json.loads(core("stream", "info", head_only, "--hmd-only", "--json").stdout)
+    assert info["untracked"] == {"head": 0}
+    assert info["samples"] == 144 and info["rate_hz"] == pytest.approx(72.0, abs=0.01)
+
+
 # --- demo ---------------------------------------------------------------------------------------
 
 
