@@ -9,7 +9,7 @@ is refused before it is parsed. A few complete motion lines past the declared fr
 one short) are read as frames, as Blender's importer reads every line; more are a wrong file, refused. UTF-8
 byte-order marks and CR-only line ends are accepted; keywords and channel names are read in any case (`hierarchy`,
 `End site`, `XROTATION`), as Blender's own importer reads them, and a decimal comma in `Frame Time` (a locale's
-`0,0333333`).
+`0,0333333`). `Frames: 0` (a skeleton without motion) reads as one frame of the rest pose, as Blender imports it.
 """
 from __future__ import annotations
 
@@ -74,10 +74,17 @@ def read_bvh(path: str | Path, scale: float | None = None, name: str | None = No
         with open(path, "rb") as file:
             file = _with_newlines(file)
             skeleton, channels, motion_line, frames, frame_time, _ = _parse_header(path, _header_bytes(file))
-            values = _parse_motion_block(path, file, motion_line, frames, sum(len(c) for c in channels))
+            if frames == 0:
+                _no_motion_lines(path, file, motion_line)
+                values = None
+            else:
+                values = _parse_motion_block(path, file, motion_line, frames, sum(len(c) for c in channels))
     except OSError as error:
         raise BVHError(path, None, f"cannot read: {error.strerror or error}") from None
-    motion = _motion_from_channels(skeleton, channels, values, _frame_rate(frame_time), name or path.stem)
+    if values is None:
+        motion = rest_pose_motion(skeleton, _frame_rate(frame_time), name or path.stem)
+    else:
+        motion = _motion_from_channels(skeleton, channels, values, _frame_rate(frame_time), name or path.stem)
     if scale is None:
         scale = guess_units(motion)[0]
     return motion.scaled(scale)
@@ -355,8 +362,8 @@ def _motion_timing(path: Path, text: bytes, motion_end: int, motion_line: int) -
     after = text[motion_end:].split(b"\n", 3)
     frames = _header_number(path, after, 1, motion_line + 1, "Frames", int)
     frame_time = _header_number(path, after, 2, motion_line + 2, "Frame Time", float)
-    if frames < 1:
-        raise BVHError(path, motion_line + 1, f"Frames must be at least 1, got {frames}")
+    if frames < 0:
+        raise BVHError(path, motion_line + 1, f"Frames must be 0 (the rest pose alone) or more, got {frames}")
     if not (frame_time > 0 and math.isfinite(frame_time)):
         raise BVHError(path, motion_line + 2, f"Frame Time must be positive, got {frame_time}")
     low, high = FRAME_TIME_RANGE_S
@@ -433,6 +440,19 @@ def _parse_motion_block(path: Path, file, first_line: int, frames: int, width: i
                 raise BVHError(path, number, f"value {column + 1} is {word.decode(errors='replace')}: not a finite number")
         rows += 1
     raise BVHError(path, first_line + newlines, f"truncated motion: {rows} frames of the {frames} declared")
+
+
+def _no_motion_lines(path: Path, file, first_line: int) -> None:
+    """Refuse motion lines under `Frames: 0`."""
+    for index, raw in enumerate(file):
+        if raw.strip():
+            raise BVHError(path, first_line + index, "a motion line under 'Frames: 0'")
+
+
+def rest_pose_motion(skeleton: Skeleton, fps: float, name: str) -> Motion:
+    """One frame of `skeleton`'s rest pose (its offsets, no rotation): what a file of `Frames: 0` holds, as Blender
+    imports it."""
+    return Motion(skeleton, quat.identity(1, len(skeleton)), skeleton.offsets[None].copy(), fps, name)
 
 
 def extra_frames_read(frames: int) -> int:

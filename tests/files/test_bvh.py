@@ -341,3 +341,24 @@ def test_a_file_far_longer_than_its_frames_need_is_still_refused_unparsed(tmp_pa
     path.write_text(HEADER % 2 + "0 90 0 0 0 0\n" * 2000)
     with pytest.raises(BVHError, match=r"long\.bvh:14: the motion section holds \d+ bytes, far more than 2 frames"):
         read_bvh(path)
+
+
+def test_frames_0_reads_as_the_rest_pose_as_blender_imports_it(tmp_path):
+    """A skeleton without motion (`Frames: 0`) is a character: one frame, every joint at its offset."""
+    text = FIXTURE_WALK_1.read_text()
+    header = text[:text.index("MOTION")] + "MOTION\nFrames: 0\nFrame Time: 0.033333\n"
+    rest = tmp_path / "rest.bvh"
+    rest.write_text(header + "\n")
+    motion = read_bvh(rest, scale=0.01)
+    walk = read_bvh(FIXTURE_WALK_1, scale=0.01)
+    assert len(motion) == 1 and motion.fps == pytest.approx(30.0, abs=1e-3)
+    assert np.allclose(motion.positions[0], walk.skeleton.offsets)
+    assert np.allclose(motion.rotations, quat.identity(1, len(walk.skeleton)))
+    moving = tmp_path / "moving.bvh"
+    moving.write_text(header + text.split("\n")[text[:text.index("MOTION")].count("\n") + 3] + "\n")
+    with pytest.raises(BVHError, match="a motion line under 'Frames: 0'"):
+        read_bvh(moving)
+    negative = tmp_path / "negative.bvh"
+    negative.write_text(header.replace("Frames: 0", "Frames: -2"))
+    with pytest.raises(BVHError, match="Frames must be 0"):
+        read_bvh(negative)
