@@ -16,6 +16,7 @@ import numpy as np
 
 from ..files.stream import HELD_GAP_S, MAX_GAP_S, QUATERNION_NORM_TOLERANCE, StreamFormatError, ThreePointStream
 from ..math import quat
+from .standing_height import measured_standing_height
 
 MAX_POSITION_M = 1e4
 """A device farther than this from the origin (10 km) is a broken sample, not a position."""
@@ -143,6 +144,9 @@ def check_stream(stream: ThreePointStream, path) -> list[str]:
         low, high = HEAD_HEIGHT_RANGE_M
         problem = head_height_problem(height, float(np.median(heights[:, 2])), not low <= height <= high and
                                       z_looks_up(stream.positions[head, 0], stream.rotations[head, 0]))
+        if problem is not None and height < low and low <= measured_standing_height(
+                stream.times, stream.positions[:, 0, 1], head, CALIBRATION_S) <= high:
+            problem = None  # a headset on a table or the floor at first, then worn: the solve stands it up there
         if problem is not None:
             message, fatal = problem
             if fatal:

@@ -356,6 +356,23 @@ def test_a_user_seated_on_the_floor_is_solved_with_a_warning_not_taken_for_a_z_u
     _solve_with_warning(good, tmp_path, csv, capsys, ["0.7 m", "is y = 0 the floor?"])
 
 
+def test_a_headset_on_a_table_before_it_is_worn_draws_no_height_warning(tmp_path, capsys):
+    """The first 1.5 s of an 8 s walk the headset lies on a 0.75 m table (the controllers beside it): the solve
+    measures the user standing once it is worn, so nothing is wrong with the floor."""
+    stream = simulate_stream(read_bvh(FIXTURE_WALK_1)).stream
+    first = stream.times - stream.times[0] < 1.5
+    stream.positions[first] = np.array([[0.0, 0.75, 0.0], [-0.2, 0.75, 0.0], [0.2, 0.75, 0.0]])
+    stream.rotations[first] = quat.identity()
+    csv, out = tmp_path / "table.csv", tmp_path / "out.bvh"
+    write_stream(csv, stream)
+    assert main([str(a) for a in ["solve", csv, "-o", out, "--orientation", "hmd"]]) == 0
+    err = capsys.readouterr().err
+    assert "standing head height" not in err, err
+    motion = read_bvh(out)
+    head = motion.global_positions()[-1, find_mapping(motion.skeleton)["head"], 1]
+    assert abs(head - stream.positions[-1, 0, 1]) < 0.15
+
+
 def test_a_long_gap_is_held_with_a_warning(good, tmp_path, capsys):
     def gap(s):
         s.times = s.times + np.where(np.arange(len(s.times)) >= 100, 8.0, 0.0)
