@@ -1,7 +1,8 @@
 """Device samples as the solvers step them, one frame at a time: unusable samples untracked, untracked devices held.
 
 An unusable sample (not finite, absurd: plausibility.py) counts as untracked; an untracked HMD holds its last
-pose in the world, an untracked controller its last pose relative to the HMD's frame; a time step that is not
+pose in the world, an untracked controller its last pose relative to the HMD's frame; an HMD found again eases
+onto its tracked pose from where it was held (regained.py); a time step that is not
 finite, not positive or too long is a one-frame pause. Each frame also carries the target (the centre of the
 head on the floor, MMVR §5.3) and whether the HMD jumped farther than a teleport in one step (or faster than a body
 moves, or a recentring turned the devices: jumps.py).
@@ -16,6 +17,7 @@ from ..math import quat
 from .attachments import head_on_floor, hmd_frame_rotations
 from .jumps import hmd_may_have_jumped, jumped, turned_with_controllers
 from .plausibility import step_seconds, usable_poses
+from .regained import RegainedHeadset
 
 HANDS_BEFORE_TRACKED = ((0.2, -0.6, 0.1), (-0.2, -0.6, 0.1))
 """Where an untracked controller is held, in the HMD frame, before any controller was seen with the HMD."""
@@ -41,6 +43,8 @@ class HeldFrame:
     """Seconds since the previous frame (a pause: one nominal frame)."""
     target: np.ndarray
     """(3,) the centre of the head on the floor."""
+    hmd_height: float
+    """The HMD's height as held, not eased back (regained.py): what the user's standing height is measured from."""
     teleported: bool
     """The target moved farther than the teleport distance since the previous frame, or the devices jumped
     (jumps.py: faster than a body moves, or a recentring turned them)."""
@@ -75,6 +79,7 @@ class HeldDevices:
         """Device samples flagged tracked that were not usable (non-finite, absurd) and counted as untracked."""
         self.paused_steps = 0
         """Steps whose dt was not finite, not positive or too long, taken as one frame."""
+        self.regained = RegainedHeadset()
 
     def step(self, positions, rotations, tracked, dt: float, jump: bool = False) -> HeldFrame:
         """This frame's devices (poses (3, 3), (3, 4), tracking flags (3,), seconds since the last frame) as held
@@ -87,14 +92,21 @@ class HeldDevices:
         self.rejected_samples += int(rejected.sum())
         tracked = usable
         positions, rotations = self.hold(positions, rotations, tracked)
+        positions, rotations = positions.copy(), rotations.copy()  # hold() keeps its own
+        hmd_height = float(positions[0, 1])
+        positions[0], rotations[0] = self.regained.eased(positions[0], rotations[0], bool(tracked[0]), dt,
+                                                         None if self.previous is None else
+                                                         (self.previous[0][0], self.previous[1][0]))
         target = head_on_floor(positions[0], rotations[0], self.head_centre)
         teleported = self.previous is not None and (
             jump or np.linalg.norm(target - self.previous_target) > self.teleport_distance_m
             or hmd_may_have_jumped((self.previous[0][0], self.previous[1][0]), (positions[0], rotations[0]), dt)
             and (jumped(target - self.previous_target, dt)
                  or turned_with_controllers(self.previous, (positions, rotations, tracked), dt) != 0.0))
+        if teleported:
+            self.regained.clear()
         self.previous_target, self.previous = target, (positions, rotations, tracked)
-        return HeldFrame(positions, rotations, tracked, rejected, dt, target, bool(teleported))
+        return HeldFrame(positions, rotations, tracked, rejected, dt, target, hmd_height, bool(teleported))
 
     def hold(self, positions, rotations, tracked):
         """Device poses with untracked ones held: the HMD in the world, controllers relative to the HMD's frame."""

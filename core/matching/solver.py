@@ -248,7 +248,7 @@ class MotionMatchingSolver:
         positions, rotations, dt, target, teleported = held.positions, held.rotations, held.dt, held.target, \
             held.teleported
         hmd_position = positions[0]
-        standing = self.measured_standing_height(hmd_position[1], dt, bool(held.tracked[0]))
+        standing = self.measured_standing_height(held.hmd_height, dt, bool(held.tracked[0]))
 
         body_yaw = self.facing.step(positions, rotations, dt, teleported)
         placed = not state.started or teleported

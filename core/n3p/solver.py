@@ -1,8 +1,9 @@
 """Neural3Points as a solver (Ye et al. §3-4 and §7, direct mode): the devices in, a full-body pose out.
 
 Per frame (`N3PSolver.step`, the live driver):
-1. devices: an untracked HMD holds its last pose (a non-finite or absurd sample counts as untracked, a time
-   step that is not finite, not positive or too long as a pause: plausibility.py); the controllers are turned into the joints they
+1. devices: an untracked HMD holds its last pose and eases back when found again (devices/regained.py; a
+   non-finite or absurd sample counts as untracked, a time step that is not finite, not positive or too long as a
+   pause: plausibility.py); the controllers are turned into the joints they
    imply (head, wrists: §7's input signals); untracked controllers, or all of them in HMD-only mode
    (§8.2), are replaced by the predictor's own forecast o*;
 2. calibration: the user's standing head height (HMD height over the first half second, raised if the user stands
@@ -37,6 +38,7 @@ from ..config import DeviceOffsets, N3PConfig, MatchingConfig
 from ..devices.attachments import device_offsets, head_on_floor, hmd_forward, joints_from_devices
 from ..devices.jumps import crossing, held_up_to_jumps, hmd_may_have_jumped, jumped, turned_with_controllers, vertical_turns
 from ..devices.plausibility import step_seconds, usable_poses, without_unusable_samples
+from ..devices.regained import RegainedHeadset
 from ..devices.standing_height import StandingHeight, measured_over
 from ..files.stream import ThreePointStream, held_samples
 from ..ik.controller_hands import ControllerHands
@@ -189,6 +191,8 @@ class N3PSolver:
         """The scale the predictor's world was last given signals at (`advance`)."""
         self.since_tick_s = np.inf
         self.hmd: tuple | None = None
+        self.regained = RegainedHeadset()
+        """The HMD found again after a loss, eased from where it was held (devices/regained.py)."""
         self.devices_before: tuple | None = None
         """The devices (positions, rotations, tracked) of the last `advance`, the HMD held where untracked."""
         self.prediction = None
@@ -309,13 +313,14 @@ class N3PSolver:
             self.hmd = (positions[0].copy(), rotations[0].copy())
         elif self.hmd is None:
             raise ValueError("the HMD has not been tracked yet: the predictor needs its pose to place the avatar")
-        positions[0], rotations[0] = self.hmd
+        dt, paused = step_seconds(dt, TICK_S)
+        self.paused_steps += paused
+        positions[0], rotations[0] = self.regained.eased(*self.hmd, measured, dt,
+                                                         None if before is None else (before[0][0], before[1][0]))
         tracked[0] = True
         if self.config.hmd_only:
             tracked[1:] = False
-        dt, paused = step_seconds(dt, TICK_S)
-        self.paused_steps += paused
-        scale = self.scale(positions[0, 1], dt, measured)
+        scale = self.scale(float(self.hmd[0][1]), dt, measured)
         self.elapsed_s += dt
 
         signals = tracker_signals(np.where(tracked[:, None], positions, 0.0),
@@ -331,6 +336,8 @@ class N3PSolver:
                 self.prediction[2][:2] *= scale / self.signal_scale
             self.jumped = (jump or hmd_may_have_jumped((before[0][0], before[1][0]), (positions[0], rotations[0]), dt)) \
                 and self.follow_jump(before, (positions, rotations, tracked), scale, dt, jump)
+            if self.jumped:
+                self.regained.clear()
         self.devices_before = (positions.copy(), rotations.copy(), tracked.copy())
         self.signal_scale = scale
         self.since_tick_s += dt
