@@ -81,7 +81,8 @@ class Solver(Protocol):
 def waits_for_hmd(step):
     """A Solver's `step` that waits for the HMD: until a step brings the HMD's first usable pose (tracked, finite,
     a rotation) the solver is not stepped, `waiting_for_hmd` stays True and the step returns the skeleton
-    standing at the origin, one frame; device data never makes it raise."""
+    standing at the origin, one frame; device data never makes it raise. A frame at the time of the last one, or
+    before it (`repeats_last_frame`), returns the last frame's pose again and advances nothing."""
 
     @functools.wraps(step)
     def waiting_step(solver, positions, rotations, tracked, dt: float) -> Motion:
@@ -89,9 +90,20 @@ def waits_for_hmd(step):
             if not usable_samples(np.asarray(positions)[0], np.asarray(rotations)[0], np.asarray(tracked)[0]):
                 return standing_at_origin(solver)
             solver.waiting_for_hmd = False
-        return step(solver, positions, rotations, tracked, dt)
+            solver._last_step = None
+        last = getattr(solver, "_last_step", None)
+        if last is not None and repeats_last_frame(dt):
+            return last
+        solver._last_step = step(solver, positions, rotations, tracked, dt)
+        return solver._last_step
 
     return waiting_step
+
+
+def repeats_last_frame(dt: float) -> bool:
+    """Whether a live frame `dt` seconds after the last is no later than it: a sample delivered twice, or a clock
+    stepping back. (A time step that is not finite is a pause: plausibility.step_seconds.)"""
+    return bool(np.isfinite(dt) and dt <= 0.0)
 
 
 def standing_at_origin(solver: Solver) -> Motion:

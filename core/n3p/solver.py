@@ -53,6 +53,8 @@ from .model import N3PModel, N3PPredictor, contacts_of, moved_with
 from .state import FPS, global_pose, tracker_signals
 
 TICK_S = 1.0 / FPS
+TICK_TOLERANCE_S = 1e-6
+"""Live, the predictor ticks once this close to TICK_S since the last tick (a clock's rounding)."""
 TICK_BLEND_HALFLIFE_S = 0.015
 """Live, each 30 Hz prediction's change of pose is eased in with this half-life (a critically damped offset,
 anim/inertialize.py) rather than shown at once (docs/methods/neural3points.md: less jitter for a little MPJPE)."""
@@ -120,6 +122,16 @@ class Advanced(NamedTuple):
     g_lo: np.ndarray
     headings: np.ndarray
     """The prediction's heading frame (x, z, yaw)."""
+
+
+def time_past_tick(since_tick_s: float) -> float:
+    """Live, the time since the tick that just fired, from the time since the one before (`since_tick_s`, at least
+    TICK_S less TICK_TOLERANCE_S): what is left past TICK_S, none where the tick fired a hair early, and a longer
+    backlog (a slow frame) dropped, not ticked again at the next frame. None after the first tick."""
+    if not np.isfinite(since_tick_s):
+        return 0.0
+    left = since_tick_s - TICK_S
+    return left % TICK_S if left >= TICK_S else max(left, 0.0)
 
 
 class N3PSolver:
@@ -341,9 +353,9 @@ class N3PSolver:
         self.devices_before = (positions.copy(), rotations.copy(), tracked.copy())
         self.signal_scale = scale
         self.since_tick_s += dt
-        if self.since_tick_s >= TICK_S - 1e-6:
+        if self.since_tick_s >= TICK_S - TICK_TOLERANCE_S:
             self.prediction = self.predictor.step(signals, tracked)
-            self.since_tick_s = 0.0 if not np.isfinite(self.since_tick_s) else self.since_tick_s % TICK_S
+            self.since_tick_s = time_past_tick(self.since_tick_s)
         return Advanced(positions, rotations, tracked, scale, dt, *self.prediction)
 
     def follow_jump(self, before: tuple, now: tuple, scale: float, dt: float, known: bool = False) -> bool:

@@ -7,6 +7,7 @@ import numpy as np
 from ..anim.contacts import planted
 from ..anim.motion import Motion
 from ..config import PhysicsConfig
+from ..solution import repeats_last_frame
 from .body import simulated_body
 from .tracked_points import on_the_devices, tracked_chains
 from .tracking import PhysicsTracker, motion_of, target_poses
@@ -28,6 +29,8 @@ class PhysicalSolver:
     def __init__(self, solver, config: PhysicsConfig = PhysicsConfig()):
         self.solver, self.config = solver, config
         self.body, self.tracker, self.neck, self.arms = None, None, None, None
+        self.last: Motion | None = None
+        """The last frame's pose, given again for a frame no later than it."""
         self.residual_force_n = 0.0
         """The root's residual force over the last step (N)."""
         self.since_built_s = 0.0
@@ -50,10 +53,13 @@ class PhysicalSolver:
     def reset(self, standing_hmd_height_m: float | None = None) -> None:
         """Forget the user; the next step builds the body anew on the solver's pose."""
         self.solver.reset(standing_hmd_height_m)
-        self.body, self.tracker = None, None
+        self.body, self.tracker, self.last = None, None, None
 
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
-        """The solver's step, followed by the simulated body for `dt` seconds."""
+        """The solver's step, followed by the simulated body for `dt` seconds (a frame no later than the last:
+        the last pose again)."""
+        if self.last is not None and repeats_last_frame(dt):
+            return self.last
         motion = self.solver.step(positions, rotations, tracked, dt)
         if np.isfinite(dt) and dt > 0.0:
             self.since_built_s += dt
@@ -64,4 +70,6 @@ class PhysicalSolver:
         step = self.tracker.step(target_poses(motion, self.body)[0], dt,
                                  None if contacts is None else planted(contacts))
         self.residual_force_n = step.residual_force_n
-        return on_the_devices(motion_of(step.qpos[None], motion, self.body), motion, self.config, self.neck, self.arms)
+        self.last = on_the_devices(motion_of(step.qpos[None], motion, self.body), motion, self.config, self.neck,
+                                   self.arms)
+        return self.last

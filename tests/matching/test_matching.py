@@ -162,8 +162,10 @@ def test_a_clip_whose_bones_are_not_the_first_clips_is_refused_naming_the_bone_a
     with pytest.raises(DatabaseError) as raised:
         build_database([fixture_walk1, changed], sources=files)
     parent = fixture_walk1.skeleton.names[fixture_walk1.skeleton.parents[fixture_walk1.skeleton.index(joint)]]
-    length = 100 * np.linalg.norm(fixture_walk1.skeleton.offsets[fixture_walk1.skeleton.index(joint)])
-    assert str(raised.value) == (f"theirs/changed.bvh: its bone from {parent} to {joint} is {length + change_cm:.1f} "
+    length, changed_length = (100 * np.linalg.norm(m.skeleton.offsets[m.skeleton.index(joint)])
+                              for m in (fixture_walk1, changed))
+    assert abs(changed_length - (length + change_cm)) < 1e-9
+    assert str(raised.value) == (f"theirs/changed.bvh: its bone from {parent} to {joint} is {changed_length:.1f} "
                                  f"cm long against {length:.1f} cm in the first file mine/first.bvh, whose skeleton "
                                  "the database takes; one database holds one skeleton")
 

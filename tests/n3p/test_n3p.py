@@ -506,8 +506,8 @@ def test_training_goes_on_the_first_datas_skeleton_or_the_resumed_models(tmp_pat
 
 def test_eval_full_steps_each_method_live_at_a_headsets_rate(capsys):
     """`eval full --live 90`: the streams simulated at 90 Hz and stepped a sample at a time, a frame per sample,
-    scored as the offline rows are (measured on this walk: 10.0 cm live against 9.1 cm offline at 60 fps, the live
-    step seeing no future samples)."""
+    scored as the offline rows are (measured on this walk: 8.99 cm live against 9.07 cm offline at 60 fps; 10.0 cm
+    live while the predictor ticked 34-44 times a second, not 30)."""
     from conftest import FIXTURE_WALK_1
 
     assert main(["eval", "full", "--data", str(FIXTURE_WALK_1.parent), "--split", "all", "--limit", "1",
@@ -517,7 +517,7 @@ def test_eval_full_steps_each_method_live_at_a_headsets_rate(capsys):
     clip = read_bvh(sorted(FIXTURE_WALK_1.parent.glob("*.bvh"))[0])
     samples = len(simulate_stream(clip, SimulationConfig(fps=90.0)).stream)
     assert live["frames"] == samples and offline["frames"] < samples
-    assert 0.0 < live["mpjpe_cm"] - offline["mpjpe_cm"] < 1.2 and live["hand_cm"] < 0.5
+    assert -0.3 < live["mpjpe_cm"] - offline["mpjpe_cm"] < 0.2 and live["hand_cm"] < 0.5
 
 
 @pytest.mark.parametrize("east_m, hmd_only", [(0.0, False), (4.0, False), (4.0, True)])
