@@ -4,9 +4,11 @@ Each bone is keyed in its own rotation mode (quaternion, an Euler order, or axis
 across frames), so the animator's other actions still pose it; every bone's rotation is keyed, its location and
 scale where the solve moves them off rest, and also, at rest, any channel an NLA strip under the new action
 animates, or the armature's active action (which the new one replaces), so nothing from below or before leaks
-into the result; a channel that holds one value (*Fit to User*'s scale) gets one key. Then the baked avatar is
-measured in Blender (avatar_quality) and the report written beside the .blend: named after the armature, or, for a
-bake given its action's name (a batch's pair), after the action, so that each of a batch's actions keeps its own.
+into the result (the object's transform, where they animate it, is keyed where the solve was made with it); a
+channel that holds one value (*Fit to User*'s scale) gets one key. A rest pose changed since the solve is refused.
+Then the baked avatar is measured in Blender (avatar_quality), hidden or not, and the report written beside the
+.blend: named after the armature, or, for a bake given its action's name (a batch's pair), after the action, so that
+each of a batch's actions keeps its own; bones that constraints or drivers pose otherwise than the keys are named.
 """
 from contextlib import contextmanager, suppress
 from dataclasses import replace
@@ -15,11 +17,12 @@ from pathlib import Path
 import bpy
 import numpy as np
 
-from . import avatar_quality, core, keyframes, root_motion, solve_cache
+from . import avatar, avatar_quality, core, keyframes, root_motion, solve_cache
 from .armature import object_by_uid
 from .bone_map import mapping_for
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
+from .scene_solve import changed_rest_bone, edits_taken_in, rest_bones
 from .scene_timing import scene_fps
 
 MEASURED_FRAMES = 300
@@ -45,12 +48,18 @@ class Bake:
         if (fps := solve_cache.made_at_another_rate(scene)) is not None:
             raise VRAvatarError(f"The cached solve was made at {fps:g} fps and the scene now plays at "
                                 f"{scene_fps(scene):g} fps: solve again (or set the scene's frame rate back)")
+        edits_taken_in(obj)
         if set(cache.bones) != set(obj.data.bones.keys()):
             raise VRAvatarError(f"The cached solve is for armature '{cache.armature}', which has other bones now: "
                                 "solve again")
+        if cache.rest is not None and (bone := changed_rest_bone(rest_bones(obj), cache.rest)) is not None:
+            raise VRAvatarError(f"The rest pose of bone '{bone}' of armature '{obj.name}' changed since the solve: "
+                                "solve again")
         mapping = mapping_for(scene.vr_avatar, obj)
         root_motion.restore_placement(obj)
-        self.channels = bake_channels(cache, obj, settings.root_motion, mapping, settings.only_mapped)
+        with held_where_solved(context, obj, cache):
+            self.channels = bake_channels(cache, obj, settings.root_motion, mapping, settings.only_mapped)
+        self.overridden = overridden(obj, self.channels)
         self.had_travel = root_motion.TRAVEL_PROPERTY in obj
         root_motion.prepare(obj, settings.root_motion)
         self.before = keyframes.ActiveAction(obj)
@@ -86,6 +95,8 @@ class Bake:
         if self.pushed:
             self.push_to_nla()
         scene, obj, cache, action, quality = self.scene, self.obj, self.cache, self.action, self.quality
+        if self.overridden:
+            quality["warnings"].append(self.overridden)
         kept = f"; '{self.previous.name}' is kept (fake user)" if self.previous else ""
         avatar_quality.keep(scene.vr_avatar.solve.baked_quality, quality["figures"], quality["warnings"])
         try:
@@ -93,9 +104,9 @@ class Bake:
         except (OSError, ValueError) as error:
             report({'WARNING'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; the report was "
                                 f"not written: {error}")
-            return
-        scene.vr_avatar.solve.report_path = written
-        report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {written}")
+        else:
+            scene.vr_avatar.solve.report_path = written
+            report({'INFO'}, f"Baked {cache.frames} frames into new action '{action.name}'{kept}; report {written}")
         for warning in quality["warnings"]:
             report({'WARNING'}, f"On '{obj.name}', {warning}")
 
@@ -194,17 +205,52 @@ def animated_channels(actions) -> set[str]:
             for c in keyframes.action_fcurves(action)}
 
 
-def object_transform_channels(obj, keyed: set[str], below: set[str]) -> list:
-    """Channels holding the object's transform as it stands (one key each) where NLA strips under the new action
-    animate it and the bake does not key it: a strip of an Object root-motion bake would move it on."""
-    rotation = {'QUATERNION': "rotation_quaternion", 'AXIS_ANGLE': "rotation_axis_angle"}.get(obj.rotation_mode,
-                                                                                             "rotation_euler")
+def object_transform_channels(obj, keyed: set[str], underneath: set[str]) -> list:
+    """Channels holding the object's transform as it stands (one key each) where `underneath` (`placing_channels`)
+    animates it and the bake does not key it: the replaced action's last value would stay, a strip of an Object
+    root-motion bake would move it on."""
     channels = []
-    for prop in ("location", rotation, "scale"):
+    for prop in ("location", rotation_property(obj.rotation_mode), "scale"):
         value = tuple(getattr(obj, prop))
-        if prop not in keyed and any(f"{prop}[{i}]" in below for i in range(len(value))):
+        if prop not in keyed and any(f"{prop}[{i}]" in underneath for i in range(len(value))):
             channels.append((prop, np.array([value]), "Object Transforms"))
     return channels
+
+
+def placing_channels(obj) -> set[str]:
+    """Channels (`path[index]`) of the object's active action and NLA strips, but the active action of an Object
+    root-motion bake (`root_motion.restore_placement` puts the object back where it was keyed from)."""
+    action = obj.animation_data.action if obj.animation_data is not None else None
+    own = action is not None and root_motion.PLACEMENT_PROPERTY not in action
+    return animated_channels([action] if own else []) | animated_channels(strip_actions(obj))
+
+
+@contextmanager
+def held_where_solved(context, obj, cache):
+    """The object's transform where the solve was made with it (`cache.object_transform`) wherever the action the
+    bake replaces or NLA strips under it animate it, not where they leave it at the present frame; put back where
+    it stood if what runs inside raises. A cache made by an earlier version leaves it as it stands."""
+    if cache.object_transform is None:
+        yield
+        return
+    underneath = placing_channels(obj)
+    location, rotation, scale = np.split(cache.object_transform, [3, 7])
+    name, values = rotation_values(rotation[None], obj.rotation_mode, obj.rotation_euler.copy())
+    solved = [(prop, value) for prop, value in (("location", location), (name, values[0]), ("scale", scale))
+              if any(f"{prop}[{i}]" in underneath for i in range(len(value)))]
+    standing = [(prop, tuple(getattr(obj, prop))) for prop, _ in solved]
+    for prop, value in solved:
+        setattr(obj, prop, value.tolist())
+    if solved:
+        context.view_layer.update()
+    try:
+        yield
+    except BaseException:
+        for prop, value in standing:
+            setattr(obj, prop, value)
+        if solved:
+            context.view_layer.update()
+        raise
 
 
 def baked_range(cache, scene, frame_range: str):
@@ -225,8 +271,9 @@ def baked_range(cache, scene, frame_range: str):
 
 def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, only_mapped: bool = False) -> list:
     """Action channels of a cached solve on `obj` (module docstring), the travel where root motion `mode` puts it
-    (`mapping`: joint -> bone, for the hips; `only_mapped`: the mapped bones' channels alone, and those of the bones
-    above the hips, which place the body): (data path, values (F, N), group)."""
+    (`mapping`: joint -> bone, for the hips; `only_mapped`: the mapped bones' channels alone, those of the bones
+    above the hips, which place the body, and of the others those the replaced action keys off rest, which would
+    keep its last value): (data path, values (F, N), group)."""
     hips = (mapping or {}).get("hips")
     basis, locations, scales, extra = root_motion.with_root_motion(obj, cache, mode, hips)
     kept = set(mapping.values()) if only_mapped and mapping else set(cache.bones)
@@ -235,26 +282,83 @@ def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, o
     if mode == 'ROOT_BONE':
         kept.add(root_motion.top_of_chain(obj, hips))
     below = animated_channels(strip_actions(obj))
-    replaced = animated_channels([obj.animation_data.action] if obj.animation_data is not None else [])
+    action = obj.animation_data.action if obj.animation_data is not None else None
+    replaced = animated_channels([action])
     underneath = below | replaced
+    stale = {channel.rsplit("[", 1)[0] for channel in keyed_off_rest(action) - below}
     channels = []
     for j, name in enumerate(cache.bones):
-        if name not in kept:
+        made = bone_channels(obj, name, basis[:, j], locations[:, j], scales[:, j], name in above, underneath)
+        channels += made if name in kept else [channel for channel in made if channel[0] in stale]
+    return channels + extra + object_transform_channels(obj, {path for path, _, _ in extra}, placing_channels(obj))
+
+
+def bone_channels(obj, name: str, basis, locations, scales, placing: bool, underneath: set[str]) -> list:
+    """One bone's channels from its cached basis (F, 4), locations and scales (F, 3): its rotation, and its location
+    and scale where they leave rest, where `underneath` animates them (keyed at rest there), or in full where it
+    is `placing` the body."""
+    path = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
+    pose_bone, bone = obj.pose.bones[name], obj.data.bones[name]
+    rotation, values = rotation_values(basis, pose_bone.rotation_mode)
+    channels = [(f"{path}.{rotation}", values, name)]
+    length = max(bone.length, 1e-6)
+    for prop, values, rest, scale in (("location", locations, 0.0, length), ("scale", scales, 1.0, 1.0)):
+        moved = np.abs(values - rest).max(axis=0) > REST_TOLERANCE * scale
+        leaking = np.array([placing or f"{path}.{prop}[{i}]" in underneath for i in range(3)])
+        if moved.any() or leaking.any():
+            values = np.where(moved, values, rest)
+            steady = np.ptp(values, axis=0).max() <= REST_TOLERANCE * scale  # one key holds it (Fit to User)
+            channels.append((f"{path}.{prop}", values[:1] if steady else values, name))
+    return channels
+
+
+def rest_value(prop: str, index: int) -> float | None:
+    """A transform property's value at rest at `index` (its last name: "location", ...); None where any value is (an
+    axis-angle's axis) or the property is no transform."""
+    if prop == "rotation_quaternion":
+        return 1.0 if index == 0 else 0.0
+    if prop == "rotation_axis_angle":
+        return 0.0 if index == 0 else None
+    return {"location": 0.0, "rotation_euler": 0.0, "scale": 1.0}.get(prop)
+
+
+def keyed_off_rest(action) -> set[str]:
+    """Transform channels (`path[index]`) the action keys away from rest somewhere (a quaternion's sign aside)."""
+    found = set()
+    for curve in keyframes.action_fcurves(action) if action is not None else ():
+        rest = rest_value(curve.data_path.rsplit(".", 1)[-1], curve.array_index)
+        if rest is None or not len(curve.keyframe_points):
             continue
-        path = f'pose.bones["{bpy.utils.escape_identifier(name)}"]'
-        pose_bone, bone = obj.pose.bones[name], obj.data.bones[name]
-        rotation, values = rotation_values(basis[:, j], pose_bone.rotation_mode)
-        channels.append((f"{path}.{rotation}", values, name))
-        length = max(bone.length, 1e-6)
-        for prop, values, rest, scale in (("location", locations[:, j], 0.0, length),
-                                          ("scale", scales[:, j], 1.0, 1.0)):
-            moved = np.abs(values - rest).max(axis=0) > REST_TOLERANCE * scale
-            leaking = np.array([name in above or f"{path}.{prop}[{i}]" in underneath for i in range(3)])
-            if moved.any() or leaking.any():
-                values = np.where(moved, values, rest)
-                steady = np.ptp(values, axis=0).max() <= REST_TOLERANCE * scale  # one key holds it (Fit to User)
-                channels.append((f"{path}.{prop}", values[:1] if steady else values, name))
-    return channels + extra + object_transform_channels(obj, {path for path, _, _ in extra}, below)
+        co = np.empty(2 * len(curve.keyframe_points), dtype=np.float32)
+        curve.keyframe_points.foreach_get("co", co)
+        values = np.abs(co[1::2]) if curve.data_path.endswith("rotation_quaternion") else co[1::2]
+        if np.abs(values - rest).max() > REST_TOLERANCE:
+            found.add(f"{curve.data_path}[{curve.array_index}]")
+    return found
+
+
+def overridden(obj, channels) -> str | None:
+    """A warning naming the bones the bake keys whose unmuted constraints, or drivers on their transform, pose them
+    otherwise than the keys; None where there are none."""
+    keyed = {path.rsplit(".", 1)[0] for path, _, _ in channels if path.startswith("pose.bones[")}
+    bones = [pose_bone for pose_bone in obj.pose.bones
+             if f'pose.bones["{bpy.utils.escape_identifier(pose_bone.name)}"]' in keyed]
+    constrained = [b.name for b in bones if any(not c.mute and c.influence > 0.0 and c.is_valid for c in b.constraints)]
+    transforms = {f'pose.bones["{bpy.utils.escape_identifier(b.name)}"].{prop}': b.name for b in bones
+                  for prop in ("location", rotation_property(b.rotation_mode), "scale")}
+    drivers = obj.animation_data.drivers if obj.animation_data is not None else ()
+    driven = list(dict.fromkeys(transforms[d.data_path] for d in drivers if not d.mute and d.data_path in transforms))
+    named = [f"{kind} on " + ", ".join(f"'{name}'" for name in names)
+             for kind, names in (("constraints", constrained), ("drivers", driven)) if names]
+    if not named:
+        return None
+    return (f"{' and '.join(named)} pose those bones otherwise than the baked keys: mute them to see the bake as "
+            "solved")
+
+
+def rotation_property(mode: str) -> str:
+    """The rotation property of a bone or object in rotation `mode`."""
+    return {'QUATERNION': "rotation_quaternion", 'AXIS_ANGLE': "rotation_axis_angle"}.get(mode, "rotation_euler")
 
 
 def set_mode(obj, mode: str) -> None:
@@ -264,21 +368,45 @@ def set_mode(obj, mode: str) -> None:
 
 
 @contextmanager
-def posed(obj):
-    """`obj` shown as posed while it is measured (out of Edit Mode, its armature in Pose Position), put back
-    after."""
+def posed(scene, obj):
+    """`obj` shown as posed while it is measured (out of Edit Mode, its armature in Pose Position, evaluated with its
+    skinned meshes: `evaluated`), put back after."""
     mode, position = obj.mode, obj.data.pose_position
     if mode == 'EDIT':
         set_mode(obj, 'OBJECT')
     if position != 'POSE':
         obj.data.pose_position = 'POSE'
     try:
-        yield
+        with evaluated(scene, [obj, *avatar.skinned_meshes(obj)]):
+            yield
     finally:
         if position != 'POSE':
             obj.data.pose_position = position
         if mode == 'EDIT':
             set_mode(obj, 'EDIT')
+
+
+@contextmanager
+def evaluated(scene, objects):
+    """`objects` evaluated by `scene`'s depsgraph, which leaves out one disabled in viewports or in no enabled
+    collection of the view layer (excluded, or disabled in viewports): such an object enabled, and one not visible
+    linked into the scene's own collection too (the master collection is always enabled), while inside; put back
+    after."""
+    disabled = [obj for obj in objects if obj.hide_viewport]
+    for obj in disabled:
+        obj.hide_viewport = False
+    outside = [obj for obj in objects if not obj.visible_get() and obj.name not in scene.collection.objects]
+    for obj in outside:
+        scene.collection.objects.link(obj)
+    try:
+        yield
+    finally:
+        for obj in outside:
+            with suppress(ReferenceError, RuntimeError):
+                scene.collection.objects.unlink(obj)
+        for obj in disabled:
+            with suppress(ReferenceError):
+                obj.hide_viewport = True
 
 
 def measure_steps(scene, obj, cache):
@@ -291,7 +419,7 @@ def measure_steps(scene, obj, cache):
     tracked = np.stack([np.isfinite(cache.head_targets).all(-1), *np.isfinite(cache.wrist_targets).all(-1).T], -1)
     mapping = mapping_for(scene.vr_avatar, obj)
     try:
-        with posed(obj):
+        with posed(scene, obj):
             figures, _ = yield from avatar_quality.measure_steps(
                 obj, mapping, cache.head_targets[index], cache.wrist_targets[index], tracked[index],
                 scene_fps(scene) / step, cache.frame_start + index)

@@ -131,11 +131,22 @@ def armature_matrices(obj, rotations, heads, scale: float) -> np.ndarray:
     return matrices
 
 
+def root_frames(bone, rest) -> tuple[np.ndarray, np.ndarray]:
+    """(rotation-and-scale frame (3, 3), location frame (4, 4)) Blender takes a parentless `bone`'s basis in (rest
+    matrix `rest`): its rest, except that a bone with Local Location off takes its location along armature axes."""
+    location = rest.copy()
+    if not bone.use_local_location:
+        location[:3, :3] = np.eye(3)
+    return rest[:3, :3], location
+
+
 def inherited_frames(bone, rest_parent, rest, parent_pose) -> tuple[np.ndarray, np.ndarray]:
     """(rotation-and-scale frame (..., 3, 3), location frame (..., 4, 4)) Blender takes `bone`'s basis in (rest
     matrix `rest`) under its parent's pose matrices (..., 4, 4) (rest `rest_parent`): pose_p · rest_p⁻¹ · rest_j for
     both, except that a bone not inheriting its parent's rotation (Inherit Rotation off) turns with the parent's rest
-    axes, and one not inheriting its scale (Inherit Scale None) drops the parent's scale (Average: keeps its mean)."""
+    axes, one not inheriting its scale (Inherit Scale None) drops the parent's scale (Average: keeps its mean), and
+    one with Local Location off takes its location along the parent's posed axes, not its own
+    (BKE_bone_parent_transform_calc_from_matrices)."""
     offset = np.linalg.inv(rest_parent) @ rest
     axes = parent_pose[..., :3, :3]
     scales = np.linalg.norm(axes, axis=-2, keepdims=True)
@@ -146,45 +157,77 @@ def inherited_frames(bone, rest_parent, rest, parent_pose) -> tuple[np.ndarray, 
     else:
         kept = scales
     turned = axes / scales if bone.use_inherit_rotation else np.broadcast_to(rest_parent[:3, :3], axes.shape)
-    return (turned * kept) @ offset[:3, :3], parent_pose @ offset
+    location = parent_pose @ offset
+    if not bone.use_local_location:
+        location[..., :3, :3] = axes
+    return (turned * kept) @ offset[:3, :3], location
 
 
 def bone_frames(obj, order, parents, matrices) -> tuple[np.ndarray, np.ndarray]:
     """(rotation-and-scale frames (F, J, 3, 3), location frames (F, J, 4, 4)) the bases of the bones `order`
     (indices into obj.data.bones; `parents` index the same list) are taken in under armature-space pose matrices
-    (F, J, 4, 4): a bone's pose is its frame times its basis (root: its rest), as `inherited_frames` says."""
+    (F, J, 4, 4): a bone's pose is its frame times its basis, as `root_frames` and `inherited_frames` say."""
     bones, rest = obj.data.bones, _matrices(obj.data.bones, "matrix_local")[np.asarray(order)]
-    locations = np.broadcast_to(rest, matrices.shape).copy()
-    turns = locations[..., :3, :3].copy()
+    locations = np.empty(matrices.shape)
+    turns = np.empty(matrices.shape[:-2] + (3, 3))
     for j, parent in enumerate(parents):
-        if parent >= 0:
-            turns[..., j, :, :], locations[..., j, :, :] = inherited_frames(bones[order[j]], rest[parent], rest[j],
-                                                                            matrices[..., parent, :, :])
+        bone = bones[order[j]]
+        frames = inherited_frames(bone, rest[parent], rest[j], matrices[..., parent, :, :]) if parent >= 0 \
+            else root_frames(bone, rest[j])
+        turns[..., j, :, :], locations[..., j, :, :] = frames
     return turns, locations
 
 
 def pose_matrices(obj, order, parents, basis) -> np.ndarray:
     """(F, J, 4, 4) armature-space pose matrices of the bones `order` (parents first; `parents` index the same list)
-    from their basis matrices (F, J, 4, 4), as Blender composes them (`bone_frames`)."""
+    from their basis matrices (F, J, 4, 4), as Blender composes them (`bone_frames`; a Connected bone's location
+    ignored)."""
     bones, rest = obj.data.bones, _matrices(obj.data.bones, "matrix_local")[np.asarray(order)]
     matrices = np.empty_like(basis)
     for j, parent in enumerate(parents):
-        if parent < 0:
-            matrices[:, j] = rest[j] @ basis[:, j]
-            continue
-        turn, frame = inherited_frames(bones[order[j]], rest[parent], rest[j], matrices[:, parent])
-        matrices[:, j] = frame @ basis[:, j]
+        bone = bones[order[j]]
+        turn, frame = inherited_frames(bone, rest[parent], rest[j], matrices[:, parent]) if parent >= 0 \
+            else root_frames(bone, rest[j])
+        matrices[:, j] = frame if bone.use_connect else frame @ basis[:, j]
         matrices[:, j, :3, :3] = turn @ basis[:, j, :3, :3]
     return matrices
+
+
+CONNECTED_TOLERANCE = 1e-4
+"""A Connected bone posed further than this share of its length off its parent's tail moves its parent along."""
+
+
+def held_to_parents(obj, matrices, order, parents) -> np.ndarray:
+    """The armature-space pose matrices (F, J, 4, 4) with the parent of each Connected bone that has bones below it
+    moved by how far the pose puts the bone's head off the parent's tail, up to the first bone free to move (Blender
+    holds a connected bone's head there and ignores its location): a hips bone connected to a root bone below it has
+    the root carry its travel."""
+    bones, rest = obj.data.bones, _matrices(obj.data.bones, "matrix_local")[np.asarray(order)]
+    moved = np.array(matrices, dtype=float)
+    for j in reversed(range(len(parents))):  # children before their parents: a parent moved moves its own parent
+        bone, parent = bones[order[j]], parents[j]
+        if parent < 0 or not bone.use_connect or not bone.children:  # an end bone does not move the bone it ends
+            continue
+        head = (np.linalg.inv(rest[parent]) @ rest[j])[:3, 3]  # the parent's tail, in its rest frame
+        off = moved[..., j, :3, 3] - moved[..., parent, :3, :3] @ head - moved[..., parent, :3, 3]
+        if np.abs(off).max() > CONNECTED_TOLERANCE * bone.length:
+            moved[..., parent, :3, 3] += off
+    return moved
 
 
 def pose_basis(obj, matrices, order, parents) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rotation_quaternion (F, J, 4), location (F, J, 3), scale (F, J, 3)) of each pose bone for armature-space
     pose matrices (F, J, 4, 4) of the bones `order` (indices into obj.data.bones) whose `parents` index the
     same list: Blender composes a bone's rotation and scale in one frame and its location in another (`bone_frames`;
-    both pose_p · rest_p⁻¹ · rest_j where the bone inherits its parent's rotation and scale, root: rest_j)."""
-    turns, frames = bone_frames(obj, order, np.asarray(parents), matrices)
+    both pose_p · rest_p⁻¹ · rest_j where the bone inherits its parent's rotation and scale, root: rest_j). A
+    Connected bone has no location: where the pose moves it off its parent's tail, its parent moves
+    (`held_to_parents`)."""
+    parents = np.asarray(parents)
+    matrices = held_to_parents(obj, matrices, order, parents)
+    turns, frames = bone_frames(obj, order, parents, matrices)
     axes = np.linalg.solve(turns, matrices[..., :3, :3])
     scale = np.linalg.norm(axes, axis=-2)
     rotation = quat.from_matrix(axes / scale[..., None, :])
-    return continuous(rotation), np.linalg.solve(frames, matrices)[..., :3, 3], scale
+    locations = np.linalg.solve(frames, matrices)[..., :3, 3]
+    locations[..., np.array([obj.data.bones[i].use_connect for i in order], dtype=bool), :] = 0.0
+    return continuous(rotation), locations, scale

@@ -13,7 +13,7 @@ from .axes import y_up_from_z_up, z_up_from_y_up
 from .bone_map import mapping_for
 from .bone_space import matrix_rotations, pose_basis
 from .handlers import pose_frame
-from .root_motion import armature_space
+from .root_motion import armature_space, restore_placement
 from .scene_timing import scene_fps
 
 quat = core.math.quat
@@ -101,20 +101,20 @@ def lock_weights(mode: str, toes: np.ndarray, fps: float) -> np.ndarray:
 
 
 def replanted(before: np.ndarray, after: np.ndarray, legs, planted: np.ndarray, parents,
-              grounding: bool = False, shifts: np.ndarray | None = None) -> np.ndarray:
+              grounding: np.ndarray | None = None, shifts: np.ndarray | None = None) -> np.ndarray:
     """Armature-space matrices `after` with each leg (thigh, shin, foot indices) re-solved where it is planted
     (weights (F, 2)): the foot back at its place in `before`, then moved by `shifts` (F, 2, 3), turned as in `before`,
-    the bones below it carried along. With `grounding`, each ankle is only raised back to its height in `before`
-    where it went lower."""
+    the bones below it carried along. With `grounding` (the armature object's world matrix (4, 4)), each ankle is
+    only raised back, along the world's vertical, to its height in `before` where it went lower."""
     result = after.copy()
     moved = np.zeros(after.shape[1], dtype=bool)
     for side, (thigh, shin, foot) in enumerate(legs):
         weight = planted[:, side]
         hip, knee, ankle = (after[:, j, :3, 3] for j in (thigh, shin, foot))
         goal = ankle + weight[:, None] * (before[:, foot, :3, 3] - ankle) + (0.0 if shifts is None else shifts[:, side])
-        if grounding:
-            goal = ankle.copy()
-            goal[:, 2] = np.maximum(ankle[:, 2], before[:, foot, 2, 3])
+        if grounding is not None:
+            sunk = np.maximum((before[:, foot, :3, 3] - ankle) @ grounding[2, :3], 0.0)  # world height lost
+            goal = ankle + sunk[:, None] * np.linalg.inv(grounding[:3, :3])[:, 2]
         (thigh_rotation, thigh_scale), (shin_rotation, shin_scale) = _rotation(after[:, thigh]), _rotation(after[:, shin])
         new_thigh, new_shin = core.ik.two_bone.two_bone_ik(hip, knee, ankle, goal, thigh_rotation, shin_rotation)
         new_knee = hip + quat.rotate(quat.multiply_inverse(new_thigh, thigh_rotation), knee - hip)
@@ -169,7 +169,8 @@ def cleaned(obj, cache, mapping: dict[str, str], fps: float, cutoffs: dict[str, 
             after = armature_space(obj, replace(cache, basis=basis, locations=locations))[0]
         after = replanted(before, after, legs, planted, parents, shifts=shifts)
     elif foot_lock == 'GROUNDING':
-        after = replanted(before, after, legs, np.zeros((len(after), 2)), parents, grounding=True)
+        after = replanted(before, after, legs, np.zeros((len(after), 2)), parents,
+                          grounding=np.array(obj.matrix_world, dtype=float))
     basis, locations, scales = pose_basis(obj, after, order, parents)
     world = np.array(obj.matrix_world, dtype=float)
     heads = after[..., :3, 3] @ world[:3, :3].T + world[:3, 3]
@@ -191,6 +192,7 @@ def clean_solve(context, report, cutoffs: dict[str, float], beta: float, foot_lo
     if unmapped:
         report({'ERROR'}, f"Smooth Solve re-solves the legs: map {', '.join(unmapped)} on '{obj.name}' first")
         return {'CANCELLED'}
+    restore_placement(obj)  # where an Object bake's travel was keyed from, whatever frame the scene is on
     result = cleaned(obj, cache, mapping, fps, cutoffs, beta, foot_lock, stabilisation)
     solve_cache.store(scene, result, obj)
     pose_frame(obj, solve_cache.cached_frame(scene, scene.frame_current))

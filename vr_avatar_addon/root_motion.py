@@ -92,6 +92,10 @@ def with_root_motion(obj, cache, mode: str, hips: str) -> tuple:
     if mode == 'OBJECT' and obj.parent is not None:
         raise VRAvatarError(f"Armature '{obj.name}' has a parent: Object root motion keys the object's own "
                             "transform; choose another mode or clear the parent")
+    if mode == 'OBJECT' and not turns_unsheared(obj):
+        scale = ", ".join(f"{v:.3g}" for v in obj.matrix_world.to_scale())
+        raise VRAvatarError(f"Armature '{obj.name}' is scaled unevenly across the floor ({scale}): Object root motion "
+                            "would shear it as it turns; choose another mode or apply the scale")
     constrained = [c.name for c in obj.constraints if not c.mute] if mode == 'OBJECT' else []
     if constrained:
         raise VRAvatarError(f"Armature '{obj.name}' has object constraints ({', '.join(constrained)}), which move it "
@@ -115,6 +119,19 @@ def with_root_motion(obj, cache, mode: str, hips: str) -> tuple:
                       "Root Motion")]
     basis, locations, scales = pose_basis(obj, matrices, order, parents)
     return basis, locations, scales, extra
+
+
+def turns_unsheared(obj) -> bool:
+    """Whether the object, turned about the world's vertical in its own space (T), stays a turned copy of itself
+    that location and rotation keys can hold: its scale the same along every direction across the floor."""
+    axes = np.array(obj.matrix_world, dtype=float)[:3, :3]
+    up = np.linalg.inv(axes)[:, 2]
+    up /= np.linalg.norm(up)
+    gram = axes.T @ axes
+    along = up @ gram @ up
+    across = (np.trace(gram) - along) / 2.0
+    expected = across * np.eye(3) + (along - across) * np.outer(up, up)
+    return bool(np.allclose(gram, expected, rtol=0.0, atol=1e-6 * np.trace(gram)))
 
 
 def delta_rotation(obj) -> np.ndarray:

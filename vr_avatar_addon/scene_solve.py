@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 import bpy
 import numpy as np
+from mathutils import Quaternion
 
 from . import bone_space, core, root_motion, solve_cache, stream_files
 from .armature import object_by_uid, target_armature
@@ -49,7 +50,9 @@ class SceneSolve:
     def prepare(cls, context) -> "SceneSolve":
         """Everything the solve reads from the scene; VRAvatarError for what stops it."""
         scene, settings = context.scene, context.scene.vr_avatar
-        root_motion.restore_placement(target_armature(context))  # not moved on by an Object bake's travel
+        armature = target_armature(context)
+        edits_taken_in(armature)
+        root_motion.restore_placement(armature)  # not moved on by an Object bake's travel
         obj, target = avatar_target(context)
         require_physics(settings)  # said before the solve runs, not after it
         stream, note = read_stream(scene)
@@ -92,6 +95,7 @@ class SceneSolve:
         if obj is None or scene not in obj.users_scene:
             name = self.armature if obj is None else obj.name
             raise VRAvatarError(f"Armature '{name}' was removed during the solve: nothing was cached")
+        edits_taken_in(obj)
         if not same_rest_bones(rest_bones(obj), self.rest):
             raise VRAvatarError(f"Armature '{obj.name}''s bones were edited during the solve: nothing was cached; "
                                 "solve again")
@@ -100,7 +104,8 @@ class SceneSolve:
         basis, locations, scales = pose_values(obj, self.target, retargeted)
         cache = solve_cache.SolveCache(obj.name, list(self.target.names), self.frame_start, basis, locations, scales,
                                        retargeted.positions, retargeted.wrist_targets, retargeted.head_targets,
-                                       solution_figures(solution, retargeted), self.fps)
+                                       solution_figures(solution, retargeted), self.fps, own_transform(obj),
+                                       self.rest)
         if not all(np.isfinite(a).all() for a in (cache.basis, cache.locations, cache.scales, cache.positions)):
             raise VRAvatarError(f"The solve onto '{obj.name}' went non-finite: nothing was cached")
         keep_calibration(scene.vr_avatar.solve.found_calibration, solution.calibration)
@@ -117,16 +122,48 @@ SOLVED_SHARE, SOLVED_SHARE_WITH_PHYSICS, SIMULATED_SHARE = 0.95, 0.6, 0.95
 retargeting takes the rest (a 72 Hz walk's profile)."""
 
 
+def edits_taken_in(obj) -> None:
+    """An armature in Edit Mode with its edits written into its bones (Blender writes them on leaving Edit Mode
+    only), so that they are read as the user sees them."""
+    if obj.mode == 'EDIT':
+        obj.update_from_editmode()
+
+
 def rest_bones(obj) -> tuple:
-    """The armature's bones as a solve reads them: names, parents' names and rest matrices."""
+    """The armature's bones as a solve reads them: names, parents' names, rest matrices and tails."""
     bones = obj.data.bones
     return (tuple(b.name for b in bones), tuple(b.parent.name if b.parent else "" for b in bones),
-            np.array([b.matrix_local for b in bones]).reshape(len(bones), 4, 4))
+            np.array([b.matrix_local for b in bones]).reshape(len(bones), 4, 4),
+            np.array([b.tail_local for b in bones]).reshape(len(bones), 3))
+
+
+def changed_rest_bone(now: tuple, then: tuple) -> str | None:
+    """The first bone added, removed, parented otherwise or moved at rest (head, axes or tail: by more than 0.01 mm)
+    between two `rest_bones`, or None where they are the same."""
+    before = {name: j for j, name in enumerate(then[0])}
+    for j, name in enumerate(now[0]):
+        k = before.pop(name, None)
+        if k is None or now[1][j] != then[1][k] or not np.allclose(now[2][j], then[2][k], rtol=0.0, atol=1e-5) \
+                or not np.allclose(now[3][j], then[3][k], rtol=0.0, atol=1e-5):
+            return name
+    return next(iter(before), None)
 
 
 def same_rest_bones(now: tuple, then: tuple) -> bool:
-    """Whether two `rest_bones` are the same bones in the same rest pose (to 0.01 mm)."""
-    return now[:2] == then[:2] and np.allclose(now[2], then[2], rtol=0.0, atol=1e-5)
+    """Whether two `rest_bones` are the same bones in the same rest pose."""
+    return changed_rest_bone(now, then) is None
+
+
+def own_transform(obj) -> np.ndarray:
+    """(10,) the object's own location, rotation (as a quaternion, whatever its rotation mode) and scale."""
+    if obj.rotation_mode == 'QUATERNION':
+        rotation = obj.rotation_quaternion.normalized()
+    elif obj.rotation_mode == 'AXIS_ANGLE':
+        angle, *axis = obj.rotation_axis_angle
+        rotation = Quaternion(axis, angle)
+    else:
+        rotation = obj.rotation_euler.to_quaternion()
+    return np.array([*obj.location, *rotation, *obj.scale], dtype=float)
 
 
 def solve_scene(context, report=None) -> solve_cache.SolveCache:

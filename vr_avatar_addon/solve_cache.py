@@ -41,6 +41,12 @@ class SolveCache:
     report: dict
     fps: float | None = None
     """The scene's frame rate the solve was made at (None: not known, a cache made by an earlier version)."""
+    object_transform: np.ndarray | None = None
+    """(10,) the armature object's own location, rotation (a quaternion) and scale the solve was made with (None: a
+    cache made by an earlier version)."""
+    rest: tuple | None = None
+    """The armature's bones at rest as the solve read them (`scene_solve.rest_bones`; None: a cache made by an
+    earlier version)."""
 
     @property
     def frames(self) -> int:
@@ -64,7 +70,30 @@ def store(scene, cache: SolveCache, obj) -> None:
         "head_targets": cache.head_targets.astype(np.float32).ravel(),
         "report": json.dumps(cache.report),
         **({"fps": float(cache.fps)} if cache.fps is not None else {}),
+        **({"object_transform": np.asarray(cache.object_transform, dtype=np.float64)}
+           if cache.object_transform is not None else {}),
+        **(rest_properties(cache.rest) if cache.rest is not None else {}),
     }
+
+
+REST_KEYS = ("rest_names", "rest_parents", "rest_matrices", "rest_tails")
+"""Where `store` keeps the parts of a cache's `rest`."""
+
+
+def rest_properties(rest: tuple) -> dict:
+    """A cache's `rest` as the ID properties `store` keeps (REST_KEYS)."""
+    names, parents, matrices, tails = rest
+    return dict(zip(REST_KEYS, (list(names), list(parents), np.asarray(matrices, dtype=np.float64).ravel(),
+                                np.asarray(tails, dtype=np.float64).ravel())))
+
+
+def stored_rest(data) -> tuple | None:
+    """The `rest` of a stored cache, or None where it has none."""
+    if any(key not in data for key in REST_KEYS):
+        return None
+    names, parents, matrices, tails = (data[key] for key in REST_KEYS)
+    return (tuple(str(n) for n in names), tuple(str(p) for p in parents),
+            np.array(matrices, dtype=float).reshape(-1, 4, 4), np.array(tails, dtype=float).reshape(-1, 3))
 
 
 def armature_name(data) -> str:
@@ -98,7 +127,8 @@ def load(scene) -> SolveCache | None:
         np.array(data["positions"]).reshape(frames, joints, 3),
         np.array(data["wrist_targets"]).reshape(frames, 2, 3),
         np.array(data["head_targets"]).reshape(frames, 3),
-        json.loads(data["report"]), float(data["fps"]) if "fps" in data else None)
+        json.loads(data["report"]), float(data["fps"]) if "fps" in data else None,
+        np.array(data["object_transform"], dtype=float) if "object_transform" in data else None, stored_rest(data))
 
 
 @dataclass(frozen=True)
