@@ -46,6 +46,7 @@ from ..ik.foot_lock import FootLock, Legs
 from ..ik.two_bone import REACH_WINDOW_S, Arms, arm_stretch, two_bone_ik
 from ..ik.wrist_swivel import elbows_turned
 from ..math import quat
+from ..math.spring import decay_toward_zero
 from ..math.vector import unit
 from ..rig.humanoid import find_mapping
 from ..solution import Progress, Solution, progress_between, require_finite, waits_for_hmd, with_progress
@@ -58,6 +59,10 @@ TICK_TOLERANCE_S = 1e-6
 TICK_BLEND_HALFLIFE_S = 0.015
 """Live, each 30 Hz prediction's change of pose is eased in with this half-life (a critically damped offset,
 anim/inertialize.py) rather than shown at once (docs/methods/neural3points.md: less jitter for a little MPJPE)."""
+STRETCH_HALFLIFE_S = 0.1
+"""Live, the arms' stretch eases to each new reading of the reach with this half-life (math/spring.py)."""
+STRETCH_SETTLED = 1e-5
+"""... and is set to it once this close."""
 REACH_UPDATE_TICKS = 15
 """Live, the reach is seen at the predictor's ticks (30 Hz) over the first minute, and the arms' stretch read off it
 every this many ticks."""
@@ -196,6 +201,8 @@ class N3PSolver:
         the model's times this."""
         self.stretch = 1.0
         """How much longer than the model's (at the user's size) the user's arms reach (`fit_arms`)."""
+        self.stretch_goal, self.stretch_rate = 1.0, 0.0
+        """Live: the stretch last read off the reach, which `stretch` eases to (`ease_stretch`), and its rate."""
         self.reach_seen: list[tuple] = []
         """Live: (shoulders, wrists, tracked) at each tick over the first REACH_WINDOW_S, for `fit_arms`."""
         self.elapsed_s = 0.0
@@ -247,12 +254,25 @@ class N3PSolver:
         self.skeleton = Skeleton(skeleton.names, skeleton.parents, self.arms.stretched(skeleton.offsets, stretch),
                                  skeleton.end_sites)
 
-    def fit_arms(self, shoulders: np.ndarray, wrists: np.ndarray, tracked: np.ndarray) -> None:
+    def fit_arms(self, shoulders: np.ndarray, wrists: np.ndarray, tracked: np.ndarray, at_once: bool = True) -> None:
         """Stretch the arms to the reach the tracked wrists (T, 2, 3; tracked (T, 2)) show from the shoulders
-        (T, 2, 3) (ik/two_bone.py: arm_stretch)."""
-        stretch = arm_stretch(shoulders, wrists, tracked, self.arms.length(self.model.output.skeleton) * self.size)
-        if stretch != self.stretch:
-            self.resize(self.size, stretch)
+        (T, 2, 3) (ik/two_bone.py: arm_stretch): `at_once`, or live eased there over the next frames
+        (`ease_stretch`)."""
+        self.stretch_goal = arm_stretch(shoulders, wrists, tracked,
+                                        self.arms.length(self.model.output.skeleton) * self.size)
+        if at_once and self.stretch_goal != self.stretch:
+            self.resize(self.size, self.stretch_goal)
+
+    def ease_stretch(self, dt: float) -> None:
+        """Live, the arms' stretch `dt` seconds further on its way to the one last read off the reach: a critically
+        damped spring (STRETCH_HALFLIFE_S), not at once (a first reading of 1.17 moved an elbow 9 cm in a frame)."""
+        if self.stretch == self.stretch_goal:
+            return
+        offset, self.stretch_rate = decay_toward_zero(self.stretch - self.stretch_goal, self.stretch_rate,
+                                                      STRETCH_HALFLIFE_S, dt)
+        settled = abs(offset) < STRETCH_SETTLED
+        self.stretch_rate = 0.0 if settled else float(self.stretch_rate)
+        self.resize(self.size, self.stretch_goal if settled else self.stretch_goal + float(offset))
 
     @waits_for_hmd
     def step(self, positions: np.ndarray, rotations: np.ndarray, tracked: np.ndarray, dt: float) -> Motion:
@@ -272,13 +292,14 @@ class N3PSolver:
             self.ease_in(None, self.predicted[2])
         motion, contacts = self.predicted[2:]
         motion = self.eased(motion, self.carry, float(frame.dts[0]))
+        self.ease_stretch(float(frame.dts[0]))
         fitting = ticked and self.config.fit_arms and self.elapsed_s <= REACH_WINDOW_S
         arms = self.arm_poses(motion) if self.config.hand_ik or fitting else None
         if fitting:
             wrists = joints_from_devices(frame.positions, frame.rotations, self.offsets)[:, 1:]
             self.reach_seen.append((arms[1][:, :, 1], wrists, frame.tracked[:, 1:]))
             if len(self.reach_seen) % REACH_UPDATE_TICKS == 0:
-                self.fit_arms(*(np.concatenate(values) for values in zip(*self.reach_seen)))
+                self.fit_arms(*(np.concatenate(values) for values in zip(*self.reach_seen)), at_once=False)
         motion = Motion(self.skeleton, motion.rotations.copy(), self.arms.stretched(motion.positions, self.stretch),
                         self.fps)
         self.fit(motion, contacts, frame.positions, frame.rotations, frame.tracked, frame.dts,

@@ -598,3 +598,16 @@ def test_live_the_predictor_ticks_thirty_times_a_second_at_any_rate(model, fixtu
         ticks += solver.prediction is not last
         last = solver.prediction
     assert abs(ticks / (times[-1] - times[0]) - 30.0) < 0.2
+
+
+def test_live_the_arms_ease_to_their_first_reading_of_the_reach(model, fixture_walk1):
+    """Live, half a second in, the reach seen so far stretches the arms (1.0 -> 1.13 on this walk): set at once, an
+    elbow moved 6.8 cm in one frame while the controllers stood still; eased, its largest step over the first 1.5 s is
+    1.9 cm, the walk's own."""
+    stream = simulate_stream(fixture_walk1, SimulationConfig(fps=90.0)).stream
+    solver = N3PSolver(model)
+    elbows = [solver.step(p, r, t, 1 / 90).global_positions()[0, [solver.mapping["l_forearm"],
+                                                                    solver.mapping["r_forearm"]]]
+              for p, r, t in zip(stream.positions[:135], stream.rotations[:135], stream.tracked[:135])]
+    assert solver.stretch > 1.1
+    assert np.linalg.norm(np.diff(elbows, axis=0), axis=-1).max() < 0.025
