@@ -307,12 +307,17 @@ def _dot_cross_components(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 _DOT_CROSS = _bilinear_table(_dot_cross_components, 3)
 
 
+OPPOSITE_SINE = 1e-12
+"""`between` takes directions whose angle's sine is below this for opposite: no axis is the shortest rotation's."""
+
+
 def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     """The shortest rotation taking direction u onto direction v (neither need be unit length).
 
     (|u||v| + u.v, u x v) normalised is that rotation, but it cancels badly as u nears -v. Directions
-    more than a quarter turn apart therefore go through -u: half a turn about an axis
-    perpendicular to u, then the short, accurate rotation (|u||v| - u.v, -u x v) from -u to v.
+    more than a quarter turn apart therefore go through -u: half a turn about u x v (the shortest rotation's own
+    axis, so that the two make it), then the short, accurate rotation (|u||v| - u.v, -u x v) from -u to v. Where
+    u x v vanishes (v opposite u, no shortest rotation) the half turn is about an axis perpendicular to u.
     |u||v| is the length of (u.v, u x v) (Lagrange's identity), so one bilinear product gives all three.
     """
     dot_cross = _outer(u, v) @ _DOT_CROSS
@@ -325,7 +330,8 @@ def between(u: np.ndarray, v: np.ndarray) -> np.ndarray:
     flip = sign < 0.0
     if flip.any():
         helper = np.where(np.abs(u[..., :1]) < 0.9 * _norm(u), np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
-        perpendicular = cross(u, helper)
+        axis = dot_cross[..., 1:]
+        perpendicular = np.where(_norm(axis) > OPPOSITE_SINE * _norm(dot_cross), axis, cross(u, helper))
         perpendicular /= np.maximum(_norm(perpendicular), _EPS)
         half_turn = np.concatenate([np.zeros_like(perpendicular[..., :1]), perpendicular], axis=-1)
         q = np.where(flip, multiply(q, half_turn), q)
