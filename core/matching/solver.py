@@ -7,7 +7,8 @@ Per frame (`MotionMatchingSolver.step`, the live driver):
 2. trajectory: the target is the centre of the head on the floor (§5.3); its velocity and the
    predicted body orientation (§4, or the HMD's forward) are smoothed by spring-dampers (eq. 3-4);
 3. database: the one whose HMD-height-ratio range holds current / standing height (§5.5);
-4. search every `search_interval` frames, on a database switch and at a clip's end: query
+4. play on at the database's rate, whatever the devices' (`frames_due`); search every `search_interval` database
+   frames, on a database switch and at a clip's end: query
    eq. 5-8, exact nearest neighbour; a different pose is blended in by inertialization;
 5. root: integrated from the pose's root velocity, nudged toward the target in proportion to its
    speed, clamped to within alpha of it (§5.4);
@@ -120,6 +121,10 @@ class LowerBodyFrame:
     """(3,) the devices whose sample this frame was usable."""
 
 
+FRAME_CLOCK_TOLERANCE = 1e-3
+"""A database frame this close to due is played (a time step's rounding)."""
+
+
 @dataclass
 class SolverState:
     """Everything a live solver carries from one frame to the next."""
@@ -130,6 +135,9 @@ class SolverState:
     clip_stop: int = 0
     """End (exclusive) of the clip the current frame belongs to."""
     since_search: int = 0
+    """Database frames played since the last search."""
+    frame_clock: float = 0.0
+    """Database frames due but not yet played (`frames_due`)."""
     root_position: np.ndarray = field(default_factory=lambda: np.zeros(3))
     root_rotation: np.ndarray = field(default_factory=lambda: quat.identity())
     velocity: np.ndarray = field(default_factory=lambda: np.zeros(3))
@@ -262,15 +270,16 @@ class MotionMatchingSolver:
         state.previous_target = target
 
         database = self.choose_database(hmd_position[1] / standing)
-        at_end = state.frame + 1 >= state.clip_stop - 1
+        advance = self.frames_due(dt)
+        at_end = state.frame + max(advance, 1) >= state.clip_stop - 1
         searched = (not state.started or teleported or database != state.database or at_end
                     or state.since_search >= config.search_interval)
         if searched:
             self.search(database, target, body_yaw)
             state.since_search = 0
         state.started = True
-        state.since_search += 1
-        state.frame = min(state.frame + 1, state.clip_stop - 1)  # never past the clip (a search is forced there)
+        state.since_search += advance
+        state.frame = min(state.frame + advance, state.clip_stop - 1)  # never past the clip (a search is forced there)
 
         rotations_out, positions_out = self.play(dt)
         self.follow_target(target, dt)
@@ -278,6 +287,15 @@ class MotionMatchingSolver:
         return LowerBodyFrame(rotations_out, positions_out, positions, rotations, state.database, state.frame,
                               target, searched, standing, self.databases[state.database].poses.contacts[state.frame],
                               placed, dt, body_yaw, held.tracked)
+
+    def frames_due(self, dt: float) -> int:
+        """How many database frames to play on over `dt` seconds: the database's rate, whatever the devices' (a
+        frame a step played a 60 fps database 2.4 times too fast at 144 Hz, the feet sliding 14 times as much)."""
+        state = self.state
+        state.frame_clock += dt * self.fps
+        advance = int(state.frame_clock + FRAME_CLOCK_TOLERANCE)
+        state.frame_clock = max(state.frame_clock - advance, 0.0)
+        return advance
 
     def place(self, target: np.ndarray, yaw: float) -> None:
         """Put the avatar at the target, facing `yaw` (radians), at rest (first frame and teleports)."""

@@ -510,3 +510,16 @@ def test_db_build_solve_and_eval_matching_from_the_command_line(tmp_path):
                   tmp_path / "ik.json", check=False)
     assert failed.returncode == 1 and "ik.json: no such IK constants file" in failed.stderr
     assert not (tmp_path / "x.bvh").exists()
+
+
+@settings(max_examples=40, deadline=None)
+@given(rate=st.floats(30.0, 144.0), jitter=st.floats(0.0, 0.3), seed=st.integers(0, 2 ** 16))
+def test_live_the_database_plays_at_its_own_rate_whatever_the_devices(database, rate, jitter, seed):
+    """A live step played one database frame whatever its length: a 60 fps database ran 2.4 times too fast at
+    144 Hz (131 frames a second), the legs cycling under a body carried at the head's pace (foot skating 4.5 -> 62.6
+    cm/s). Over a second of steps at any rate and jitter the frames due are the database's 60, to one."""
+    solver = MotionMatchingSolver([database], MatchingConfig(orientation="hmd"))
+    steps = np.random.default_rng(seed).uniform(1.0 - jitter, 1.0 + jitter, int(rate * 3)) / rate
+    steps = steps[np.cumsum(steps) <= 2.0]
+    played = sum(solver.frames_due(float(dt)) for dt in steps)
+    assert abs(played - database.fps * steps.sum()) <= 1.0
