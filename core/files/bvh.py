@@ -9,7 +9,8 @@ is refused before it is parsed. A few complete motion lines past the declared fr
 one short) are read as frames, as Blender's importer reads every line; more are a wrong file, refused. UTF-8
 byte-order marks and CR-only line ends are accepted; keywords and channel names are read in any case (`hierarchy`,
 `End site`, `XROTATION`), as Blender's own importer reads them, and a decimal comma in `Frame Time` (a locale's
-`0,0333333`). `Frames: 0` (a skeleton without motion) reads as one frame of the rest pose, as Blender imports it.
+`0,0333333`). `Frames: 0` (a skeleton without motion) reads, where a character is asked for, as one frame of the rest
+pose, as Blender imports it.
 """
 from __future__ import annotations
 
@@ -64,10 +65,12 @@ class BVHError(FileFormatError):
         super().__init__(f"{path}:{line}: {message}" if line else f"{path}: {message}")
 
 
-def read_bvh(path: str | Path, scale: float | None = None, name: str | None = None) -> Motion:
+def read_bvh(path: str | Path, scale: float | None = None, name: str | None = None,
+             rest_pose: bool = False) -> Motion:
     """Read a BVH file into a Motion in metres.
 
-    `scale` is metres per file unit; None guesses it from the body's size (see guess_units).
+    `scale` is metres per file unit; None guesses it from the body's size (see guess_units). A file without motion
+    (`Frames: 0`) is refused, unless a `rest_pose` is what is asked for (a character): then it is one frame of it.
     """
     path = Path(path)
     try:
@@ -76,6 +79,9 @@ def read_bvh(path: str | Path, scale: float | None = None, name: str | None = No
             skeleton, channels, motion_line, frames, frame_time, _ = _parse_header(path, _header_bytes(file))
             if frames == 0:
                 _no_motion_lines(path, file, motion_line)
+                if not rest_pose:
+                    raise BVHError(path, motion_line + 1, "no motion (Frames: 0): a skeleton alone, which serves as "
+                                                          "a character (solve --avatar), not as motion")
                 values = None
             else:
                 values = _parse_motion_block(path, file, motion_line, frames, sum(len(c) for c in channels))

@@ -227,7 +227,7 @@ def solve_stream(args) -> int:
     calibration = None if args.no_calibrate else (stored_calibration(args.stream, comments) or CalibrationConfig())
     avatar = target = None
     if args.avatar:  # refused before the solve, not after it
-        avatar = read_humanoid(args.avatar, args.avatar_scale, args.mapping)
+        avatar = read_humanoid(args.avatar, args.avatar_scale, args.mapping, character=True)
         try:
             target = bvh_target(avatar, args.mapping)
         except HumanoidMappingError as error:

@@ -69,9 +69,10 @@ def default_database_files(files, held_out: Path | None = None) -> list[Path]:
     return locomotion_files(training) or training or [f for f in files if f != held_out] or [held_out]
 
 
-def read_humanoid(path, scale: float | None = None, mapping=None):
+def read_humanoid(path, scale: float | None = None, mapping=None, character: bool = False):
     """A BVH clip that maps onto the canonical humanoid (with `mapping`, a preset or file, if given) and stands +Y
-    up; a skeleton that does not map, or a Z-up clip, is one HumanoidMappingError naming the file."""
-    motion = read_bvh(path, scale=scale)
+    up; a skeleton that does not map, or a Z-up clip, is one HumanoidMappingError naming the file. A `character`
+    may be a skeleton without motion (its rest pose, read_bvh)."""
+    motion = read_bvh(path, scale=scale, rest_pose=character)
     clip_mapping(motion, mapping_override(mapping, motion.skeleton.names) if mapping else None, str(path))
     return motion

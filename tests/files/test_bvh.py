@@ -344,12 +344,15 @@ def test_a_file_far_longer_than_its_frames_need_is_still_refused_unparsed(tmp_pa
 
 
 def test_frames_0_reads_as_the_rest_pose_as_blender_imports_it(tmp_path):
-    """A skeleton without motion (`Frames: 0`) is a character: one frame, every joint at its offset."""
+    """A skeleton without motion (`Frames: 0`) is a character: one frame, every joint at its offset; as motion it is
+    refused in one line (stitch, db build and eval took its rest pose for a clip lying down)."""
     text = FIXTURE_WALK_1.read_text()
     header = text[:text.index("MOTION")] + "MOTION\nFrames: 0\nFrame Time: 0.033333\n"
     rest = tmp_path / "rest.bvh"
     rest.write_text(header + "\n")
-    motion = read_bvh(rest, scale=0.01)
+    with pytest.raises(BVHError, match=r":\d+: no motion \(Frames: 0\): a skeleton alone, which serves as a character"):
+        read_bvh(rest, scale=0.01)  # as motion: refused
+    motion = read_bvh(rest, scale=0.01, rest_pose=True)
     walk = read_bvh(FIXTURE_WALK_1, scale=0.01)
     assert len(motion) == 1 and motion.fps == pytest.approx(30.0, abs=1e-3)
     assert np.allclose(motion.positions[0], walk.skeleton.offsets)
@@ -357,7 +360,7 @@ def test_frames_0_reads_as_the_rest_pose_as_blender_imports_it(tmp_path):
     moving = tmp_path / "moving.bvh"
     moving.write_text(header + text.split("\n")[text[:text.index("MOTION")].count("\n") + 3] + "\n")
     with pytest.raises(BVHError, match="a motion line under 'Frames: 0'"):
-        read_bvh(moving)
+        read_bvh(moving, rest_pose=True)
     negative = tmp_path / "negative.bvh"
     negative.write_text(header.replace("Frames: 0", "Frames: -2"))
     with pytest.raises(BVHError, match="Frames must be 0"):
