@@ -225,31 +225,38 @@ def placing_channels(obj) -> set[str]:
     return animated_channels([action] if own else []) | animated_channels(strip_actions(obj))
 
 
+def solved_placement(obj, object_transform: np.ndarray | None) -> list:
+    """(property, value) of the object's own transform the solve was made with (`object_transform`, SolveCache's;
+    None: a cache made by an earlier version, nothing), for each property the action the bake replaces or NLA strips
+    under it animate (`placing_channels`), which would move the object elsewhere."""
+    if object_transform is None:
+        return []
+    underneath = placing_channels(obj)
+    location, rotation, scale = np.split(object_transform, [3, 7])
+    name, values = rotation_values(rotation[None], obj.rotation_mode, obj.rotation_euler.copy())
+    return [(prop, value) for prop, value in (("location", location), (name, values[0]), ("scale", scale))
+            if any(f"{prop}[{i}]" in underneath for i in range(len(value)))]
+
+
 @contextmanager
 def held_where_solved(context, obj, cache):
     """The object's transform where the solve was made with it (`cache.object_transform`) wherever the action the
     bake replaces or NLA strips under it animate it, not where they leave it at the present frame; put back where
     it stood if what runs inside raises. A cache made by an earlier version leaves it as it stands."""
-    if cache.object_transform is None:
+    solved = solved_placement(obj, cache.object_transform)
+    if not solved:
         yield
         return
-    underneath = placing_channels(obj)
-    location, rotation, scale = np.split(cache.object_transform, [3, 7])
-    name, values = rotation_values(rotation[None], obj.rotation_mode, obj.rotation_euler.copy())
-    solved = [(prop, value) for prop, value in (("location", location), (name, values[0]), ("scale", scale))
-              if any(f"{prop}[{i}]" in underneath for i in range(len(value)))]
     standing = [(prop, tuple(getattr(obj, prop))) for prop, _ in solved]
     for prop, value in solved:
         setattr(obj, prop, value.tolist())
-    if solved:
-        context.view_layer.update()
+    context.view_layer.update()
     try:
         yield
     except BaseException:
         for prop, value in standing:
             setattr(obj, prop, value)
-        if solved:
-            context.view_layer.update()
+        context.view_layer.update()
         raise
 
 

@@ -27,7 +27,10 @@ def pose_frame(obj, frame: solve_cache.CachedFrame) -> None:
 @persistent
 def pose_from_cache(scene, _depsgraph=None):
     """frame_change_post: show the cached solve on its armature while the preview is on (the armature where an Object
-    root-motion bake animating it was keyed from: the solve's bones carry the travel that bake gives the object)."""
+    root-motion bake animating it was keyed from: the solve's bones carry the travel that bake gives the object; where
+    its own action or NLA strips animate its transform otherwise, where the solve was made with it, as a bake keys
+    it)."""
+    from .bake import solved_placement  # bake reads the scene's solve, which poses with this module
     settings = getattr(scene, "vr_avatar", None)
     if settings is None or not settings.solve.preview:
         return
@@ -37,6 +40,8 @@ def pose_from_cache(scene, _depsgraph=None):
         return
     pose_frame(obj, frame)
     root_motion.restore_placement(obj)
+    for prop, value in solved_placement(obj, frame.object_transform):
+        setattr(obj, prop, value.tolist())
 
 
 def relative_paths(scene):

@@ -143,6 +143,8 @@ class CachedFrame:
     """(J, 3)"""
     scales: np.ndarray
     """(J, 3)"""
+    object_transform: np.ndarray | None = None
+    """As SolveCache's."""
 
 
 def cached_armature(scene) -> str | None:
@@ -168,7 +170,8 @@ def cached_frame(scene, frame: int) -> CachedFrame | None:
     index = int(np.clip(frame - int(data["frame_start"]), 0, frames - 1))
     basis, locations, scales = (np.asarray(data[key]).reshape(frames, joints, -1)[index].copy()
                                 for key in ("basis", "locations", "scales"))
-    return CachedFrame(armature_name(data), [str(b) for b in data["bones"]], basis, locations, scales)
+    transform = np.array(data["object_transform"], dtype=float) if "object_transform" in data else None
+    return CachedFrame(armature_name(data), [str(b) for b in data["bones"]], basis, locations, scales, transform)
 
 
 def clear(scene) -> None:

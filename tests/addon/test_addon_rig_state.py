@@ -69,6 +69,19 @@ def test_an_armature_moved_by_the_action_the_bake_replaces_is_keyed_where_it_was
         _on_the_solve(bpy, installed, obj)
 
 
+def test_the_scrub_preview_holds_an_armature_its_own_action_walks_where_it_was_solved(bpy, installed, stream):
+    """The preview poses the bones from the solve while the user's action walks the object: the object is held where
+    the solve was made with it, as the bake keys it, so every bone is where the solve put it at every frame (without:
+    1.1 m off)."""
+    obj = _loaded(bpy, stream)
+    scene = bpy.context.scene
+    _walkabout(installed, obj)
+    scene.frame_set(20)
+    assert bpy.ops.vr_avatar.solve_stream() == {'FINISHED'}
+    assert scene.vr_avatar.solve.preview
+    _on_the_solve(bpy, installed, obj)
+
+
 @pytest.mark.parametrize("mode", ["EDIT", "OBJECT"])
 def test_a_rest_pose_edited_after_the_solve_refuses_the_bake_in_one_line(bpy, installed, stream, mode):
     """A bone moved in Edit Mode after the solve, the armature still in Edit Mode or back out of it: the bake says
