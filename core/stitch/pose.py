@@ -176,6 +176,9 @@ def on_floor(rooted: Motion, layout: PoseLayout) -> tuple[Motion, np.ndarray]:
     return Motion(rooted.skeleton, rooted.rotations, positions, rooted.fps, rooted.name), levels - levels[1]
 
 
+COLLAPSED_NORM = 0.5
+"""A network's quaternion shorter than this is no rotation (`repaired_rotations`)."""
+
 def pose_vectors(rooted: Motion, layout: PoseLayout, levels: np.ndarray) -> np.ndarray:
     """x_t (T, d) of a motion on its database skeleton; `levels` from contact_levels."""
     global_positions = rooted.global_positions()[:, layout.lower]
@@ -205,11 +208,30 @@ def motion_from_vectors(x: np.ndarray, layout: PoseLayout, skeleton: Skeleton, f
     root_position, yaw = accumulate_root(x[:, layout.r], start_position, start_yaw)
     rotations = np.empty((frames, len(skeleton), 4))
     rotations[:, 0] = quat.from_yaw(yaw)
-    rotations[:, 1:] = quat.normalize(x[:, layout.q].reshape(frames, layout.joints, 4))
+    rotations[:, 1:] = repaired_rotations(x[:, layout.q].reshape(frames, layout.joints, 4))
     positions = np.repeat(skeleton.offsets[None], frames, axis=0)
     positions[:, 0] = root_position
     positions[:, layout.lower[0]] = x[:, layout.p][:, :3]
     return Motion(skeleton, rotations, positions, fps, name)
+
+
+def repaired_rotations(q: np.ndarray) -> np.ndarray:
+    """Unit rotations (T, J, 4) from a network's q (T, J, 4): normalised, except where a quaternion collapsed toward
+    zero (shorter than COLLAPSED_NORM: the training targets' w >= 0 hemisphere flips across a thigh at w ~ 0, and the
+    network answers the mean of both signs), which is taken along the joint's sound frames on either side (nlerp;
+    normalised it turned the knee 36 cm for one frame)."""
+    norms = np.linalg.norm(q, axis=-1)
+    rotations = quat.normalize(q)
+    for joint in np.flatnonzero((norms < COLLAPSED_NORM).any(axis=0)):
+        sound = np.flatnonzero(norms[:, joint] >= COLLAPSED_NORM)
+        collapsed = np.flatnonzero(norms[:, joint] < COLLAPSED_NORM)
+        if not len(sound):
+            rotations[:, joint] = quat.identity()
+            continue
+        along = quat.unroll(rotations[sound, joint])
+        taken = np.stack([np.interp(collapsed, sound, along[:, c]) for c in range(4)], axis=-1)
+        rotations[collapsed, joint] = quat.normalize(taken)
+    return rotations
 
 
 def predicted_contacts(x: np.ndarray, layout: PoseLayout) -> np.ndarray:
