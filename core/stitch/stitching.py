@@ -100,6 +100,13 @@ def pose_dims(layout: PoseLayout) -> slice:
     return slice(0, layout.v.stop)
 
 
+MIN_SHIFT_SHARE = 0.25
+"""A window moves at least this share of itself: at 1/18 (w 180, s 10) the root strayed 1 m on two walks, at 1/60
+(s 1) 5 m; the paper moves it by a half."""
+MIN_WINDOW_BLENDS = 2
+"""A window spans at least this many seam blends (StitchConfig.seam_blend_frames)."""
+
+
 class WindowRefiner:
     """§6's sliding window over a growing sequence of pose vectors.
 
@@ -110,8 +117,13 @@ class WindowRefiner:
     def __init__(self, model: StitchModel, layout: PoseLayout, window: int = DEFAULTS.window,
                  shift: int = DEFAULTS.shift, blend_frames: int = DEFAULTS.seam_blend_frames,
                  keep_trajectory: bool = DEFAULTS.keep_trajectory):
-        if not 0 < shift <= window:
-            raise StitchError(f"the window shift ({shift}) must be between 1 and the window ({window}) frames")
+        if window < MIN_WINDOW_BLENDS * blend_frames:
+            raise StitchError(f"the window ({window} frames) must be at least {MIN_WINDOW_BLENDS * blend_frames} "
+                              f"frames: {MIN_WINDOW_BLENDS} seam blends of {blend_frames}")
+        if not window * MIN_SHIFT_SHARE <= shift <= window:
+            raise StitchError(f"the window shift ({shift}) must be between a quarter of the window and the window "
+                              f"({window} frames): a smaller shift refines each frame over and over, and the root "
+                              "drifts (w 180, s 10: 1 m)")
         model.check_layout(layout)
         self.model, self.layout = model, layout
         self.window, self.shift, self.blend_frames = window, shift, blend_frames

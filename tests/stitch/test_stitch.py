@@ -429,3 +429,15 @@ def test_a_collapsed_network_rotation_is_taken_along_its_neighbours(seed, collap
     sound = np.setdiff1d(np.arange(frames), bad)
     np.testing.assert_allclose(repaired[sound], quat.normalize(q[sound]))
     assert np.degrees(quat.angle_between(repaired[bad], truth[bad])).max() < 8.0
+
+
+@pytest.mark.parametrize("window, shift, words", [(2, 1, "the window (2 frames) must be at least 20 frames"),
+                                                  (180, 10, "the window shift (10) must be between a quarter")])
+def test_stitch_refuses_a_window_too_small_or_moved_too_little(tmp_path, capsys, window, shift, words):
+    """A window of 2 frames moved by 1 let the root stray 6.5 m from the clips, one of 180 moved by 10 1 m: refused
+    in one line, nothing written."""
+    out = tmp_path / "no.bvh"
+    assert main(["stitch", str(FIXTURE_WALK_2), str(FIXTURE_WALK_1), "-o", str(out), "--window", str(window),
+                 "--shift", str(shift)]) == 1
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1 and not out.exists()
