@@ -22,7 +22,7 @@ class VR_AVATAR_OT_stitch_actions(bpy.types.Operator):
                ('concat', "Concatenate", "The clips aligned one after another, unblended")],
         default=DEFAULTS.method)
     window: IntProperty(name="Window", description="Frames (at 60 fps) the refiner edits at once",
-                        default=DEFAULTS.window, min=10, max=1000)
+                        default=DEFAULTS.window, min=20, max=1000)
     shift: IntProperty(name="Shift", description="Frames (at 60 fps) the window moves between runs",
                        default=DEFAULTS.shift, min=1, max=1000)
     foot_lock: BoolProperty(name="Foot Lock", description="Hold the feet where the refiner predicts contact",
