@@ -215,9 +215,10 @@ def animated_armatures(context) -> list:
             and obj.animation_data is not None and obj.animation_data.action is not None]
 
 
-def library_motions(context, source: str) -> list:
-    """The clips a database is built from: the mocap path's files ('FILES') or the selected armatures' actions
-    ('ACTIONS', each once however many armatures play it), read under the window's progress bar."""
+def library_motions(context, source: str) -> tuple[list, list]:
+    """The clips a database is built from, and where each comes from (its file, or its action and armature): the
+    mocap path's files ('FILES') or the selected armatures' actions ('ACTIONS', each once however many armatures
+    play it), read under the window's progress bar."""
     if source == 'FILES':
         items, read = mocap_files(context.scene.vr_avatar.library), partial(file_clips, context)
     else:
@@ -230,11 +231,14 @@ def library_motions(context, source: str) -> list:
     window_manager = context.window_manager
     window_manager.progress_begin(0, len(items) + 1)
     try:
-        motions = []
+        motions, sources = [], []
         for done, item in enumerate(items, 1):
-            motions += read(item)
+            read_here = read(item)
+            motions += read_here
+            where = str(item) if source == 'FILES' else f"action '{item.animation_data.action.name}' of '{item.name}'"
+            sources += [where] * len(read_here)
             window_manager.progress_update(done)
-        return motions
+        return motions, sources
     finally:
         window_manager.progress_end()
 
@@ -261,17 +265,27 @@ def listed_database(library, relative: str, database) -> None:
     library.databases_index = list(library.databases).index(item)
 
 
+def database_path(scene) -> str:
+    """The file a scene's Build Database writes: //<blend name>.vr_avatar_db.npz, the scene's own database rebuilt in
+    place; where another scene of the file lists that one, //<blend name>.<scene name>.vr_avatar_db.npz, so that one
+    scene's build never replaces another's database."""
+    stem = Path(bpy.data.filepath).stem
+    shared = f"//{stem}{DATABASE_SUFFIX}"
+    others = {item.path for other in bpy.data.scenes if other != scene for item in other.vr_avatar.library.databases}
+    return shared if shared not in others else f"//{stem}.{bpy.path.clean_name(scene.name)}{DATABASE_SUFFIX}"
+
+
 def build_database(context, report, source: str) -> set:
-    """A motion database from `source` ('FILES' or 'ACTIONS'), saved as //<blend name>.vr_avatar_db.npz (written
-    beside the old file and renamed over it: a failed write leaves the old database as it was) and listed."""
+    """A motion database from `source` ('FILES' or 'ACTIONS'), saved as `database_path` (written beside the old file
+    and renamed over it: a failed write leaves the old database as it was) and listed."""
     library = context.scene.vr_avatar.library
     try:
-        database = core.matching.pose_database.build_database(library_motions(context, source),
-                                                              database_config(library))
+        motions, sources = library_motions(context, source)
+        database = core.matching.pose_database.build_database(motions, database_config(library), sources=sources)
     except USER_ERRORS as error:
         report({'ERROR'}, str(error))
         return {'CANCELLED'}
-    relative = f"//{Path(bpy.data.filepath).stem}{DATABASE_SUFFIX}"
+    relative = database_path(context.scene)
     try:
         database.save(bpy.path.abspath(relative))
     except (OSError, ValueError) as error:

@@ -26,7 +26,7 @@ from ..files.atomic import write_npz
 from ..files.npz_archive import read_npz
 from ..math import quat
 from ..anim.contacts import foot_contacts
-from ..rig.humanoid import HumanoidMapping, find_mapping
+from ..rig.humanoid import HumanoidMapping, HumanoidMappingError, find_mapping
 from ..retarget.target import clip_mapping
 
 FILE_VERSION = 1
@@ -159,7 +159,10 @@ def clip_poses(motion: Motion, config: DatabaseConfig, override: dict[str, str] 
     where = where or f"clip {motion.name or '?'}"
     resampled = motion.resampled(config.fps)
     rooted = rooted_motion(resampled, clip_mapping(resampled, override, where))
-    mapping = find_mapping(rooted.skeleton, override)
+    try:
+        mapping = find_mapping(rooted.skeleton, override)
+    except HumanoidMappingError as error:
+        raise HumanoidMappingError(f"{where}: {error}") from None
     if not {"l_toes", "r_toes"} <= set(mapping.joints):
         raise DatabaseError(f"{where}: its skeleton has no toe joints; a database's foot contacts "
                             "and the solver's foot lock are the toes'")

@@ -258,3 +258,46 @@ def test_a_skinned_character_imported_from_bvh_stands_its_mesh_where_its_bones_s
     clip = read_bvh(BANDAI_WALK)
     standing_head = clip.global_positions()[:, clip.skeleton.index("Head"), 1].max()
     assert abs(target.floor_height()) < 0.1 and 0.85 < target.head_height() / standing_head < 1.05
+
+
+def test_another_scenes_build_leaves_this_scenes_database_as_it_was(bpy, installed, empty_scene, tmp_path):
+    """Two scenes of one .blend each build a database: the second wrote over the first's file, whose entry then
+    described clips it no longer held. Now it writes one of its own, named after it."""
+    _save(bpy, tmp_path / "scene.blend")
+    first = bpy.context.scene
+    first.vr_avatar.library.mocap_path = str(WALK_1)
+    assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}
+    path = tmp_path / "scene.vr_avatar_db.npz"
+    before = path.read_bytes()
+    second = bpy.data.scenes.new("Crouch Takes")
+    bpy.context.window.scene = second
+    walks = {"dataset-0_walk_a_001.bvh": WALK_1, "dataset-0_walk_b_001.bvh": WALK_1}
+    second.vr_avatar.library.mocap_path = str(_mocap_folder(tmp_path, walks))
+    assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}
+    assert [item.path for item in second.vr_avatar.library.databases] == ["//scene.Crouch_Takes.vr_avatar_db.npz"]
+    assert path.read_bytes() == before and len(PoseDatabase.load(path).clip_names) == 1
+    assert len(PoseDatabase.load(tmp_path / "scene.Crouch_Takes.vr_avatar_db.npz").clip_names) == 2
+    bpy.context.window.scene = first
+    bpy.data.scenes.remove(second)
+
+
+def test_a_clip_that_does_not_fit_the_database_is_named_by_its_file(bpy, installed, empty_scene, tmp_path):
+    """A folder of two studios' walks under one set of joint names: the one line names the file, not the clip."""
+    _save(bpy, tmp_path / "scene.blend")
+    other = tmp_path / "dataset-9_walk_other-studio_001.bvh"
+    write_bvh(other, read_bvh(FIXTURE_WALK_2).scaled(1.2), scale=100.0)
+    library = bpy.context.scene.vr_avatar.library
+    library.mocap_path = str(_mocap_folder(tmp_path, [FIXTURE_WALK_1, other]))
+    with pytest.raises(RuntimeError, match=r"mocap/dataset-9_walk_other-studio_001\.bvh: its bone from"):
+        bpy.ops.vr_avatar.build_database()
+    assert len(library.databases) == 0 and not (tmp_path / "scene.vr_avatar_db.npz").exists()
+
+
+def test_batch_bakes_grey_out_without_an_armature_to_bake_onto(bpy, installed, empty_scene):
+    """Batch Bake opened its file browser with no armature selected and no target, and failed after; Bake Takes
+    with takes but no target likewise."""
+    assert not bpy.ops.vr_avatar.bake_batch.poll()
+    takes = bpy.context.scene.vr_avatar.stream.takes
+    takes.add().path = "//take_001.csv"
+    assert not bpy.ops.vr_avatar.bake_takes.poll()
+    takes.clear()

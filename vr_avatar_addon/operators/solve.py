@@ -211,12 +211,24 @@ class VR_AVATAR_OT_bake_batch(bpy.types.Operator, ImportHelper):
     files: CollectionProperty(type=bpy.types.OperatorFileListElement, options={'HIDDEN', 'SKIP_SAVE'})
     directory: StringProperty(subtype='DIR_PATH', options={'HIDDEN', 'SKIP_SAVE'})
 
+    @classmethod
+    def poll(cls, context):
+        if not batch_armatures(context):
+            cls.poll_message_set("Select one or more armatures, or pick the Target Armature")
+            return False
+        return True
+
     def execute(self, context):
         folder = Path(self.directory or Path(self.filepath).parent)
         streams = [folder / item.name for item in self.files if item.name] or [Path(self.filepath)]
-        armatures = [obj for obj in context.selected_objects if obj.type == 'ARMATURE']
-        target = context.scene.vr_avatar.target_armature
-        return batch.bake_batch(context, self.report, streams, armatures or ([target] if target else []))
+        return batch.bake_batch(context, self.report, streams, batch_armatures(context))
+
+
+def batch_armatures(context) -> list:
+    """The armatures a Batch Bake bakes onto: the selected ones, else the Target Armature."""
+    armatures = [obj for obj in context.selected_objects if obj.type == 'ARMATURE']
+    target = context.scene.vr_avatar.target_armature
+    return armatures or ([target] if target else [])
 
 
 class VR_AVATAR_OT_clean_solve(bpy.types.Operator):
@@ -266,6 +278,9 @@ class VR_AVATAR_OT_bake_takes(bpy.types.Operator):
     def poll(cls, context):
         if not context.scene.vr_avatar.stream.takes:
             cls.poll_message_set("No take: record one first")
+            return False
+        if context.scene.vr_avatar.target_armature is None:
+            cls.poll_message_set("Pick the Target Armature the takes are baked onto")
             return False
         return True
 
