@@ -61,15 +61,19 @@ def _importer_message(path: Path, error: Exception) -> str:
 
 
 def _retimed(actions, factor: float) -> None:
-    """Every key (and its handles) of the actions moved from frame f to f · factor."""
-    for action in actions:
-        for curve in action_fcurves(action):
-            for name in ("co", "handle_left", "handle_right"):
-                values = np.empty(len(curve.keyframe_points) * 2, dtype=np.float32)
-                curve.keyframe_points.foreach_get(name, values)
-                values[::2] *= factor
-                curve.keyframe_points.foreach_set(name, values)
-            curve.update()
+    """Every key (and its handles) of the actions moved from frame f to s + (f - s) · factor, s the first key's frame
+    of them all: the clip starts where the importer put it and plays `factor` times as many frames."""
+    curves = [curve for action in actions for curve in action_fcurves(action) if len(curve.keyframe_points)]
+    if not curves:
+        return
+    start = min(curve.keyframe_points[0].co.x for curve in curves)
+    for curve in curves:
+        for name in ("co", "handle_left", "handle_right"):
+            values = np.empty(len(curve.keyframe_points) * 2, dtype=np.float32)
+            curve.keyframe_points.foreach_get(name, values)
+            values[::2] = start + (values[::2] - start) * factor
+            curve.keyframe_points.foreach_set(name, values)
+        curve.update()
 
 
 def import_with_blender(context, path: Path) -> tuple[list, float]:

@@ -80,6 +80,8 @@ def test_fbx_and_gltf_into_an_animated_scene_keep_its_rate_and_play_at_their_spe
     (imported,) = _import(bpy, dance)
     assert scene.render.fps / scene.render.fps_base == pytest.approx(60.0)
     assert _played_seconds(bpy, installed, imported) == pytest.approx(3.0, abs=1 / 40)
+    if extension == ".fbx":  # retimed to the scene's rate, it starts where the importer put it (about frame 0: 1.5)
+        assert imported.animation_data.action.frame_range[0] == pytest.approx(scene.frame_start, abs=1e-3)
 
 
 # --- Build Database from FBX and glTF files ----------------------------------------------------
