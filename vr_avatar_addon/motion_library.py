@@ -154,11 +154,13 @@ def metre_motion(scene, obj, where: str = ""):
 
 def file_motions(context, path: Path) -> list:
     """Every action that Blender's importer reads from an FBX or glTF file (a glTF's several animations each), read
-    as core motions; what the import made is removed, and the scene's rate, range, frame, selection and active object
-    are put back. ValueError naming the file where it holds no animated armature or does not import."""
+    as core motions; what the import made is removed, and the scene's rate, range, frame, selection, active object and
+    its mode (the import needs Object Mode) are put back. ValueError naming the file where it holds no animated
+    armature or does not import."""
     scene, view_layer = context.scene, context.view_layer
     timing = (scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end, scene.frame_current)
     selected, active = list(context.selected_objects), view_layer.objects.active
+    mode = active.mode if active is not None else 'OBJECT'
     before = set(bpy.data.user_map())
     try:
         armatures, _ = import_with_blender(context, path)
@@ -177,6 +179,8 @@ def file_motions(context, path: Path) -> list:
         for obj in view_layer.objects:
             obj.select_set(obj in selected)
         view_layer.objects.active = active
+        if active is not None and active.mode != mode:
+            bpy.ops.object.mode_set(mode=mode)
 
 
 def database_config(library):

@@ -110,7 +110,7 @@ def _scene_state(bpy) -> dict:
     scene = bpy.context.scene
     return {"fps": (scene.render.fps, scene.render.fps_base), "range": (scene.frame_start, scene.frame_end),
             "frame": scene.frame_current, "selected": sorted(o.name for o in bpy.context.selected_objects),
-            "active": bpy.context.view_layer.objects.active.name,
+            "active": bpy.context.view_layer.objects.active.name, "mode": bpy.context.view_layer.objects.active.mode,
             "data": {name: len(getattr(bpy.data, name)) for name in ("objects", "armatures", "actions", "meshes",
                                                                       "collections", "materials")}}
 
@@ -129,11 +129,13 @@ def test_database_from_an_fbx_and_gltf_folder_reads_them_and_leaves_the_scene_as
              for i, extension in enumerate((".fbx", ".glb"))]
     scene = _user_scene(bpy)
     _saved(bpy, tmp_path)
+    bpy.ops.object.mode_set(mode='EDIT')  # the user editing the cube: the imports need Object Mode, then it is back
     state = _scene_state(bpy)
     library = scene.vr_avatar.library
     library.mocap_path, library.locomotion_only = str(_folder(tmp_path, "mocap", clips)), False
     assert bpy.ops.vr_avatar.build_database() == {'FINISHED'}
     assert _scene_state(bpy) == state
+    bpy.ops.object.mode_set(mode='OBJECT')
 
     database = PoseDatabase.load(tmp_path / "library.vr_avatar_db.npz")
     assert len(database.clip_names) == 2 and len(database) == pytest.approx(2 * 2.0 * database.fps, abs=4)
