@@ -21,7 +21,7 @@ from . import avatar, avatar_quality, core, keyframes, root_motion, solve_cache
 from .armature import object_by_uid
 from .bone_map import mapping_for
 from .errors import VRAvatarError
-from .rotation_modes import rotation_values
+from .rotation_modes import rotation_property, rotation_values
 from .scene_solve import changed_rest_bone, edits_taken_in, rest_bones
 from .scene_timing import scene_fps
 
@@ -191,20 +191,6 @@ def bake_target(context):
     return obj
 
 
-def strip_actions(obj) -> list:
-    """The actions of the armature's NLA strips."""
-    animation = obj.animation_data
-    if animation is None:
-        return []
-    return [strip.action for track in animation.nla_tracks for strip in track.strips if strip.action is not None]
-
-
-def animated_channels(actions) -> set[str]:
-    """Data paths (`path[index]`) the actions animate."""
-    return {f"{c.data_path}[{c.array_index}]" for action in actions if action is not None
-            for c in keyframes.action_fcurves(action)}
-
-
 def object_transform_channels(obj, keyed: set[str], underneath: set[str]) -> list:
     """Channels holding the object's transform as it stands (one key each) where `underneath` (`placing_channels`)
     animates it and the bake does not key it: the replaced action's last value would stay, a strip of an Object
@@ -217,33 +203,12 @@ def object_transform_channels(obj, keyed: set[str], underneath: set[str]) -> lis
     return channels
 
 
-def placing_channels(obj) -> set[str]:
-    """Channels (`path[index]`) of the object's active action and NLA strips, but the active action of an Object
-    root-motion bake (`root_motion.restore_placement` puts the object back where it was keyed from)."""
-    action = obj.animation_data.action if obj.animation_data is not None else None
-    own = action is not None and root_motion.PLACEMENT_PROPERTY not in action
-    return animated_channels([action] if own else []) | animated_channels(strip_actions(obj))
-
-
-def solved_placement(obj, object_transform: np.ndarray | None) -> list:
-    """(property, value) of the object's own transform the solve was made with (`object_transform`, SolveCache's;
-    None: a cache made by an earlier version, nothing), for each property the action the bake replaces or NLA strips
-    under it animate (`placing_channels`), which would move the object elsewhere."""
-    if object_transform is None:
-        return []
-    underneath = placing_channels(obj)
-    location, rotation, scale = np.split(object_transform, [3, 7])
-    name, values = rotation_values(rotation[None], obj.rotation_mode, obj.rotation_euler.copy())
-    return [(prop, value) for prop, value in (("location", location), (name, values[0]), ("scale", scale))
-            if any(f"{prop}[{i}]" in underneath for i in range(len(value)))]
-
-
 @contextmanager
 def held_where_solved(context, obj, cache):
     """The object's transform where the solve was made with it (`cache.object_transform`) wherever the action the
     bake replaces or NLA strips under it animate it, not where they leave it at the present frame; put back where
     it stood if what runs inside raises. A cache made by an earlier version leaves it as it stands."""
-    solved = solved_placement(obj, cache.object_transform)
+    solved = root_motion.solved_placement(obj, cache.object_transform)
     if not solved:
         yield
         return
@@ -288,16 +253,17 @@ def bake_channels(cache, obj, mode: str = 'HIPS', mapping: dict | None = None, o
     kept |= above  # they place the whole body: keyed in full, whatever pose they were left in
     if mode == 'ROOT_BONE':
         kept.add(root_motion.top_of_chain(obj, hips))
-    below = animated_channels(strip_actions(obj))
+    below = keyframes.animated_channels(keyframes.strip_actions(obj))
     action = obj.animation_data.action if obj.animation_data is not None else None
-    replaced = animated_channels([action])
+    replaced = keyframes.animated_channels([action])
     underneath = below | replaced
     stale = {channel.rsplit("[", 1)[0] for channel in keyed_off_rest(action) - below}
     channels = []
     for j, name in enumerate(cache.bones):
         made = bone_channels(obj, name, basis[:, j], locations[:, j], scales[:, j], name in above, underneath)
         channels += made if name in kept else [channel for channel in made if channel[0] in stale]
-    return channels + extra + object_transform_channels(obj, {path for path, _, _ in extra}, placing_channels(obj))
+    keyed = {path for path, _, _ in extra}
+    return channels + extra + object_transform_channels(obj, keyed, root_motion.placing_channels(obj))
 
 
 def bone_channels(obj, name: str, basis, locations, scales, placing: bool, underneath: set[str]) -> list:
@@ -361,11 +327,6 @@ def overridden(obj, channels) -> str | None:
         return None
     return (f"{' and '.join(named)} pose those bones otherwise than the baked keys: mute them to see the bake as "
             "solved")
-
-
-def rotation_property(mode: str) -> str:
-    """The rotation property of a bone or object in rotation `mode`."""
-    return {'QUATERNION': "rotation_quaternion", 'AXIS_ANGLE': "rotation_axis_angle"}.get(mode, "rotation_euler")
 
 
 def set_mode(obj, mode: str) -> None:

@@ -30,7 +30,6 @@ def pose_from_cache(scene, _depsgraph=None):
     root-motion bake animating it was keyed from: the solve's bones carry the travel that bake gives the object; where
     its own action or NLA strips animate its transform otherwise, where the solve was made with it, as a bake keys
     it)."""
-    from .bake import solved_placement  # bake reads the scene's solve, which poses with this module
     settings = getattr(scene, "vr_avatar", None)
     if settings is None or not settings.solve.preview:
         return
@@ -40,7 +39,7 @@ def pose_from_cache(scene, _depsgraph=None):
         return
     pose_frame(obj, frame)
     root_motion.restore_placement(obj)
-    for prop, value in solved_placement(obj, frame.object_transform):
+    for prop, value in root_motion.solved_placement(obj, frame.object_transform):
         setattr(obj, prop, value.tolist())
 
 

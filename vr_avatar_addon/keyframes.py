@@ -65,6 +65,20 @@ def action_fcurves(action):
                 yield from channelbag.fcurves
 
 
+def strip_actions(obj) -> list:
+    """The actions of the armature's NLA strips."""
+    animation = obj.animation_data
+    if animation is None:
+        return []
+    return [strip.action for track in animation.nla_tracks for strip in track.strips if strip.action is not None]
+
+
+def animated_channels(actions) -> set[str]:
+    """Data paths (`path[index]`) the actions animate."""
+    return {f"{c.data_path}[{c.array_index}]" for action in actions if action is not None
+            for c in action_fcurves(action)}
+
+
 class ActiveAction:
     """An object's animation as it was (its active action and slot, that action's fake user, whether it had
     animation data at all), to put back after a new action took its place."""

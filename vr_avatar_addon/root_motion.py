@@ -14,7 +14,7 @@ starts from there, not from where that action has moved the object by the presen
 import numpy as np
 from mathutils import Matrix
 
-from . import core
+from . import core, keyframes
 from .bone_space import matrix_rotations, pose_basis, pose_matrices, rest_matrices
 from .errors import VRAvatarError
 from .rotation_modes import rotation_values
@@ -184,3 +184,24 @@ def restore_placement(obj) -> None:
     placement = kept_placement(obj)
     if placement is not None:
         obj.matrix_world = placement
+
+
+def placing_channels(obj) -> set[str]:
+    """Channels (`path[index]`) of the object's active action and NLA strips, but the active action of an Object
+    root-motion bake (`restore_placement` puts the object back where it was keyed from)."""
+    action = obj.animation_data.action if obj.animation_data is not None else None
+    own = action is not None and PLACEMENT_PROPERTY not in action
+    return keyframes.animated_channels(([action] if own else []) + keyframes.strip_actions(obj))
+
+
+def solved_placement(obj, object_transform: np.ndarray | None) -> list:
+    """(property, value) of the object's own transform the solve was made with (`object_transform`, SolveCache's;
+    None: a cache made by an earlier version, nothing), for each property the action the bake replaces or NLA strips
+    under it animate (`placing_channels`), which would move the object elsewhere."""
+    if object_transform is None:
+        return []
+    underneath = placing_channels(obj)
+    location, rotation, scale = np.split(object_transform, [3, 7])
+    name, values = rotation_values(rotation[None], obj.rotation_mode, obj.rotation_euler.copy())
+    return [(prop, value) for prop, value in (("location", location), (name, values[0]), ("scale", scale))
+            if any(f"{prop}[{i}]" in underneath for i in range(len(value)))]

@@ -26,6 +26,11 @@ def rotation_values(quaternions: np.ndarray, mode: str, previous=None) -> tuple[
     return "rotation_euler", angles
 
 
+def rotation_property(mode: str) -> str:
+    """The rotation property of a bone or object in rotation `mode`."""
+    return {'QUATERNION': "rotation_quaternion", 'AXIS_ANGLE': "rotation_axis_angle"}.get(mode, "rotation_euler")
+
+
 def set_rotations(pose_bones, quaternions: np.ndarray) -> None:
     """Rotate pose bones (a sequence) by quaternions (J, 4), each in its own rotation mode (Euler angles nearest
     the bone's current ones)."""

@@ -5,10 +5,10 @@ quaternion far from unit length counts as untracked (`usable_samples`), as does 
 MAX_CONTROLLER_FROM_HMD_M from the HMD; one near unit length is made unit
 (`unit_rotations`); a time step that is not
 finite, not positive or longer than PAUSE_STEP_S is a pause: the solvers advance by one nominal
-frame (a live step no later than the last never reaches them: solution.repeats_last_frame). `check_stream` looks at a whole stream file: times in milliseconds and positions in
-centimetres or millimetres or on a +Z up axis, and a headset upside down (`upside_down_problem`: quaternions
-written x, y, z, w) are errors; gaps, absurd samples and a left controller held to
-the right of the right one (`crossed_controllers_m`: columns swapped, or a mirrored world) are warnings.
+frame (a live step no later than the last never reaches them: solution.repeats_last_frame). `check_stream` looks
+at a whole stream file: times in milliseconds and positions in centimetres or millimetres or on a +Z up axis, and a
+headset upside down (`upside_down_problem`: quaternions written x, y, z, w) are errors; gaps, absurd samples and a
+left controller held to the right of the right one (`crossed_controllers_m`: columns swapped, or a mirrored world) are warnings.
 """
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ class RegainedHeadset:
               given: tuple | None) -> tuple[np.ndarray, np.ndarray]:
         """This frame's headset pose (held where untracked; `tracked`) with the offset applied, `dt` seconds after
         the frame whose headset pose (position, rotation) was `given` as this returned it (None on the first)."""
-        self.offsets, self.rates = decay_toward_zero(self.offsets, self.rates, REGAINED_HALFLIFE_S, dt)
+        if self.offsets.any():  # nothing to decay on every other live step
+            self.offsets, self.rates = decay_toward_zero(self.offsets, self.rates, REGAINED_HALFLIFE_S, dt)
         if tracked and self.lost_s > 0.0 and given is not None:
             self.found_again(given, (position, rotation), self.lost_s + dt)
         self.lost_s = 0.0 if tracked else self.lost_s + dt

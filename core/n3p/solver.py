@@ -132,7 +132,8 @@ class Advanced(NamedTuple):
 def time_past_tick(since_tick_s: float) -> float:
     """Live, the time since the tick that just fired, from the time since the one before (`since_tick_s`, at least
     TICK_S less TICK_TOLERANCE_S): what is left past TICK_S, none where the tick fired a hair early, and a longer
-    backlog (a slow frame) dropped, not ticked again at the next frame. None after the first tick."""
+    backlog (a slow frame) dropped, not ticked again at the next frame; none after the first tick (`since_tick_s`
+    infinite)."""
     if not np.isfinite(since_tick_s):
         return 0.0
     left = since_tick_s - TICK_S
